@@ -1,0 +1,157 @@
+// Package cloudprovider holds the contract between the autoscaling core and a
+// cloud. Its method set and meaning follow upstream cluster-autoscaler, so a
+// provider author recognises every method; the implementation is our own.
+package cloudprovider
+
+import (
+	"errors"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// ErrNotImplemented is returned by optional methods a provider does not support.
+var ErrNotImplemented = errors.New("not implemented")
+
+// ErrAlreadyExist is returned by NodeGroup.Create when the group already exists.
+var ErrAlreadyExist = errors.New("already exist")
+
+// CloudProvider gives the core access to the cloud's node groups.
+type CloudProvider interface {
+	// Name returns the provider's name, e.g. "digitalocean".
+	Name() string
+	// NodeGroups returns every node group the autoscaler may resize.
+	NodeGroups() []NodeGroup
+	// NodeGroupForNode returns the group of a node, or nil (and no error)
+	// when the node is not autoscaled.
+	NodeGroupForNode(*apiv1.Node) (NodeGroup, error)
+	// HasInstance reports whether the node still has a cloud instance
+	// behind it.
+	HasInstance(*apiv1.Node) (bool, error)
+	// Pricing returns the pricing model, or ErrNotImplemented.
+	Pricing() (PricingModel, error)
+	// GetAvailableMachineTypes lists the machine types node groups can use.
+	GetAvailableMachineTypes() ([]string, error)
+	// NewNodeGroup builds a not-yet-existing group (autoprovisioning).
+	NewNodeGroup(machineType string, labels map[string]string, systemLabels map[string]string,
+		taints []apiv1.Taint, extraResources map[string]resource.Quantity) (NodeGroup, error)
+	// GetResourceLimiter returns the cluster-wide resource limits.
+	GetResourceLimiter() (*ResourceLimiter, error)
+	// GPULabel is the node label that marks GPU nodes.
+	GPULabel() string
+	// GetAvailableGPUTypes lists the GPU types the cloud offers.
+	GetAvailableGPUTypes() map[string]struct{}
+	// GetNodeGpuConfig describes the GPU of a node, or nil for none.
+	GetNodeGpuConfig(*apiv1.Node) *GpuConfig
+	// Cleanup releases resources before the process exits.
+	Cleanup() error
+	// Refresh is called once at the start of every iteration, before any
+	// other method, to bring cached cloud state up to date.
+	Refresh() error
+}
+
+// NodeGroup is a set of identical nodes the cloud can grow or shrink.
+type NodeGroup interface {
+	MaxSize() int
+	MinSize() int
+	// TargetSize is the size the cloud is asked to have, which may differ
+	// from the number of registered nodes while nodes come and go.
+	TargetSize() (int, error)
+	// IncreaseSize raises the target by delta (> 0), never above MaxSize.
+	IncreaseSize(delta int) error
+	// AtomicIncreaseSize is IncreaseSize that either adds all nodes or none.
+	AtomicIncreaseSize(delta int) error
+	// DeleteNodes removes the given nodes from the group and decreases the
+	// target accordingly.
+	DeleteNodes([]*apiv1.Node) error
+	// ForceDeleteNodes deletes nodes even below MinSize.
+	ForceDeleteNodes([]*apiv1.Node) error
+	// DecreaseTargetSize lowers the target by -delta (delta < 0) without
+	// deleting registered nodes; used to give up on nodes that never came.
+	DecreaseTargetSize(delta int) error
+	Id() string
+	Debug() string
+	// Nodes lists the group's instances with their cloud-side state.
+	Nodes() ([]Instance, error)
+	// TemplateNodeInfo describes a new node of this group, so the core can
+	// scale up from zero.
+	TemplateNodeInfo() (*framework.NodeInfo, error)
+	Exist() bool
+	Create() (NodeGroup, error)
+	Delete() error
+	Autoprovisioned() bool
+	// GetOptions returns per-group overrides of the autoscaling options, or
+	// ErrNotImplemented to use the defaults.
+	GetOptions(defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error)
+}
+
+// Instance is a cloud machine that belongs (or will belong) to a node group.
+type Instance struct {
+	// Id is the provider ID the Node will carry in spec.providerID.
+	Id     string
+	Status *InstanceStatus
+}
+
+// InstanceStatus is an instance's cloud-side state.
+type InstanceStatus struct {
+	State     InstanceState
+	ErrorInfo *InstanceErrorInfo
+}
+
+// InstanceState is the lifecycle phase of an instance.
+type InstanceState int
+
+const (
+	// InstanceRunning means the instance is up.
+	InstanceRunning InstanceState = 1
+	// InstanceCreating means the instance is being created.
+	InstanceCreating InstanceState = 2
+	// InstanceDeleting means the instance is being deleted.
+	InstanceDeleting InstanceState = 3
+)
+
+func (s InstanceState) String() string {
+	switch s {
+	case InstanceRunning:
+		return "running"
+	case InstanceCreating:
+		return "creating"
+	case InstanceDeleting:
+		return "deleting"
+	}
+	return "unknown"
+}
+
+// InstanceErrorClass classifies an instance failure.
+type InstanceErrorClass int
+
+const (
+	// OutOfResourcesErrorClass means the cloud ran out of capacity or quota.
+	OutOfResourcesErrorClass InstanceErrorClass = 1
+	// OtherErrorClass is any other failure.
+	OtherErrorClass InstanceErrorClass = 99
+)
+
+// InstanceErrorInfo explains why an instance is in error.
+type InstanceErrorInfo struct {
+	ErrorClass   InstanceErrorClass
+	ErrorCode    string
+	ErrorMessage string
+}
+
+// PricingModel prices nodes and pods over a time range.
+type PricingModel interface {
+	NodePrice(node *apiv1.Node, startTime time.Time, endTime time.Time) (float64, error)
+	PodPrice(pod *apiv1.Pod, startTime time.Time, endTime time.Time) (float64, error)
+}
+
+// GpuConfig describes the GPU of a node.
+type GpuConfig struct {
+	Label                string
+	Type                 string
+	ExtendedResourceName apiv1.ResourceName
+}

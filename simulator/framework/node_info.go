@@ -1,0 +1,39 @@
+// Package framework holds the project's own node description: a Node plus the
+// pods scheduled on it (or, for a template, the pods a new node starts with,
+// such as DaemonSet pods). It has no dependency on the scheduler so that
+// providers can build it cheaply.
+package framework
+
+import apiv1 "k8s.io/api/core/v1"
+
+// NodeInfo is a node and the pods on it.
+type NodeInfo struct {
+	node *apiv1.Node
+	pods []*apiv1.Pod
+}
+
+// NewNodeInfo returns a NodeInfo holding node and pods.
+func NewNodeInfo(node *apiv1.Node, pods ...*apiv1.Pod) *NodeInfo {
+	return &NodeInfo{node: node, pods: append([]*apiv1.Pod(nil), pods...)}
+}
+
+// Node returns the node.
+func (n *NodeInfo) Node() *apiv1.Node { return n.node }
+
+// Pods returns the pods on the node. Callers must not modify the slice.
+func (n *NodeInfo) Pods() []*apiv1.Pod { return n.pods }
+
+// AddPod adds a pod to the node.
+func (n *NodeInfo) AddPod(pod *apiv1.Pod) { n.pods = append(n.pods, pod) }
+
+// DeepCopy returns a copy that shares nothing with n.
+func (n *NodeInfo) DeepCopy() *NodeInfo {
+	out := &NodeInfo{pods: make([]*apiv1.Pod, 0, len(n.pods))}
+	if n.node != nil {
+		out.node = n.node.DeepCopy()
+	}
+	for _, p := range n.pods {
+		out.pods = append(out.pods, p.DeepCopy())
+	}
+	return out
+}
