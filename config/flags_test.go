@@ -1,0 +1,132 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parse(t *testing.T, args ...string) (AutoscalingOptions, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := NewFlags(fs)
+	if err := fs.Parse(append([]string{"--cloud-config=/etc/do/cloud.json"}, args...)); err != nil {
+		return AutoscalingOptions{}, err
+	}
+	return f.Options()
+}
+
+func TestDefaultsMatchUpstream(t *testing.T) {
+	o, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"scan-interval", o.ScanInterval, 10 * time.Second},
+		{"expander", strings.Join(o.ExpanderNames, ","), "least-waste"},
+		{"cores-total max", o.MaxCoresTotal, int64(320000)},
+		{"memory-total max", o.MaxMemoryTotal, int64(6400000) * GiB},
+		{"scale-down-unneeded-time", o.NodeGroupDefaults.ScaleDownUnneededTime, 10 * time.Minute},
+		{"scale-down-utilization-threshold", o.NodeGroupDefaults.ScaleDownUtilizationThreshold, 0.5},
+		{"max-node-provision-time", o.NodeGroupDefaults.MaxNodeProvisionTime, 15 * time.Minute},
+		{"scale-down-delay-after-add", o.ScaleDownDelayAfterAdd, 10 * time.Minute},
+		{"scale-down-delay-after-failure", o.ScaleDownDelayAfterFailure, 3 * time.Minute},
+		{"max-graceful-termination-sec", o.MaxGracefulTerminationSec, 600},
+		{"max-empty-bulk-delete", o.MaxEmptyBulkDelete, 10},
+		{"address", o.Address, ":8085"},
+		{"namespace", o.Namespace, "kube-system"},
+		{"status-config-map-name", o.StatusConfigMapName, "cluster-autoscaler-status"},
+		{"leader-elect", o.LeaderElect, true},
+		{"leader-elect-resource-name", o.LeaderElectResourceName, "cluster-autoscaler"},
+		{"initial-node-group-backoff-duration", o.InitialNodeGroupBackoffDuration, 5 * time.Minute},
+		{"max-node-group-backoff-duration", o.MaxNodeGroupBackoffDuration, 30 * time.Minute},
+		{"pending-pods-batch-idle", o.TriggerIdleWindow, time.Second},
+		{"pending-pods-batch-max", o.TriggerMaxWindow, 10 * time.Second},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestFlagValues(t *testing.T) {
+	o, err := parse(t, "--cores-total=2:64", "--memory-total=4:256", "--expander=priority,least-waste",
+		"--scale-down-unneeded-time=5s", "--max-nodes-total=12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MinCoresTotal != 2 || o.MaxCoresTotal != 64 {
+		t.Errorf("cores: %d:%d", o.MinCoresTotal, o.MaxCoresTotal)
+	}
+	if o.MinMemoryTotal != 4*GiB || o.MaxMemoryTotal != 256*GiB {
+		t.Errorf("memory: %d:%d", o.MinMemoryTotal, o.MaxMemoryTotal)
+	}
+	if strings.Join(o.ExpanderNames, ",") != "priority,least-waste" {
+		t.Errorf("expanders: %v", o.ExpanderNames)
+	}
+	if o.NodeGroupDefaults.ScaleDownUnneededTime != 5*time.Second || o.MaxNodesTotal != 12 {
+		t.Errorf("unexpected %+v", o)
+	}
+}
+
+func TestInvalidFlagsNameTheFlag(t *testing.T) {
+	cases := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--cores-total=8"}, "--cores-total"},
+		{[]string{"--cores-total=9:3"}, "--cores-total"},
+		{[]string{"--memory-total=a:3"}, "--memory-total"},
+		{[]string{"--expander=cheapest"}, "--expander"},
+		{[]string{"--expander=grpc"}, "grpc expander is not supported"},
+		{[]string{"--expander=random,random"}, "listed twice"},
+		{[]string{"--estimator=oldbinpacking"}, "--estimator"},
+		{[]string{"--leader-elect-resource-lock=endpoints"}, "--leader-elect-resource-lock"},
+		{[]string{"--scan-interval=0s"}, "--scan-interval"},
+		{[]string{"--scale-down-utilization-threshold=1.5"}, "--scale-down-utilization-threshold"},
+		{[]string{"--scale-down-unneeded-time=-1m"}, "--scale-down-unneeded-time"},
+		{[]string{"--max-nodes-total=-1"}, "--max-nodes-total"},
+		{[]string{"--max-empty-bulk-delete=0"}, "--max-empty-bulk-delete"},
+		{[]string{"--max-total-unready-percentage=101"}, "--max-total-unready-percentage"},
+		{[]string{"--pending-pods-batch-idle=20s"}, "--pending-pods-batch-idle"},
+		{[]string{"--leader-elect-renew-deadline=20s"}, "--leader-elect-renew-deadline"},
+		{[]string{"--namespace="}, "--namespace"},
+		{[]string{"--cloud-config="}, "--cloud-config is required"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			_, err := parse(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("got %v, want an error containing %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+func TestUnsupportedUpstreamFlagsAreRefused(t *testing.T) {
+	cases := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--nodes=1:10:pool"}, "--nodes is an upstream cluster-autoscaler flag this build does not support"},
+		{[]string{"--v=4", "-node-group-auto-discovery", "x"}, "--node-group-auto-discovery"},
+		{[]string{"--gpu-total=nvidia:0:4"}, "--gpu-total"},
+		{[]string{"--max-node-startup-time=10m"}, "--max-node-startup-time"},
+	}
+	for _, c := range cases {
+		err := CheckUnsupported(c.args)
+		if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.wantErr)
+		}
+	}
+	if err := CheckUnsupported([]string{"--scan-interval=10s", "--v=4", "--", "--nodes"}); err != nil {
+		t.Errorf("supported flags refused: %v", err)
+	}
+}
