@@ -1,0 +1,255 @@
+// Command cluster-autoscaler grows and shrinks DigitalOcean Kubernetes (DOKS)
+// node pools to fit the cluster's pods.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/builder"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/version"
+)
+
+const componentName = "cluster-autoscaler"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run returns the process exit code: 0 after a clean shutdown, 1 when the
+// autoscaler cannot start or stops on an error, 2 for bad flags.
+func run(args []string) int {
+	fs := flag.NewFlagSet(componentName, flag.ContinueOnError)
+	klog.InitFlags(fs)
+	flags := config.NewFlags(fs)
+	if err := config.CheckUnsupported(args); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "error: unexpected arguments %q: every option is a --flag\n", fs.Args())
+		return 2
+	}
+	opts, err := flags.Options()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 2
+	}
+	defer klog.Flush()
+	klog.Infof("cluster-autoscaler %s starting: provider %s, scan interval %v, expanders %v",
+		version.Version, opts.CloudProviderName, opts.ScanInterval, opts.ExpanderNames)
+
+	// Metrics first: the provider reports every cloud request from its first.
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics.RegisterAll(registry, opts.EmitPerNodeGroupMetrics)
+
+	// The cloud config is read and checked here, before anything contacts
+	// Kubernetes or the cloud, so a bad file fails fast with a clear message.
+	provider, err := builder.NewCloudProvider(opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: cloud provider %q: %v\n", opts.CloudProviderName, err)
+		return 1
+	}
+
+	kube, err := newKubeClient(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	health := metrics.NewHealthCheck(opts.MaxInactivityTime, opts.MaxFailingTime)
+	server, err := serveHTTP(opts, registry, health)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+	defer server.Close()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, apiv1.EventSource{Component: componentName})
+
+	autoscale := func(ctx context.Context) error {
+		return runAutoscaler(ctx, opts, kube, provider, recorder, health)
+	}
+	if !opts.LeaderElect {
+		err = autoscale(ctx)
+	} else {
+		err = runWithLeaderElection(ctx, opts, kube, recorder, autoscale)
+	}
+	if err != nil {
+		klog.Errorf("cluster-autoscaler stopped: %v", err)
+		return 1
+	}
+	klog.Info("cluster-autoscaler stopped")
+	return 0
+}
+
+func runAutoscaler(ctx context.Context, opts config.AutoscalingOptions, kube kubernetes.Interface,
+	provider cloudprovider.CloudProvider, recorder record.EventRecorder, health *metrics.HealthCheck) error {
+	autoscaler, err := core.NewAutoscaler(opts, kube, provider, recorder, health)
+	if err != nil {
+		return err
+	}
+	health.StartMonitoring()
+	err = autoscaler.Run(ctx)
+	autoscaler.ExitCleanUp()
+	if ctx.Err() != nil {
+		return nil // asked to stop
+	}
+	return err
+}
+
+func newKubeClient(opts config.AutoscalingOptions) (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if opts.Kubeconfig != "" || opts.KubernetesURL != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags(opts.KubernetesURL, opts.Kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration (--kubeconfig %q, --kubernetes %q): %v", opts.Kubeconfig, opts.KubernetesURL, err)
+	}
+	cfg.QPS = float32(opts.KubeClientQPS)
+	cfg.Burst = opts.KubeClientBurst
+	cfg.UserAgent = componentName + "/" + version.Version
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %v", err)
+	}
+	// One cheap call, so an unreachable or unauthorised API server is reported
+	// at start-up rather than as informers that never sync.
+	if _, err := kube.Discovery().ServerVersion(); err != nil {
+		return nil, fmt.Errorf("cannot reach the Kubernetes API server at %s: %v", cfg.Host, err)
+	}
+	return kube, nil
+}
+
+func serveHTTP(opts config.AutoscalingOptions, registry *prometheus.Registry, health *metrics.HealthCheck) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.Handle("/health-check", health)
+	if opts.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	server := &http.Server{Addr: opts.Address, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	listener, err := net.Listen("tcp", opts.Address)
+	if err != nil {
+		return nil, fmt.Errorf("--address %s: %v", opts.Address, err)
+	}
+	klog.Infof("serving /metrics and /health-check on %s", listener.Addr())
+	go func() {
+		if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.Errorf("HTTP server on %s stopped: %v", opts.Address, err)
+		}
+	}()
+	return server, nil
+}
+
+// runWithLeaderElection runs autoscale only while this replica holds the
+// Lease. Losing the Lease ends the process with an error, so the Deployment
+// restarts it as a follower: a replica that might still act on stale state
+// must not keep running.
+func runWithLeaderElection(ctx context.Context, opts config.AutoscalingOptions, kube kubernetes.Interface,
+	recorder record.EventRecorder, autoscale func(context.Context) error) error {
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("leader election identity: %v", err)
+	}
+	identity := host + "_" + string(uuid.NewUUID())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.Namespace, opts.LeaderElectResourceName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: recorder})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %v", err)
+	}
+	var started atomic.Bool
+	done := make(chan error, 1)
+	leaderCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	klog.Infof("waiting to acquire Lease %s/%s as %s", opts.Namespace, opts.LeaderElectResourceName, identity)
+	leaderelection.RunOrDie(leaderCtx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   opts.LeaderElectLeaseDuration,
+		RenewDeadline:   opts.LeaderElectRenewDeadline,
+		RetryPeriod:     opts.LeaderElectRetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            componentName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				started.Store(true)
+				klog.Infof("acquired Lease %s/%s: this replica is the leader", opts.Namespace, opts.LeaderElectResourceName)
+				done <- autoscale(ctx)
+				cancel() // release the Lease as soon as the autoscaler stops
+			},
+			OnStoppedLeading: func() {},
+			OnNewLeader: func(id string) {
+				if id != identity {
+					klog.Infof("replica %s is the leader", id)
+				}
+			},
+		},
+	})
+	select {
+	case err := <-done:
+		return err
+	default:
+	}
+	if !started.Load() {
+		return nil // stopped before becoming leader
+	}
+	if ctx.Err() != nil {
+		// Shutting down: let the autoscaler finish its clean-up.
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return errors.New("autoscaler did not stop within 30s of the shutdown signal")
+		}
+	}
+	return errors.New("lost the leader election Lease; exiting so that this replica restarts as a follower")
+}
