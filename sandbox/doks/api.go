@@ -1,0 +1,482 @@
+package doks
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/digitalocean/godo"
+	"k8s.io/klog/v2"
+)
+
+// Paging limits of the DigitalOcean API.
+const (
+	defaultPerPage = 20
+	maxPerPage     = 200
+)
+
+// The JSON shapes below follow the DigitalOcean API rather than godo's Go
+// structs: taints use lower-case keys and min/max are always present.
+type apiTaint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Effect string `json:"effect"`
+}
+
+type apiPool struct {
+	ID        string                 `json:"id"`
+	Name      string                 `json:"name"`
+	Size      string                 `json:"size"`
+	Count     int                    `json:"count"`
+	Tags      []string               `json:"tags"`
+	Labels    map[string]string      `json:"labels"`
+	Taints    []apiTaint             `json:"taints"`
+	AutoScale bool                   `json:"auto_scale"`
+	MinNodes  int                    `json:"min_nodes"`
+	MaxNodes  int                    `json:"max_nodes"`
+	Nodes     []*godo.KubernetesNode `json:"nodes"`
+}
+
+type apiLinks struct {
+	Pages *godo.Pages `json:"pages,omitempty"`
+}
+
+type apiMeta struct {
+	Total int `json:"total"`
+}
+
+type apiError struct {
+	ID        string `json:"id"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id"`
+}
+
+func toAPIPool(p godo.KubernetesNodePool) apiPool {
+	out := apiPool{ID: p.ID, Name: p.Name, Size: p.Size, Count: p.Count, Tags: p.Tags,
+		Labels: p.Labels, AutoScale: p.AutoScale, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
+		Nodes: p.Nodes, Taints: []apiTaint{}}
+	if out.Tags == nil {
+		out.Tags = []string{}
+	}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if out.Nodes == nil {
+		out.Nodes = []*godo.KubernetesNode{}
+	}
+	for _, t := range p.Taints {
+		out.Taints = append(out.Taints, apiTaint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+	}
+	return out
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	const clusters = "/v2/kubernetes/clusters/{cluster}"
+	mux.Handle("GET "+clusters+"/node_pools", s.wrap(OpListNodePools, s.handleListPools))
+	mux.Handle("GET "+clusters+"/node_pools/{pool}", s.wrap(OpGetNodePool, s.handleGetPool))
+	mux.Handle("PUT "+clusters+"/node_pools/{pool}", s.wrap(OpUpdateNodePool, s.handleUpdatePool))
+	mux.Handle("DELETE "+clusters+"/node_pools/{pool}/nodes/{node}", s.wrap(OpDeleteNode, s.handleDeleteNode))
+	mux.Handle("GET "+clusters+"/node_pools_template/{name}", s.wrap(OpGetNodePoolTemplate, s.handleTemplate))
+	mux.Handle("GET /v2/sizes", s.wrap(OpListSizes, s.handleSizes))
+	mux.Handle("/", s.wrap(OpUnknown, func(w http.ResponseWriter, r *http.Request, reqID string) {
+		writeError(w, http.StatusNotFound, "not_found", "The resource you were accessing could not be found.", reqID)
+	}))
+	return mux
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request, reqID string)
+
+// wrap counts the request, applies the rate limit, the token check and any
+// injected fault, then runs h. Rate-limit headers go on every response.
+func (s *Server) wrap(op string, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reqID := newUUID()
+		w.Header().Set("x-request-id", reqID)
+		now := time.Now()
+
+		s.mu.Lock()
+		s.counts[op]++
+		s.total++
+		limited, retryAfter := s.takeRateLimitLocked(now, w.Header())
+		var fault *Fault
+		authorized := s.opts.Token == "" || r.Header.Get("Authorization") == "Bearer "+s.opts.Token
+		if authorized && !limited {
+			fault = s.matchFaultLocked(op)
+		}
+		s.mu.Unlock()
+
+		switch {
+		case !authorized:
+			klog.V(4).Infof("doks simulator: %s %s: unauthorized", r.Method, r.URL.Path)
+			writeError(w, http.StatusUnauthorized, "Unauthorized", "Unable to authenticate you", reqID)
+			return
+		case limited:
+			w.Header().Set("retry-after", strconv.Itoa(retryAfter))
+			writeError(w, http.StatusTooManyRequests, "too_many_requests", "API Rate limit exceeded.", reqID)
+			return
+		}
+		if fault != nil {
+			if fault.Latency > 0 {
+				select {
+				case <-time.After(fault.Latency):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			if fault.Status != 0 {
+				if fault.RetryAfter > 0 {
+					w.Header().Set("retry-after", strconv.Itoa(int(math.Ceil(fault.RetryAfter.Seconds()))))
+				}
+				msg := fault.Message
+				if msg == "" {
+					msg = http.StatusText(fault.Status)
+				}
+				klog.V(4).Infof("doks simulator: %s %s: injected %d", r.Method, r.URL.Path, fault.Status)
+				writeError(w, fault.Status, errorID(fault.Status), msg, reqID)
+				return
+			}
+		}
+		if c := r.PathValue("cluster"); c != "" && c != s.opts.ClusterID {
+			writeError(w, http.StatusNotFound, "not_found", "The resource you were accessing could not be found.", reqID)
+			return
+		}
+		h(w, r, reqID)
+	})
+}
+
+// takeRateLimitLocked records the request in the sliding one-hour window
+// and writes the rate-limit headers. Over the limit the request is not
+// counted and the caller answers 429, retry-after seconds from now.
+func (s *Server) takeRateLimitLocked(now time.Time, h http.Header) (limited bool, retryAfter int) {
+	cut := now.Add(-time.Hour)
+	i := 0
+	for i < len(s.window) && !s.window[i].After(cut) {
+		i++
+	}
+	s.window = s.window[i:]
+	if len(s.window) >= s.rateLimit {
+		limited = true
+		retryAfter = int(math.Ceil(s.window[0].Add(time.Hour).Sub(now).Seconds()))
+		if retryAfter < 1 {
+			retryAfter = 1
+		}
+	} else {
+		s.window = append(s.window, now)
+	}
+	remaining := s.rateLimit - len(s.window)
+	if remaining < 0 {
+		remaining = 0
+	}
+	reset := now.Add(time.Hour)
+	if len(s.window) > 0 {
+		reset = s.window[0].Add(time.Hour)
+	}
+	h.Set("ratelimit-limit", strconv.Itoa(s.rateLimit))
+	h.Set("ratelimit-remaining", strconv.Itoa(remaining))
+	h.Set("ratelimit-reset", strconv.FormatInt(reset.Unix(), 10))
+	return limited, retryAfter
+}
+
+func (s *Server) matchFaultLocked(op string) *Fault {
+	for i, f := range s.faults {
+		if f.Operation != "" && f.Operation != op {
+			continue
+		}
+		applied := *f
+		if f.Times > 0 {
+			f.Times--
+			if f.Times == 0 {
+				s.faults = append(s.faults[:i], s.faults[i+1:]...)
+			}
+		}
+		return &applied
+	}
+	return nil
+}
+
+func errorID(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "bad_request"
+	case http.StatusUnauthorized:
+		return "Unauthorized"
+	case http.StatusForbidden:
+		return "forbidden"
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusUnprocessableEntity:
+		return "unprocessable_entity"
+	case http.StatusTooManyRequests:
+		return "too_many_requests"
+	case http.StatusServiceUnavailable:
+		return "service_unavailable"
+	}
+	if status >= 500 {
+		return "server_error"
+	}
+	return strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_"))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		klog.V(4).Infof("doks simulator: write response: %v", err)
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, id, msg, reqID string) {
+	writeJSON(w, status, apiError{ID: id, Message: msg, RequestID: reqID})
+}
+
+func notFound(w http.ResponseWriter, reqID string) {
+	writeError(w, http.StatusNotFound, "not_found", "The resource you were accessing could not be found.", reqID)
+}
+
+// paging reads page and per_page the way the API does: defaults for absent
+// or invalid values, per_page capped at 200.
+func paging(r *http.Request) (page, perPage int) {
+	page, perPage = 1, defaultPerPage
+	if v, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && v >= 1 {
+		page = v
+	}
+	if v, err := strconv.Atoi(r.URL.Query().Get("per_page")); err == nil && v >= 1 {
+		perPage = v
+	}
+	if perPage > maxPerPage {
+		perPage = maxPerPage
+	}
+	return page, perPage
+}
+
+// pageBounds returns the slice bounds of a page and its links.
+func pageBounds(r *http.Request, total, page, perPage int) (lo, hi int, links apiLinks) {
+	lo = (page - 1) * perPage
+	if lo > total {
+		lo = total
+	}
+	hi = lo + perPage
+	if hi > total {
+		hi = total
+	}
+	last := (total + perPage - 1) / perPage
+	if last < 1 {
+		last = 1
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	link := func(p int) string {
+		q := url.Values{}
+		q.Set("page", strconv.Itoa(p))
+		q.Set("per_page", strconv.Itoa(perPage))
+		return fmt.Sprintf("%s://%s%s?%s", scheme, r.Host, r.URL.Path, q.Encode())
+	}
+	pages := &godo.Pages{}
+	if page > 1 {
+		pages.First = link(1)
+		pages.Prev = link(min(page-1, last))
+	}
+	if page < last {
+		pages.Next = link(page + 1)
+		pages.Last = link(last)
+	}
+	if *pages != (godo.Pages{}) {
+		links.Pages = pages
+	}
+	return lo, hi, links
+}
+
+func (s *Server) handleListPools(w http.ResponseWriter, r *http.Request, _ string) {
+	pools := s.Pools()
+	page, perPage := paging(r)
+	lo, hi, links := pageBounds(r, len(pools), page, perPage)
+	out := make([]apiPool, 0, hi-lo)
+	for _, p := range pools[lo:hi] {
+		out = append(out, toAPIPool(p))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		NodePools []apiPool `json:"node_pools"`
+		Links     apiLinks  `json:"links"`
+		Meta      apiMeta   `json:"meta"`
+	}{out, links, apiMeta{Total: len(pools)}})
+}
+
+func (s *Server) poolCopy(id string) (godo.KubernetesNodePool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.poolByIDLocked(id)
+	if p == nil {
+		return godo.KubernetesNodePool{}, false
+	}
+	return p.toGodo(), true
+}
+
+func (s *Server) handleGetPool(w http.ResponseWriter, r *http.Request, reqID string) {
+	p, ok := s.poolCopy(r.PathValue("pool"))
+	if !ok {
+		notFound(w, reqID)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		NodePool apiPool `json:"node_pool"`
+	}{toAPIPool(p)})
+}
+
+func (s *Server) handleUpdatePool(w http.ResponseWriter, r *http.Request, reqID string) {
+	var req godo.KubernetesNodePoolUpdateRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "invalid JSON body: "+err.Error(), reqID)
+		return
+	}
+	s.mu.Lock()
+	p := s.poolByIDLocked(r.PathValue("pool"))
+	if p == nil {
+		s.mu.Unlock()
+		notFound(w, reqID)
+		return
+	}
+	// Validate the whole request against the pool as it would be after
+	// the update, then apply it, so a rejected request changes nothing.
+	name, autoScale, minN, maxN, count := p.name, p.autoScale, p.minNodes, p.maxNodes, p.count
+	if req.Name != "" {
+		name = req.Name
+	}
+	if req.AutoScale != nil {
+		autoScale = *req.AutoScale
+	}
+	if req.MinNodes != nil {
+		minN = *req.MinNodes
+	}
+	if req.MaxNodes != nil {
+		maxN = *req.MaxNodes
+	}
+	if req.Count != nil {
+		count = *req.Count
+	}
+	var problem string
+	switch {
+	case count < 0:
+		problem = fmt.Sprintf("node count %d must not be negative", count)
+	case name != p.name && s.poolByNameLocked(name) != nil:
+		problem = fmt.Sprintf("a node pool named %q already exists", name)
+	case autoScale:
+		if err := checkBounds(count, minN, maxN); err != nil {
+			problem = err.Error()
+		}
+	}
+	if problem != "" {
+		s.mu.Unlock()
+		klog.V(2).Infof("doks simulator: update of pool %s refused: %s", p.id, problem)
+		writeError(w, http.StatusUnprocessableEntity, "unprocessable_entity", problem, reqID)
+		return
+	}
+	p.name, p.autoScale = name, autoScale
+	if autoScale {
+		p.minNodes, p.maxNodes = minN, maxN
+	} else {
+		p.minNodes, p.maxNodes = 0, 0
+	}
+	if req.Labels != nil {
+		p.labels = copyLabels(req.Labels)
+	}
+	if req.Taints != nil {
+		p.taints = append([]godo.Taint{}, (*req.Taints)...)
+	}
+	if req.Tags != nil {
+		p.tags = append([]string{}, req.Tags...)
+	}
+	if count != p.count {
+		klog.V(2).Infof("doks simulator: pool %s (%s) count %d → %d", p.name, p.id, p.count, count)
+	}
+	s.resizeLocked(p, count)
+	out := p.toGodo()
+	s.notifyLocked()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusAccepted, struct {
+		NodePool apiPool `json:"node_pool"`
+	}{toAPIPool(out)})
+}
+
+func queryFlag(r *http.Request, name string) bool {
+	v := r.URL.Query().Get(name)
+	return v == "1" || strings.EqualFold(v, "true")
+}
+
+func (s *Server) handleDeleteNode(w http.ResponseWriter, r *http.Request, reqID string) {
+	skipDrain, replace := queryFlag(r, "skip_drain"), queryFlag(r, "replace")
+	s.mu.Lock()
+	p := s.poolByIDLocked(r.PathValue("pool"))
+	var n *node
+	if p != nil {
+		n = p.nodeByID(r.PathValue("node"))
+	}
+	if n == nil {
+		s.mu.Unlock()
+		notFound(w, reqID)
+		return
+	}
+	if st := n.Status.State; st == StateDraining || st == StateDeleting {
+		// Already on its way out: accepted again, nothing changes.
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if !replace && p.autoScale && p.count-1 < p.minNodes {
+		s.mu.Unlock()
+		writeError(w, http.StatusUnprocessableEntity, "unprocessable_entity",
+			fmt.Sprintf("deleting the node would take the pool below its minimum of %d nodes", p.minNodes), reqID)
+		return
+	}
+	s.startDeletionLocked(p, n, skipDrain)
+	if replace {
+		p.nodes = append(p.nodes, s.newNodeLocked(p, StateProvisioning))
+	} else if p.count > 0 {
+		p.count--
+	}
+	klog.V(2).Infof("doks simulator: deleting node %s of pool %s (skip_drain=%v replace=%v); count now %d",
+		n.Name, p.name, skipDrain, replace, p.count)
+	s.notifyLocked()
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (s *Server) handleTemplate(w http.ResponseWriter, r *http.Request, reqID string) {
+	s.mu.Lock()
+	p := s.poolByNameLocked(r.PathValue("name"))
+	var tmpl *godo.KubernetesNodeTemplate
+	if p != nil {
+		if size, ok := lookupSize(p.size); ok {
+			tmpl = size.template(s.opts.ClusterID, p.name, p.labels, p.taints)
+		}
+	}
+	s.mu.Unlock()
+	if tmpl == nil {
+		notFound(w, reqID)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Template *godo.KubernetesNodeTemplate `json:"template"`
+	}{tmpl})
+}
+
+func (s *Server) handleSizes(w http.ResponseWriter, r *http.Request, _ string) {
+	page, perPage := paging(r)
+	lo, hi, links := pageBounds(r, len(catalogue), page, perPage)
+	out := make([]godo.Size, 0, hi-lo)
+	for _, sz := range catalogue[lo:hi] {
+		out = append(out, sz.godoSize())
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Sizes []godo.Size `json:"sizes"`
+		Links apiLinks    `json:"links"`
+		Meta  apiMeta     `json:"meta"`
+	}{out, links, apiMeta{Total: len(catalogue)}})
+}

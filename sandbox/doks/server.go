@@ -1,0 +1,546 @@
+// Package doks is a DOKS API simulator: an HTTP server that answers the
+// DigitalOcean Kubernetes node-pool, node-pool-template and sizes endpoints
+// with godo-compatible JSON, keeps node pools and their nodes in memory, moves
+// nodes through provisioning → running and draining/deleting → gone on
+// timers, sends DigitalOcean's rate-limit headers, counts requests per
+// operation and injects faults. The sandbox and the provider's tests use it in
+// place of api.digitalocean.com.
+package doks
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/digitalocean/godo"
+	"k8s.io/klog/v2"
+)
+
+// Operation names used by RequestCount and Fault.Operation.
+const (
+	OpListNodePools       = "ListNodePools"
+	OpGetNodePool         = "GetNodePool"
+	OpUpdateNodePool      = "UpdateNodePool"
+	OpDeleteNode          = "DeleteNode"
+	OpGetNodePoolTemplate = "GetNodePoolTemplate"
+	OpListSizes           = "ListSizes"
+	// OpUnknown counts requests to paths the simulator does not serve.
+	OpUnknown = "Unknown"
+)
+
+// Node states as DOKS reports them.
+const (
+	StateProvisioning = "provisioning"
+	StateRunning      = "running"
+	StateDraining     = "draining"
+	StateDeleting     = "deleting"
+)
+
+// DefaultRateLimit is DigitalOcean's per-token hourly request budget.
+const DefaultRateLimit = 5000
+
+// Options configure a simulator.
+type Options struct {
+	ClusterID string
+	// Token is the bearer token required on every request; empty accepts any.
+	Token string
+	// BootDelay: provisioning → running. 0 makes new nodes running at once;
+	// a negative value leaves them provisioning until SetNodeState.
+	BootDelay time.Duration
+	// DeleteDelay: draining/deleting → gone. 0 removes deleted nodes at
+	// once; a negative value leaves them deleting forever.
+	DeleteDelay time.Duration
+}
+
+// PoolSpec describes a node pool created with CreatePool.
+type PoolSpec struct {
+	Name, Size string
+	Count      int
+	AutoScale  bool
+	MinNodes   int
+	MaxNodes   int
+	Labels     map[string]string
+	Taints     []godo.Taint
+	Tags       []string
+}
+
+// Fault makes matching requests fail or slow down.
+type Fault struct {
+	// Operation limits the fault to one operation; "" matches every one.
+	Operation string
+	// Status is the HTTP status to answer with; 0 only adds Latency.
+	Status int
+	// Times is how many requests the fault applies to; 0 means until
+	// ClearFaults.
+	Times int
+	// RetryAfter, when set, is sent as the retry-after header (seconds).
+	RetryAfter time.Duration
+	// Latency delays the answer.
+	Latency time.Duration
+	// Message is the error message in the JSON body.
+	Message string
+}
+
+type pool struct {
+	id, name, size string
+	count          int
+	autoScale      bool
+	minNodes       int
+	maxNodes       int
+	labels         map[string]string
+	taints         []godo.Taint
+	tags           []string
+	nodes          []*node // creation order
+}
+
+type node struct {
+	godo.KubernetesNode
+	// epoch invalidates pending timers when the node's state is changed by
+	// something else (SetNodeState, a delete) before they fire.
+	epoch int
+}
+
+// Server is the simulator. All methods are safe for concurrent use.
+type Server struct {
+	opts    Options
+	handler http.Handler
+
+	mu          sync.Mutex
+	pools       []*pool
+	nextDroplet int64
+	counts      map[string]int
+	total       int
+	faults      []*Fault
+	rateLimit   int
+	window      []time.Time // request times within the last hour, oldest first
+	subs        map[int]chan struct{}
+	nextSub     int
+	timers      map[*time.Timer]struct{}
+	closed      bool
+
+	httpServer *http.Server
+	listener   net.Listener
+}
+
+// NewServer returns a simulator with no pools.
+func NewServer(opts Options) *Server {
+	s := &Server{
+		opts:        opts,
+		nextDroplet: 400000000,
+		counts:      map[string]int{},
+		rateLimit:   DefaultRateLimit,
+		subs:        map[int]chan struct{}{},
+		timers:      map[*time.Timer]struct{}{},
+	}
+	s.handler = s.routes()
+	return s
+}
+
+// Start serves HTTP on addr (e.g. "127.0.0.1:0") in the background.
+func (s *Server) Start(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("doks simulator: listen on %s: %w", addr, err)
+	}
+	s.mu.Lock()
+	if s.listener != nil {
+		s.mu.Unlock()
+		l.Close()
+		return errors.New("doks simulator: already started")
+	}
+	s.listener = l
+	s.httpServer = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := s.httpServer
+	s.mu.Unlock()
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.Errorf("doks simulator: serve: %v", err)
+		}
+	}()
+	klog.Infof("doks simulator: serving cluster %s on %s", s.opts.ClusterID, s.URL())
+	return nil
+}
+
+// URL is the base URL of a started server, with a trailing slash.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return ""
+	}
+	return "http://" + s.listener.Addr().String() + "/"
+}
+
+// Handler serves the API, for use with httptest.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close stops the HTTP server (when started) and all node timers.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for t := range s.timers {
+		t.Stop()
+	}
+	s.timers = map[*time.Timer]struct{}{}
+	srv := s.httpServer
+	s.mu.Unlock()
+	if srv != nil {
+		return srv.Close()
+	}
+	return nil
+}
+
+// SetRateLimit changes the hourly request budget (DefaultRateLimit at
+// start), so tests can watch a client approach the limit.
+func (s *Server) SetRateLimit(limit int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rateLimit = limit
+}
+
+// CreatePool adds a node pool whose Count nodes are already running.
+func (s *Server) CreatePool(spec PoolSpec) (godo.KubernetesNodePool, error) {
+	if spec.Name == "" {
+		return godo.KubernetesNodePool{}, errors.New("pool name is empty")
+	}
+	if _, ok := lookupSize(spec.Size); !ok {
+		return godo.KubernetesNodePool{}, fmt.Errorf("unknown size %q", spec.Size)
+	}
+	if spec.Count < 0 {
+		return godo.KubernetesNodePool{}, fmt.Errorf("count %d is negative", spec.Count)
+	}
+	if spec.AutoScale {
+		if err := checkBounds(spec.Count, spec.MinNodes, spec.MaxNodes); err != nil {
+			return godo.KubernetesNodePool{}, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.pools {
+		if p.name == spec.Name {
+			return godo.KubernetesNodePool{}, fmt.Errorf("a pool named %q already exists", spec.Name)
+		}
+	}
+	p := &pool{
+		id: newUUID(), name: spec.Name, size: spec.Size, count: spec.Count,
+		autoScale: spec.AutoScale, labels: copyLabels(spec.Labels),
+		taints: append([]godo.Taint(nil), spec.Taints...), tags: append([]string(nil), spec.Tags...),
+	}
+	if spec.AutoScale {
+		p.minNodes, p.maxNodes = spec.MinNodes, spec.MaxNodes
+	}
+	for i := 0; i < spec.Count; i++ {
+		p.nodes = append(p.nodes, s.newNodeLocked(p, StateRunning))
+	}
+	s.pools = append(s.pools, p)
+	s.notifyLocked()
+	klog.V(2).Infof("doks simulator: created pool %s (%s) size %s count %d autoscale %v [%d,%d]",
+		p.name, p.id, p.size, p.count, p.autoScale, p.minNodes, p.maxNodes)
+	return p.toGodo(), nil
+}
+
+func checkBounds(count, min, max int) error {
+	if min < 0 || max < min {
+		return fmt.Errorf("min_nodes %d and max_nodes %d are not a valid range", min, max)
+	}
+	if count < min || count > max {
+		return fmt.Errorf("node count %d is outside the autoscaling range [%d, %d]", count, min, max)
+	}
+	return nil
+}
+
+// Pools returns deep copies of all pools, nodes included, in creation order.
+func (s *Server) Pools() []godo.KubernetesNodePool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]godo.KubernetesNodePool, 0, len(s.pools))
+	for _, p := range s.pools {
+		out = append(out, p.toGodo())
+	}
+	return out
+}
+
+// Subscribe returns a channel signalled (without blocking) on every state
+// change, and a function that cancels the subscription.
+func (s *Server) Subscribe() (<-chan struct{}, func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextSub
+	s.nextSub++
+	ch := make(chan struct{}, 1)
+	s.subs[id] = ch
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			delete(s.subs, id)
+			s.mu.Unlock()
+		})
+	}
+}
+
+func (s *Server) notifyLocked() {
+	for _, ch := range s.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// SetNodeState overrides a node's state and message, cancelling its pending
+// transitions. Setting "deleting" or "draining" does not remove the node;
+// use the API for that.
+func (s *Server) SetNodeState(poolID, nodeID, state, message string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.poolByIDLocked(poolID)
+	if p == nil {
+		return fmt.Errorf("no pool %q", poolID)
+	}
+	n := p.nodeByID(nodeID)
+	if n == nil {
+		return fmt.Errorf("no node %q in pool %q", nodeID, poolID)
+	}
+	n.epoch++
+	n.Status = &godo.KubernetesNodeStatus{State: state, Message: message}
+	n.UpdatedAt = time.Now().UTC()
+	s.notifyLocked()
+	return nil
+}
+
+// RequestCount is the number of requests received for an operation, failed
+// ones included.
+func (s *Server) RequestCount(operation string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[operation]
+}
+
+// TotalRequests is the number of requests received.
+func (s *Server) TotalRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+// InjectFault adds a fault; faults are tried in the order added and the
+// first that matches a request applies.
+func (s *Server) InjectFault(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fc := f
+	s.faults = append(s.faults, &fc)
+}
+
+// ClearFaults removes every fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+func (s *Server) poolByIDLocked(id string) *pool {
+	for _, p := range s.pools {
+		if p.id == id {
+			return p
+		}
+	}
+	return nil
+}
+
+func (s *Server) poolByNameLocked(name string) *pool {
+	for _, p := range s.pools {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func (p *pool) nodeByID(id string) *node {
+	for _, n := range p.nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// activeNodes are the nodes not on their way out.
+func (p *pool) activeNodes() []*node {
+	var out []*node
+	for _, n := range p.nodes {
+		if st := n.Status.State; st != StateDraining && st != StateDeleting {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (p *pool) removeNode(id string) {
+	for i, n := range p.nodes {
+		if n.ID == id {
+			p.nodes = append(p.nodes[:i], p.nodes[i+1:]...)
+			return
+		}
+	}
+}
+
+func (p *pool) toGodo() godo.KubernetesNodePool {
+	out := godo.KubernetesNodePool{
+		ID: p.id, Name: p.name, Size: p.size, Count: p.count,
+		Tags: append([]string(nil), p.tags...), Labels: copyLabels(p.labels),
+		Taints: append([]godo.Taint(nil), p.taints...), AutoScale: p.autoScale,
+		MinNodes: p.minNodes, MaxNodes: p.maxNodes,
+	}
+	for _, n := range p.nodes {
+		c := n.KubernetesNode
+		st := *n.Status
+		c.Status = &st
+		out.Nodes = append(out.Nodes, &c)
+	}
+	return out
+}
+
+// newNodeLocked creates a node in the given state; a provisioning node
+// becomes running after BootDelay.
+func (s *Server) newNodeLocked(p *pool, state string) *node {
+	s.nextDroplet++
+	now := time.Now().UTC()
+	n := &node{KubernetesNode: godo.KubernetesNode{
+		ID:        newUUID(),
+		Name:      p.name + "-" + randomSuffix(5),
+		Status:    &godo.KubernetesNodeStatus{State: state},
+		DropletID: strconv.FormatInt(s.nextDroplet, 10),
+		CreatedAt: now,
+		UpdatedAt: now,
+	}}
+	if state == StateProvisioning {
+		switch {
+		case s.opts.BootDelay == 0:
+			n.Status.State = StateRunning
+		case s.opts.BootDelay > 0:
+			s.afterLocked(s.opts.BootDelay, p.id, n, func(n *node) bool {
+				if n.Status.State != StateProvisioning {
+					return false
+				}
+				n.Status = &godo.KubernetesNodeStatus{State: StateRunning}
+				return true
+			})
+		}
+	}
+	return n
+}
+
+// afterLocked runs change on the node after d unless the node's epoch moved
+// on; change reports whether it changed anything.
+func (s *Server) afterLocked(d time.Duration, poolID string, n *node, change func(*node) bool) {
+	epoch := n.epoch
+	nodeID := n.ID
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.timers, t)
+		if s.closed {
+			return
+		}
+		p := s.poolByIDLocked(poolID)
+		if p == nil {
+			return
+		}
+		cur := p.nodeByID(nodeID)
+		if cur == nil || cur.epoch != epoch {
+			return
+		}
+		if change(cur) {
+			cur.UpdatedAt = time.Now().UTC()
+			s.notifyLocked()
+		}
+	})
+	s.timers[t] = struct{}{}
+}
+
+// startDeletionLocked moves a node to draining (or straight to deleting
+// when drain is skipped) and removes it after DeleteDelay.
+func (s *Server) startDeletionLocked(p *pool, n *node, skipDrain bool) {
+	n.epoch++
+	n.UpdatedAt = time.Now().UTC()
+	state := StateDraining
+	if skipDrain {
+		state = StateDeleting
+	}
+	n.Status = &godo.KubernetesNodeStatus{State: state}
+	d := s.opts.DeleteDelay
+	switch {
+	case d == 0:
+		p.removeNode(n.ID)
+	case d > 0:
+		if !skipDrain {
+			s.afterLocked(d/2, p.id, n, func(n *node) bool {
+				n.Status = &godo.KubernetesNodeStatus{State: StateDeleting}
+				return true
+			})
+		}
+		nodeID := n.ID
+		s.afterLocked(d, p.id, n, func(_ *node) bool {
+			p.removeNode(nodeID)
+			return true
+		})
+	}
+}
+
+// resizeLocked sets the pool's count, adding provisioning nodes or removing
+// the newest active nodes.
+func (s *Server) resizeLocked(p *pool, count int) {
+	active := p.activeNodes()
+	for i := len(active); i < count; i++ {
+		p.nodes = append(p.nodes, s.newNodeLocked(p, StateProvisioning))
+	}
+	// p.nodes is in creation order, so the newest active nodes are last.
+	for i := len(active) - 1; i >= count && i >= 0; i-- {
+		s.startDeletionLocked(p, active[i], true)
+	}
+	p.count = count
+}
+
+func newUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func randomSuffix(n int) string {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	for i := range b {
+		b[i] = letters[int(b[i])%len(letters)]
+	}
+	return string(b)
+}
+
+func copyLabels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
