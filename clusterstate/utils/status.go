@@ -1,0 +1,150 @@
+// Package utils writes the autoscaler's status ConfigMap.
+package utils
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
+)
+
+const (
+	// StatusDataKey is the ConfigMap data key holding the status YAML.
+	StatusDataKey = "status"
+	// LastUpdatedAnnotation holds the time of the last write (api.StatusTimeLayout).
+	LastUpdatedAnnotation = "cluster-autoscaler.kubernetes.io/last-updated"
+)
+
+// now is the clock; tests replace it.
+var now = time.Now
+
+// StatusYAML renders status as the ConfigMap holds it (sigs.k8s.io/yaml: keys sorted).
+func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
+	b, err := yaml.Marshal(status)
+	if err != nil {
+		return "", fmt.Errorf("marshalling autoscaler status: %w", err)
+	}
+	return string(b), nil
+}
+
+// WriteStatusConfigMap creates or updates the status ConfigMap namespace/name
+// with status as YAML under data key "status" and the last-updated annotation.
+// When status.Time is empty it is set to the write time (on a copy; the caller's
+// value is not changed). An update that fails (typically a conflict with another
+// writer) is retried once after a fresh get. recorder may be nil; when set, a
+// failed write is reported as a Warning event on the ConfigMap if it exists.
+func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namespace, name string, status *api.ClusterAutoscalerStatus, recorder record.EventRecorder) (*apiv1.ConfigMap, error) {
+	if status == nil {
+		return nil, fmt.Errorf("writing status ConfigMap %s/%s: nil status", namespace, name)
+	}
+	stamp := api.FormatTime(now())
+	toWrite := *status
+	if toWrite.Time == "" {
+		toWrite.Time = stamp
+	}
+	body, err := StatusYAML(&toWrite)
+	if err != nil {
+		return nil, err
+	}
+
+	cms := kube.CoreV1().ConfigMaps(namespace)
+	existing, err := cms.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cm := &apiv1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace:   namespace,
+				Name:        name,
+				Annotations: map[string]string{LastUpdatedAnnotation: stamp},
+			},
+			Data: map[string]string{StatusDataKey: body},
+		}
+		created, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+		if err == nil {
+			klog.V(4).Infof("Created status ConfigMap %s/%s (autoscalerStatus %s)", namespace, name, toWrite.AutoscalerStatus)
+			return created, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			klog.Errorf("Failed to create status ConfigMap %s/%s: %v", namespace, name, err)
+			return nil, fmt.Errorf("creating status ConfigMap %s/%s: %w", namespace, name, err)
+		}
+		// Someone else created it between our get and create: update theirs.
+		klog.V(4).Infof("Status ConfigMap %s/%s appeared while creating it; updating instead", namespace, name)
+		existing, err = cms.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("getting status ConfigMap %s/%s: %w", namespace, name, err)
+		}
+	case err != nil:
+		klog.Errorf("Failed to get status ConfigMap %s/%s: %v", namespace, name, err)
+		return nil, fmt.Errorf("getting status ConfigMap %s/%s: %w", namespace, name, err)
+	}
+
+	updated, err := cms.Update(ctx, withStatus(existing, body, stamp), metav1.UpdateOptions{})
+	if err == nil {
+		klog.V(4).Infof("Updated status ConfigMap %s/%s (autoscalerStatus %s)", namespace, name, toWrite.AutoscalerStatus)
+		return updated, nil
+	}
+	klog.V(2).Infof("Updating status ConfigMap %s/%s failed (%v); retrying once with a fresh copy", namespace, name, err)
+	fresh, getErr := cms.Get(ctx, name, metav1.GetOptions{})
+	if getErr != nil {
+		klog.Errorf("Failed to update status ConfigMap %s/%s: %v (get for retry: %v)", namespace, name, err, getErr)
+		reportFailure(recorder, existing, err)
+		return nil, fmt.Errorf("updating status ConfigMap %s/%s: %w", namespace, name, err)
+	}
+	updated, err = cms.Update(ctx, withStatus(fresh, body, stamp), metav1.UpdateOptions{})
+	if err != nil {
+		klog.Errorf("Failed to update status ConfigMap %s/%s after retry: %v", namespace, name, err)
+		reportFailure(recorder, fresh, err)
+		return nil, fmt.Errorf("updating status ConfigMap %s/%s: %w", namespace, name, err)
+	}
+	klog.V(4).Infof("Updated status ConfigMap %s/%s on retry (autoscalerStatus %s)", namespace, name, toWrite.AutoscalerStatus)
+	return updated, nil
+}
+
+// withStatus returns a copy of cm carrying body and stamp; other data keys and
+// annotations (e.g. added by a user or a tool) are kept.
+func withStatus(cm *apiv1.ConfigMap, body, stamp string) *apiv1.ConfigMap {
+	out := cm.DeepCopy()
+	if out.Data == nil {
+		out.Data = map[string]string{}
+	}
+	out.Data[StatusDataKey] = body
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[LastUpdatedAnnotation] = stamp
+	return out
+}
+
+func reportFailure(recorder record.EventRecorder, cm *apiv1.ConfigMap, err error) {
+	if recorder == nil || cm == nil {
+		return
+	}
+	recorder.Eventf(cm, apiv1.EventTypeWarning, "StatusWriteFailed", "Failed to update autoscaler status: %v", err)
+}
+
+// DeleteStatusConfigMap deletes the status ConfigMap; one that is already gone
+// is not an error.
+func DeleteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namespace, name string) error {
+	err := kube.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	switch {
+	case err == nil:
+		klog.Infof("Deleted status ConfigMap %s/%s", namespace, name)
+		return nil
+	case apierrors.IsNotFound(err):
+		klog.V(2).Infof("Status ConfigMap %s/%s already gone", namespace, name)
+		return nil
+	default:
+		klog.Errorf("Failed to delete status ConfigMap %s/%s: %v", namespace, name, err)
+		return fmt.Errorf("deleting status ConfigMap %s/%s: %w", namespace, name, err)
+	}
+}
