@@ -1,0 +1,134 @@
+// Package price is the expander that prefers the cheapest way to host the
+// pending pods. An option's score is the hourly price of its new nodes
+// divided by the hourly price of the pods it schedules (what the pods would
+// cost at the provider's per-resource rate), so it favours cheap nodes that
+// the pods fill well. Options within 1% of the best score are ties, broken
+// in favour of more pods scheduled and then fewer new nodes.
+package price
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/expander"
+)
+
+// tieFraction: scores within this fraction of the best count as equal.
+const tieFraction = 0.01
+
+type filter struct {
+	provider cloudprovider.CloudProvider
+	now      func() time.Time
+	warned   sync.Once
+}
+
+// NewFilter returns the price filter; now is the clock (nil: time.Now).
+func NewFilter(provider cloudprovider.CloudProvider, now func() time.Time) expander.Filter {
+	if now == nil {
+		now = time.Now
+	}
+	return &filter{provider: provider, now: now}
+}
+
+type scored struct {
+	opt   expander.Option
+	score float64
+}
+
+func (f *filter) BestOptions(options []expander.Option) []expander.Option {
+	model, err := f.provider.Pricing()
+	if err != nil {
+		// Without prices this filter cannot tell options apart; let the rest of
+		// the chain decide rather than failing the scale-up.
+		f.warned.Do(func() {
+			if errors.Is(err, cloudprovider.ErrNotImplemented) {
+				klog.Warningf("price expander: provider %s has no pricing; passing all options on", f.provider.Name())
+			} else {
+				klog.Warningf("price expander: pricing unavailable (%v); passing all options on", err)
+			}
+		})
+		return options
+	}
+	start := f.now()
+	end := start.Add(time.Hour)
+	var all []scored
+	for _, o := range options {
+		s, err := score(model, o, start, end)
+		if err != nil {
+			klog.Warningf("price expander: cannot price group %s: %v", o.NodeGroup.Id(), err)
+			continue
+		}
+		klog.V(5).Infof("price expander: group %s: %d nodes for %d pods, score %.4f", o.NodeGroup.Id(), o.NodeCount, len(o.Pods), s)
+		all = append(all, scored{o, s})
+	}
+	if len(all) == 0 {
+		return options
+	}
+	best := math.Inf(1)
+	for _, s := range all {
+		best = math.Min(best, s.score)
+	}
+	var ties []expander.Option
+	for _, s := range all {
+		if s.score <= best+math.Abs(best)*tieFraction+1e-12 {
+			ties = append(ties, s.opt)
+		}
+	}
+	return tieBreak(ties)
+}
+
+// tieBreak keeps the options scheduling the most pods, then those adding
+// the fewest nodes.
+func tieBreak(opts []expander.Option) []expander.Option {
+	maxPods := -1
+	for _, o := range opts {
+		if len(o.Pods) > maxPods {
+			maxPods = len(o.Pods)
+		}
+	}
+	minNodes := math.MaxInt
+	for _, o := range opts {
+		if len(o.Pods) == maxPods && o.NodeCount < minNodes {
+			minNodes = o.NodeCount
+		}
+	}
+	var out []expander.Option
+	for _, o := range opts {
+		if len(o.Pods) == maxPods && o.NodeCount == minNodes {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func score(model cloudprovider.PricingModel, o expander.Option, start, end time.Time) (float64, error) {
+	if o.NodeInfo == nil || o.NodeInfo.Node() == nil {
+		return 0, errors.New("no template node")
+	}
+	nodePrice, err := model.NodePrice(o.NodeInfo.Node(), start, end)
+	if err != nil {
+		return 0, err
+	}
+	nodesPrice := nodePrice * float64(o.NodeCount)
+	var podsPrice float64
+	for _, p := range o.Pods {
+		pp, err := model.PodPrice(p, start, end)
+		if err != nil {
+			return 0, err
+		}
+		podsPrice += pp
+	}
+	if podsPrice > 0 {
+		return nodesPrice / podsPrice, nil
+	}
+	// Pods with no requests are priced at zero: fall back to price per pod.
+	if len(o.Pods) > 0 {
+		return nodesPrice / float64(len(o.Pods)), nil
+	}
+	return nodesPrice, nil
+}
