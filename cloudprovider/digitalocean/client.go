@@ -1,0 +1,418 @@
+package digitalocean
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/digitalocean/godo"
+	"golang.org/x/oauth2"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/version"
+)
+
+// Operation names, as reported to the CallObserver.
+const (
+	opListNodePools       = "ListNodePools"
+	opGetNodePoolTemplate = "GetNodePoolTemplate"
+	opUpdateNodePool      = "UpdateNodePool"
+	opDeleteNode          = "DeleteNode"
+	opListSizes           = "ListSizes"
+)
+
+// clientOptions tune the API client and the caches; tests shorten them.
+type clientOptions struct {
+	// attemptTimeout bounds one HTTP attempt.
+	attemptTimeout time.Duration
+	// maxAttempts bounds the attempts of one call, the first included.
+	maxAttempts int
+	// backoffBase doubles per attempt up to backoffMax when the server gives
+	// no hint of how long to wait.
+	backoffBase time.Duration
+	backoffMax  time.Duration
+	// maxWait caps any single wait, including Retry-After and rate-limit
+	// reset hints, so one loop is never stalled for long.
+	maxWait time.Duration
+	// paceMax caps the spacing added between requests when the rate-limit
+	// budget runs low.
+	paceMax time.Duration
+	// pageSize is per_page for list calls (the API allows up to 200).
+	pageSize int
+	// templateTTL: a cached template older than this is fetched again.
+	templateTTL time.Duration
+	// pricesTTL: the size price list is fetched again after this.
+	pricesTTL time.Duration
+	// transport is the base HTTP transport (nil: a clone of the default).
+	transport http.RoundTripper
+	now       func() time.Time
+	sleep     func(ctx context.Context, d time.Duration) error
+}
+
+func defaultClientOptions() clientOptions {
+	return clientOptions{
+		attemptTimeout: 30 * time.Second,
+		maxAttempts:    5,
+		backoffBase:    time.Second,
+		backoffMax:     16 * time.Second,
+		maxWait:        60 * time.Second,
+		paceMax:        10 * time.Second,
+		pageSize:       200,
+		templateTTL:    time.Hour,
+		pricesTTL:      24 * time.Hour,
+		now:            time.Now,
+		sleep:          sleepContext,
+	}
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// userAgent is sent in front of godo's own User-Agent.
+func userAgent() string {
+	return "cluster-autoscaler-digitalocean/" + version.Version
+}
+
+// apiClient wraps godo with per-attempt timeouts, retries, rate-limit
+// pacing and a CallObserver report for every attempt. Retries live here
+// rather than in godo's WithRetryAndBackoffs, which would replace the HTTP
+// client (and with it the token source) and hide individual attempts.
+type apiClient struct {
+	godo      *godo.Client
+	clusterID string
+	o         clientOptions
+	observer  CallObserver
+
+	mu   sync.Mutex
+	rate rateState
+}
+
+// rateState is the latest rate-limit information the API sent.
+type rateState struct {
+	known     bool
+	limit     int
+	remaining int
+	reset     time.Time
+}
+
+func newAPIClient(cfg *providerConfig, o clientOptions) (*apiClient, error) {
+	base := o.transport
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	// oauth2.Transport asks the source for a token on every request; no
+	// ReuseTokenSource in between, so a rotated token file is seen at once.
+	hc := &http.Client{Transport: &oauth2.Transport{Source: cfg.tokenSource, Base: base}}
+	opts := []godo.ClientOpt{godo.SetUserAgent(userAgent())}
+	if cfg.baseURL != "" {
+		opts = append(opts, godo.SetBaseURL(cfg.baseURL))
+	}
+	g, err := godo.New(hc, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("building the DigitalOcean client: %w", err)
+	}
+	return &apiClient{godo: g, clusterID: cfg.clusterID, o: o, observer: currentObserver()}, nil
+}
+
+// call runs fn with retries. retryOnTransportError is false for calls that
+// must not be repeated blindly when no answer arrived (a node deletion).
+func (c *apiClient) call(ctx context.Context, op string, retryOnTransportError bool, fn func(ctx context.Context) (*godo.Response, error)) error {
+	for attempt := 1; ; attempt++ {
+		if err := c.pace(ctx, op); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		actx, cancel := context.WithTimeout(ctx, c.o.attemptTimeout)
+		start := c.o.now()
+		resp, err := fn(actx)
+		cancel()
+		elapsed := c.o.now().Sub(start)
+
+		status, header := responseStatus(resp, err)
+		c.observer.ObserveCall(op, status, elapsed, err)
+		c.noteRate(header)
+		if err == nil {
+			klog.V(5).Infof("DigitalOcean %s: %d in %s", op, status, elapsed)
+			return nil
+		}
+		wait, why, retry := c.retryPlan(ctx, status, header, err, attempt, retryOnTransportError)
+		if !retry || attempt >= c.o.maxAttempts {
+			if attempt > 1 {
+				return fmt.Errorf("%s: giving up after %d attempts: %w", op, attempt, err)
+			}
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		klog.Warningf("DigitalOcean %s: attempt %d of %d failed (%s); retrying in %s",
+			op, attempt, c.o.maxAttempts, why, wait.Round(time.Millisecond))
+		if serr := c.o.sleep(ctx, wait); serr != nil {
+			return fmt.Errorf("%s: %w (while waiting to retry after: %v)", op, serr, err)
+		}
+	}
+}
+
+func responseStatus(resp *godo.Response, err error) (int, http.Header) {
+	if resp != nil && resp.Response != nil {
+		return resp.StatusCode, resp.Header
+	}
+	var er *godo.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.StatusCode, er.Response.Header
+	}
+	return 0, nil
+}
+
+// retryPlan decides whether a failed attempt is retried and after how long:
+// 429 and 5xx except 501 are retried, waiting what Retry-After says, or
+// for a 429 without it until ratelimit-reset when the budget is spent, else
+// an exponential backoff with jitter; other 4xx are not; transport errors
+// (no response) are retried when the call allows it. Every wait is capped
+// at maxWait.
+func (c *apiClient) retryPlan(ctx context.Context, status int, h http.Header, err error, attempt int, retryOnTransportError bool) (time.Duration, string, bool) {
+	if ctx.Err() != nil {
+		return 0, "", false
+	}
+	var why string
+	switch {
+	case status == http.StatusTooManyRequests:
+		why = "429 rate limited"
+	case status >= 500 && status != http.StatusNotImplemented:
+		why = fmt.Sprintf("server error %d", status)
+	case status == 0 && retryOnTransportError:
+		why = "no response: " + err.Error()
+	default:
+		return 0, "", false
+	}
+	wait, hinted := c.serverHint(status, h)
+	if !hinted {
+		b := c.o.backoffBase << (attempt - 1)
+		if b > c.o.backoffMax || b <= 0 {
+			b = c.o.backoffMax
+		}
+		// Equal jitter: half fixed, half random, so clients sharing a
+		// token do not retry in lockstep.
+		wait = b/2 + time.Duration(rand.Int64N(int64(b/2)+1))
+	}
+	if wait > c.o.maxWait {
+		wait = c.o.maxWait
+	}
+	return wait, why, true
+}
+
+// serverHint reads Retry-After (seconds or an HTTP date), or for a 429 with
+// no budget left, ratelimit-reset.
+func (c *apiClient) serverHint(status int, h http.Header) (time.Duration, bool) {
+	if h == nil {
+		return 0, false
+	}
+	if ra := strings.TrimSpace(h.Get("Retry-After")); ra != "" {
+		if secs, err := strconv.Atoi(ra); err == nil && secs >= 0 {
+			return time.Duration(secs) * time.Second, true
+		}
+		if t, err := http.ParseTime(ra); err == nil {
+			return max(t.Sub(c.o.now()), 0), true
+		}
+	}
+	if status == http.StatusTooManyRequests && h.Get("ratelimit-remaining") == "0" {
+		if reset, err := strconv.ParseInt(h.Get("ratelimit-reset"), 10, 64); err == nil {
+			return max(time.Unix(reset, 0).Sub(c.o.now()), 0), true
+		}
+	}
+	return 0, false
+}
+
+// noteRate records the rate-limit headers and reports them.
+func (c *apiClient) noteRate(h http.Header) {
+	if h == nil || h.Get("ratelimit-limit") == "" {
+		return
+	}
+	limit, err1 := strconv.Atoi(h.Get("ratelimit-limit"))
+	remaining, err2 := strconv.Atoi(h.Get("ratelimit-remaining"))
+	resetUnix, err3 := strconv.ParseInt(h.Get("ratelimit-reset"), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return
+	}
+	reset := time.Unix(resetUnix, 0)
+	c.mu.Lock()
+	c.rate = rateState{known: true, limit: limit, remaining: remaining, reset: reset}
+	c.mu.Unlock()
+	c.observer.ObserveRateLimit(limit, remaining, reset)
+}
+
+// paceDelay is the slow-down rule applied before each request, so that a
+// token shared with other tools (Terraform, the cloud controller manager,
+// CI) is not driven into 429s:
+//   - while more than 5% of the limit (at least 10 requests) remains, no delay;
+//   - below that, the remaining requests are spread evenly until
+//     ratelimit-reset: delay = (reset - now) / (remaining + 1), at most paceMax;
+//   - with nothing left, wait until ratelimit-reset, at most maxWait.
+//
+// Once the reset time has passed the last reading says nothing and no delay
+// applies.
+func paceDelay(r rateState, now time.Time, paceMax, maxWait time.Duration) time.Duration {
+	if !r.known || !now.Before(r.reset) {
+		return 0
+	}
+	low := max(r.limit/20, 10)
+	if r.remaining > low {
+		return 0
+	}
+	untilReset := r.reset.Sub(now)
+	if r.remaining <= 0 {
+		return min(untilReset, maxWait)
+	}
+	return min(untilReset/time.Duration(r.remaining+1), paceMax)
+}
+
+func (c *apiClient) pace(ctx context.Context, op string) error {
+	c.mu.Lock()
+	r := c.rate
+	c.mu.Unlock()
+	d := paceDelay(r, c.o.now(), c.o.paceMax, c.o.maxWait)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	klog.Infof("DigitalOcean rate limit low (%d of %d left, window resets at %s): delaying %s by %s",
+		r.remaining, r.limit, r.reset.UTC().Format(time.RFC3339), op, d.Round(time.Millisecond))
+	return c.o.sleep(ctx, d)
+}
+
+// listPage is the envelope of a paged list response.
+type listPage[T any] struct {
+	items []T
+	links *godo.Links
+	meta  *godo.Meta
+}
+
+// listAll fetches every page of a list endpoint. godo's ListNodePools does
+// not expose links/meta, so the request is made here: it follows pages
+// while links.pages.next is present, or, when the server sends no links,
+// while pages come back full.
+func listAll[T any](ctx context.Context, c *apiClient, op, path string, decode func(ctx context.Context, path string) (listPage[T], *godo.Response, error)) ([]T, error) {
+	const maxPages = 10000 // a guard against a server that never stops
+	var all []T
+	for page := 1; page <= maxPages; page++ {
+		var got listPage[T]
+		q := url.Values{}
+		q.Set("page", strconv.Itoa(page))
+		q.Set("per_page", strconv.Itoa(c.o.pageSize))
+		err := c.call(ctx, op, true, func(ctx context.Context) (*godo.Response, error) {
+			var resp *godo.Response
+			var err error
+			got, resp, err = decode(ctx, path+"?"+q.Encode())
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, got.items...)
+		switch {
+		case len(got.items) == 0:
+			return all, nil
+		case got.links != nil:
+			if got.links.Pages == nil || got.links.Pages.Next == "" {
+				return all, nil
+			}
+		case len(got.items) < c.o.pageSize:
+			return all, nil
+		}
+		if got.meta != nil && got.meta.Total > 0 && len(all) >= got.meta.Total {
+			return all, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: more than %d pages", op, maxPages)
+}
+
+func (c *apiClient) listNodePools(ctx context.Context) ([]*godo.KubernetesNodePool, error) {
+	path := fmt.Sprintf("v2/kubernetes/clusters/%s/node_pools", url.PathEscape(c.clusterID))
+	return listAll(ctx, c, opListNodePools, path, func(ctx context.Context, p string) (listPage[*godo.KubernetesNodePool], *godo.Response, error) {
+		var root struct {
+			NodePools []*godo.KubernetesNodePool `json:"node_pools"`
+			Links     *godo.Links                `json:"links"`
+			Meta      *godo.Meta                 `json:"meta"`
+		}
+		req, err := c.godo.NewRequest(ctx, http.MethodGet, p, nil)
+		if err != nil {
+			return listPage[*godo.KubernetesNodePool]{}, nil, err
+		}
+		resp, err := c.godo.Do(ctx, req, &root)
+		return listPage[*godo.KubernetesNodePool]{items: root.NodePools, links: root.Links, meta: root.Meta}, resp, err
+	})
+}
+
+func (c *apiClient) listSizes(ctx context.Context) ([]godo.Size, error) {
+	return listAll(ctx, c, opListSizes, "v2/sizes", func(ctx context.Context, p string) (listPage[godo.Size], *godo.Response, error) {
+		var root struct {
+			Sizes []godo.Size `json:"sizes"`
+			Links *godo.Links `json:"links"`
+			Meta  *godo.Meta  `json:"meta"`
+		}
+		req, err := c.godo.NewRequest(ctx, http.MethodGet, p, nil)
+		if err != nil {
+			return listPage[godo.Size]{}, nil, err
+		}
+		resp, err := c.godo.Do(ctx, req, &root)
+		return listPage[godo.Size]{items: root.Sizes, links: root.Links, meta: root.Meta}, resp, err
+	})
+}
+
+func (c *apiClient) getNodePoolTemplate(ctx context.Context, poolName string) (*godo.KubernetesNodeTemplate, error) {
+	var out *godo.KubernetesNodePoolTemplate
+	err := c.call(ctx, opGetNodePoolTemplate, true, func(ctx context.Context) (*godo.Response, error) {
+		var resp *godo.Response
+		var err error
+		out, resp, err = c.godo.Kubernetes.GetNodePoolTemplate(ctx, c.clusterID, poolName)
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil || out.Template == nil {
+		return nil, fmt.Errorf("%s: the answer for node pool %q holds no template", opGetNodePoolTemplate, poolName)
+	}
+	return out.Template, nil
+}
+
+// updateNodePoolCount sets a pool's count. A PUT with an absolute count is
+// idempotent, so it is retried like a read.
+func (c *apiClient) updateNodePoolCount(ctx context.Context, poolID string, count int) (*godo.KubernetesNodePool, error) {
+	var out *godo.KubernetesNodePool
+	err := c.call(ctx, opUpdateNodePool, true, func(ctx context.Context) (*godo.Response, error) {
+		var resp *godo.Response
+		var err error
+		n := count
+		out, resp, err = c.godo.Kubernetes.UpdateNodePool(ctx, c.clusterID, poolID, &godo.KubernetesNodePoolUpdateRequest{Count: &n})
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("%s: empty answer for node pool %s", opUpdateNodePool, poolID)
+	}
+	return out, nil
+}
+
+// deleteNode deletes one node with skip_drain (the autoscaler has drained
+// it already; DOKS would drain it a second time) and without replacement.
+func (c *apiClient) deleteNode(ctx context.Context, poolID, nodeID string) error {
+	return c.call(ctx, opDeleteNode, false, func(ctx context.Context) (*godo.Response, error) {
+		return c.godo.Kubernetes.DeleteNode(ctx, c.clusterID, poolID, nodeID, &godo.KubernetesNodeDeleteRequest{SkipDrain: true})
+	})
+}

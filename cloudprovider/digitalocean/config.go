@@ -1,0 +1,173 @@
+package digitalocean
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"golang.org/x/oauth2"
+)
+
+// cloudConfigFile is the JSON given with --cloud-config.
+type cloudConfigFile struct {
+	// ClusterID is the DOKS cluster's UUID.
+	ClusterID string `json:"cluster_id"`
+	// Token is a DigitalOcean API token given literally.
+	Token string `json:"token"`
+	// TokenFile is a file holding the token, e.g. a mounted Secret; it is
+	// re-read when it changes, so the token can be rotated in place.
+	TokenFile string `json:"token_file"`
+	// URL overrides the API base URL (https://api.digitalocean.com/).
+	URL string `json:"url"`
+}
+
+// providerConfig is a validated cloud config.
+type providerConfig struct {
+	clusterID string
+	// baseURL is empty for godo's default, else ends with "/".
+	baseURL     string
+	tokenSource oauth2.TokenSource
+}
+
+// loadConfig reads and validates the cloud config file. It contacts no
+// network: every mistake is reported before the provider is built.
+func loadConfig(path string) (*providerConfig, error) {
+	if strings.TrimSpace(path) == "" {
+		return nil, errors.New("no cloud config given: --cloud-config must name a JSON file with cluster_id and token or token_file")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read cloud config: %w", err)
+	}
+	cfg, err := parseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("cloud config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// parseConfig decodes and validates cloud config JSON. Error texts never
+// include the token.
+func parseConfig(data []byte) (*providerConfig, error) {
+	var f cloudConfigFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, jsonError(data, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("unexpected data after the JSON object at %s", position(data, dec.InputOffset()))
+	}
+
+	token := strings.TrimSpace(f.Token)
+	tokenFile := strings.TrimSpace(f.TokenFile)
+	switch {
+	case token != "" && tokenFile != "":
+		return nil, errors.New("access token literal and access token file must not be provided together")
+	case token == "" && tokenFile == "":
+		return nil, errors.New("access token is not provided")
+	}
+	clusterID := strings.TrimSpace(f.ClusterID)
+	if clusterID == "" {
+		return nil, errors.New("cluster ID is not provided")
+	}
+	cfg := &providerConfig{clusterID: clusterID}
+	if tokenFile != "" {
+		src, err := newFileTokenSource(tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.tokenSource = src
+	} else {
+		cfg.tokenSource = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})
+	}
+	if f.URL != "" {
+		u, err := validateURL(f.URL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.baseURL = u
+	}
+	return cfg, nil
+}
+
+// jsonError says where a decoding error is, as line and column.
+func jsonError(data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return errors.New("cloud config is empty: want a JSON object with cluster_id and token or token_file")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("malformed JSON: unexpected end of input at %s", position(data, int64(len(data))))
+	case errors.As(err, &syn):
+		return fmt.Errorf("malformed JSON at %s: %v", position(data, syn.Offset), err)
+	case errors.As(err, &typ):
+		return fmt.Errorf("malformed JSON at %s: field %q must be a %s, not a %s", position(data, typ.Offset), typ.Field, typ.Type, typ.Value)
+	}
+	// DisallowUnknownFields gives `json: unknown field "name"`.
+	return fmt.Errorf("invalid cloud config: %v", err)
+}
+
+// position renders a byte offset as "line L, column C" (1-based).
+func position(data []byte, offset int64) string {
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	line, col := 1, 1
+	for _, b := range data[:offset] {
+		if b == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d (offset %d)", line, col, offset)
+}
+
+// validateURL accepts https URLs, and plain http only for loopback hosts
+// (a local simulator), so a token is never sent in clear over a network.
+func validateURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("url %q does not parse: %v", raw, err)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return "", fmt.Errorf("url %q has no host", raw)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("url %q must not carry user information", u.Redacted())
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !isLoopback(u.Hostname()) {
+			return "", fmt.Errorf("url %q must use https (plain http is allowed only for loopback hosts)", raw)
+		}
+	default:
+		return "", fmt.Errorf("url %q must use https, not %q", raw, u.Scheme)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("url %q must not have a query or fragment", raw)
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		// godo resolves "v2/..." against the base, which must be a directory.
+		u.Path += "/"
+	}
+	return u.String(), nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

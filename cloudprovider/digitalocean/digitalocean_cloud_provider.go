@@ -1,0 +1,193 @@
+// Package digitalocean is the DigitalOcean Kubernetes (DOKS) cloud provider:
+// autoscaled node pools become node groups, resized through the DOKS API.
+package digitalocean
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+)
+
+// ProviderName is the --cloud-provider value.
+const ProviderName = "digitalocean"
+
+// CloudProvider implements cloudprovider.CloudProvider for DOKS.
+type CloudProvider struct {
+	m        *manager
+	limiter  *cloudprovider.ResourceLimiter
+	gpuLabel string
+	pricing  *pricingModel
+}
+
+var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
+
+// BuildDigitalOcean builds the provider from opts.CloudConfig. The config is
+// read and validated first, without any network contact, so a mistake stops
+// the process at start-up with a message naming it.
+func BuildDigitalOcean(opts config.AutoscalingOptions, rl *cloudprovider.ResourceLimiter) (cloudprovider.CloudProvider, error) {
+	cfg, err := loadConfig(opts.CloudConfig)
+	if err != nil {
+		return nil, fmt.Errorf("digitalocean: %w", err)
+	}
+	return newCloudProvider(cfg, opts, rl, defaultClientOptions())
+}
+
+func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *cloudprovider.ResourceLimiter, o clientOptions) (*CloudProvider, error) {
+	client, err := newAPIClient(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	gpuLabel := opts.GPULabel
+	if gpuLabel == "" {
+		gpuLabel = DefaultGPULabel
+	}
+	if rl == nil {
+		rl = cloudprovider.NewResourceLimiter(nil, nil)
+	}
+	m := newManager(client, o, gpuLabel)
+	endpoint := cfg.baseURL
+	if endpoint == "" {
+		endpoint = client.godo.BaseURL.String()
+	}
+	klog.Infof("DigitalOcean provider for cluster %s via %s (user agent %s); GPU label %s",
+		cfg.clusterID, endpoint, userAgent(), gpuLabel)
+	return &CloudProvider{m: m, limiter: rl, gpuLabel: gpuLabel, pricing: &pricingModel{m: m}}, nil
+}
+
+// Name returns "digitalocean".
+func (p *CloudProvider) Name() string { return ProviderName }
+
+// NodeGroups returns the autoscaled node pools.
+func (p *CloudProvider) NodeGroups() []cloudprovider.NodeGroup {
+	groups := p.m.nodeGroups()
+	out := make([]cloudprovider.NodeGroup, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, g)
+	}
+	return out
+}
+
+// NodeGroupForNode looks the node up by provider ID (digitalocean://<droplet
+// ID>), falling back to its DOKS node-id label. Nodes of other clouds, of
+// pools without autoscaling, or unknown ones get a nil group and no error.
+func (p *CloudProvider) NodeGroupForNode(node *apiv1.Node) (cloudprovider.NodeGroup, error) {
+	pid := node.Spec.ProviderID
+	if pid != "" && !strings.HasPrefix(pid, providerIDPrefix) {
+		return nil, nil
+	}
+	if g := p.m.groupForInstance(pid, node.Labels[LabelNodeID]); g != nil {
+		return g, nil
+	}
+	return nil, nil
+}
+
+// HasInstance reports whether any node pool, autoscaled or not, still has
+// the node's droplet.
+func (p *CloudProvider) HasInstance(node *apiv1.Node) (bool, error) {
+	pid := node.Spec.ProviderID
+	if !strings.HasPrefix(pid, providerIDPrefix) {
+		return false, fmt.Errorf("node %s has no DigitalOcean provider ID (%q)", node.Name, pid)
+	}
+	p.m.mu.RLock()
+	refreshed := p.m.refreshed
+	p.m.mu.RUnlock()
+	if !refreshed {
+		return false, errors.New("node pools not listed yet: Refresh has not succeeded")
+	}
+	_, ok := p.m.instanceSize(pid)
+	return ok, nil
+}
+
+// Pricing prices nodes and pods from the Sizes API.
+func (p *CloudProvider) Pricing() (cloudprovider.PricingModel, error) { return p.pricing, nil }
+
+// GetAvailableMachineTypes is not offered: the provider does not create
+// node pools.
+func (p *CloudProvider) GetAvailableMachineTypes() ([]string, error) {
+	return nil, cloudprovider.ErrNotImplemented
+}
+
+// NewNodeGroup is not offered: the provider does not create node pools.
+func (p *CloudProvider) NewNodeGroup(string, map[string]string, map[string]string, []apiv1.Taint, map[string]resource.Quantity) (cloudprovider.NodeGroup, error) {
+	return nil, cloudprovider.ErrNotImplemented
+}
+
+// GetResourceLimiter returns the cluster-wide limits from the flags.
+func (p *CloudProvider) GetResourceLimiter() (*cloudprovider.ResourceLimiter, error) {
+	return p.limiter, nil
+}
+
+// GPULabel is --gpu-label, by default doks.digitalocean.com/gpu-brand.
+func (p *CloudProvider) GPULabel() string { return p.gpuLabel }
+
+// GetAvailableGPUTypes lists the GPU brands DOKS offers and the models of
+// the current GPU pools' templates.
+func (p *CloudProvider) GetAvailableGPUTypes() map[string]struct{} {
+	out := map[string]struct{}{"nvidia": {}, "amd": {}}
+	for _, g := range p.m.nodeGroups() {
+		if g.template != nil && g.template.template != nil && g.template.template.Gpu != nil {
+			if model := g.template.template.Gpu.Model; model != "" {
+				out[model] = struct{}{}
+			}
+		}
+	}
+	return out
+}
+
+// GetNodeGpuConfig describes a GPU node: one carrying the configured GPU
+// label, DOKS's gpu-brand label or upstream's gpu-node label, or
+// advertising a GPU resource. Nil for other nodes.
+func (p *CloudProvider) GetNodeGpuConfig(node *apiv1.Node) *cloudprovider.GpuConfig {
+	var label, value string
+	for _, l := range []string{p.gpuLabel, LabelGPUBrand, LabelGPUNodeUpstream} {
+		if v, ok := node.Labels[l]; ok {
+			label, value = l, v
+			break
+		}
+	}
+	var resName apiv1.ResourceName
+	for _, r := range []apiv1.ResourceName{ResourceNvidiaGPU, ResourceAMDGPU} {
+		if q, ok := node.Status.Capacity[r]; ok && !q.IsZero() {
+			resName = r
+			break
+		}
+	}
+	if label == "" && resName == "" {
+		return nil
+	}
+	if resName == "" {
+		brand := node.Labels[LabelGPUBrand]
+		if brand == "" {
+			brand = value
+		}
+		resName = gpuResourceForVendor(brand)
+	}
+	if label == "" {
+		label = p.gpuLabel
+		if resName == ResourceAMDGPU {
+			value = "amd"
+		} else {
+			value = "nvidia"
+		}
+	}
+	return &cloudprovider.GpuConfig{Label: label, Type: value, ExtendedResourceName: resName}
+}
+
+// Cleanup has nothing to release: the provider holds no background work.
+func (p *CloudProvider) Cleanup() error {
+	klog.V(2).Info("DigitalOcean provider: cleanup")
+	return nil
+}
+
+// Refresh lists the node pools; see manager.Refresh.
+func (p *CloudProvider) Refresh() error {
+	return p.m.Refresh(context.Background())
+}

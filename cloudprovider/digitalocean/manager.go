@@ -1,0 +1,236 @@
+package digitalocean
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/digitalocean/godo"
+	"k8s.io/klog/v2"
+)
+
+const providerIDPrefix = "digitalocean://"
+
+// templateEntry is a cached node pool template.
+type templateEntry struct {
+	template *godo.KubernetesNodeTemplate
+	// spec is the pool's name, size, labels and taints when the template
+	// was fetched; a different spec means the template is out of date.
+	spec      string
+	fetchedAt time.Time
+	// err is the last fetch failure; nil once a fetch succeeded since.
+	err error
+}
+
+// manager holds what one Refresh learnt from DigitalOcean. Everything the
+// core asks between Refreshes is answered from here without API calls.
+type manager struct {
+	client *apiClient
+	o      clientOptions
+	// gpuLabel is the label marking GPU nodes (--gpu-label).
+	gpuLabel string
+
+	mu sync.RWMutex
+	// groups are the autoscaled pools, in API order.
+	groups []*NodeGroup
+	// groupByInstance maps provider IDs (and DOKS node IDs) of nodes in
+	// autoscaled pools to their group.
+	groupByInstance map[string]*NodeGroup
+	groupByNodeID   map[string]*NodeGroup
+	// sizeByInstance maps provider IDs of nodes in every pool, autoscaled
+	// or not, to the pool's size slug; HasInstance and pricing use it.
+	sizeByInstance map[string]string
+	// templates by pool ID.
+	templates map[string]*templateEntry
+	refreshed bool
+}
+
+func newManager(client *apiClient, o clientOptions, gpuLabel string) *manager {
+	return &manager{
+		client:          client,
+		o:               o,
+		gpuLabel:        gpuLabel,
+		groupByInstance: map[string]*NodeGroup{},
+		groupByNodeID:   map[string]*NodeGroup{},
+		sizeByInstance:  map[string]string{},
+		templates:       map[string]*templateEntry{},
+	}
+}
+
+// instanceID is the provider ID a DOKS node's Kubernetes Node carries. A
+// node whose droplet is not created yet has no droplet ID; it gets a
+// placeholder built from the DOKS node ID, so that each instance stays
+// distinct until the droplet exists.
+func instanceID(n *godo.KubernetesNode) string {
+	if n.DropletID != "" {
+		return providerIDPrefix + n.DropletID
+	}
+	return providerIDPrefix + "node-" + n.ID
+}
+
+// poolSpec summarises what a template depends on.
+func poolSpec(p *godo.KubernetesNodePool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name=%s;size=%s;labels=", p.Name, p.Size)
+	keys := make([]string, 0, len(p.Labels))
+	for k := range p.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%q=%q,", k, p.Labels[k])
+	}
+	taints := make([]string, 0, len(p.Taints))
+	for _, t := range p.Taints {
+		taints = append(taints, fmt.Sprintf("%q=%q:%q", t.Key, t.Value, t.Effect))
+	}
+	sort.Strings(taints)
+	b.WriteString(";taints=")
+	b.WriteString(strings.Join(taints, ","))
+	return b.String()
+}
+
+// Refresh lists every node pool (all pages) and rebuilds the node groups.
+//
+// Templates are fetched only for a pool that is new, whose name, size,
+// labels or taints changed, whose template is older than templateTTL, or
+// whose last fetch failed; in steady state a Refresh is one list request
+// per page of pools.
+//
+// A template failure does not fail the Refresh: the other pools are kept.
+// The failing pool keeps its previous template when it had one; otherwise it
+// is still a node group (it can shrink, and grow once it has nodes the core
+// can copy) but TemplateNodeInfo returns the error, so it cannot scale up
+// from zero. The fetch is tried again at the next Refresh. A failure to list
+// pools fails the Refresh and leaves the previous state in place.
+func (m *manager) Refresh(ctx context.Context) error {
+	start := m.o.now()
+	pools, err := m.client.listNodePools(ctx)
+	if err != nil {
+		return fmt.Errorf("listing node pools of cluster %s: %w", m.client.clusterID, err)
+	}
+	m.mu.RLock()
+	oldTemplates := m.templates
+	m.mu.RUnlock()
+
+	now := m.o.now()
+	templates := make(map[string]*templateEntry, len(pools))
+	var groups []*NodeGroup
+	byInstance := map[string]*NodeGroup{}
+	byNodeID := map[string]*NodeGroup{}
+	sizes := map[string]string{}
+	fetched, failed := 0, 0
+	for _, p := range pools {
+		if p == nil {
+			continue
+		}
+		for _, n := range p.Nodes {
+			if n != nil {
+				sizes[instanceID(n)] = p.Size
+			}
+		}
+		if !p.AutoScale {
+			klog.V(4).Infof("node pool %s (%s) has auto_scale off: not a node group", p.Name, p.ID)
+			continue
+		}
+		entry, didFetch := m.template(ctx, p, oldTemplates[p.ID], now)
+		if didFetch {
+			fetched++
+			if entry.err != nil {
+				failed++
+			}
+		}
+		templates[p.ID] = entry
+		g := newNodeGroup(m, p, entry)
+		groups = append(groups, g)
+		for _, n := range p.Nodes {
+			if n == nil {
+				continue
+			}
+			byInstance[instanceID(n)] = g
+			if n.ID != "" {
+				byNodeID[n.ID] = g
+			}
+		}
+	}
+	for id := range oldTemplates {
+		if _, ok := templates[id]; !ok {
+			klog.V(2).Infof("node pool %s is gone or no longer autoscaled: dropping its cached template", id)
+		}
+	}
+
+	m.mu.Lock()
+	m.groups, m.groupByInstance, m.groupByNodeID, m.sizeByInstance, m.templates = groups, byInstance, byNodeID, sizes, templates
+	m.refreshed = true
+	m.mu.Unlock()
+
+	if len(groups) == 0 {
+		klog.Info("cluster-autoscaler is disabled. no node pools are configured")
+	}
+	if fetched > 0 || klog.V(2).Enabled() {
+		klog.Infof("DigitalOcean refresh: %d node pools, %d autoscaled; %d templates fetched (%d failed) in %s",
+			len(pools), len(groups), fetched, failed, m.o.now().Sub(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// template returns the pool's template entry, fetching it when needed.
+func (m *manager) template(ctx context.Context, p *godo.KubernetesNodePool, old *templateEntry, now time.Time) (*templateEntry, bool) {
+	spec := poolSpec(p)
+	var reason string
+	switch {
+	case old == nil:
+		reason = "new node pool"
+	case old.template == nil:
+		reason = "no template yet (last fetch failed)"
+	case old.spec != spec:
+		reason = "node pool spec changed"
+	case now.Sub(old.fetchedAt) >= m.o.templateTTL:
+		reason = "cached template expired"
+	default:
+		return old, false
+	}
+	klog.V(2).Infof("fetching template of node pool %s (%s): %s", p.Name, p.ID, reason)
+	t, err := m.client.getNodePoolTemplate(ctx, p.Name)
+	if err != nil {
+		if old != nil && old.template != nil {
+			klog.Errorf("fetching template of node pool %s (%s) failed, keeping the previous template and retrying at the next refresh: %v", p.Name, p.ID, err)
+			kept := *old
+			kept.err = err
+			return &kept, true
+		}
+		klog.Errorf("fetching template of node pool %s (%s) failed; it cannot scale up from zero until a fetch succeeds (retried at the next refresh): %v", p.Name, p.ID, err)
+		return &templateEntry{err: err}, true
+	}
+	return &templateEntry{template: t, spec: spec, fetchedAt: now}, true
+}
+
+func (m *manager) nodeGroups() []*NodeGroup {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return append([]*NodeGroup(nil), m.groups...)
+}
+
+func (m *manager) groupForInstance(providerID, nodeID string) *NodeGroup {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if g, ok := m.groupByInstance[providerID]; ok && providerID != "" {
+		return g
+	}
+	if g, ok := m.groupByNodeID[nodeID]; ok && nodeID != "" {
+		return g
+	}
+	return nil
+}
+
+// instanceSize returns the size slug of the pool holding the instance, and
+// whether any pool holds it.
+func (m *manager) instanceSize(providerID string) (string, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s, ok := m.sizeByInstance[providerID]
+	return s, ok
+}

@@ -1,0 +1,296 @@
+package digitalocean
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/digitalocean/godo"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// Labels DOKS puts on every node.
+const (
+	LabelNodeID     = "doks.digitalocean.com/node-id"
+	LabelNodePool   = "doks.digitalocean.com/node-pool"
+	LabelNodePoolID = "doks.digitalocean.com/node-pool-id"
+)
+
+// errorCodeDigitalOcean is the error code of instances in a state the
+// provider does not know (the same code upstream uses).
+const errorCodeDigitalOcean = "no-code-digitalocean"
+
+// NodeGroup is an autoscaled DOKS node pool. Its state is the pool as the
+// last Refresh saw it, updated by this group's own successful calls.
+type NodeGroup struct {
+	m *manager
+
+	id, name string
+	minSize  int
+	maxSize  int
+	template *templateEntry
+
+	// mu guards pool: the core may delete nodes of one group in parallel.
+	mu   sync.Mutex
+	pool *godo.KubernetesNodePool
+}
+
+var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
+
+func newNodeGroup(m *manager, p *godo.KubernetesNodePool, t *templateEntry) *NodeGroup {
+	return &NodeGroup{m: m, id: p.ID, name: p.Name, minSize: p.MinNodes, maxSize: p.MaxNodes, template: t, pool: copyPool(p)}
+}
+
+func copyPool(p *godo.KubernetesNodePool) *godo.KubernetesNodePool {
+	c := *p
+	c.Nodes = make([]*godo.KubernetesNode, 0, len(p.Nodes))
+	for _, n := range p.Nodes {
+		if n == nil {
+			continue
+		}
+		nc := *n
+		if n.Status != nil {
+			st := *n.Status
+			nc.Status = &st
+		}
+		c.Nodes = append(c.Nodes, &nc)
+	}
+	return &c
+}
+
+// Id is the DOKS node pool ID.
+func (g *NodeGroup) Id() string { return g.id }
+
+// Debug describes the group; the text is upstream's, word for word.
+func (g *NodeGroup) Debug() string {
+	return fmt.Sprintf("cluster ID: %s (min:%d max:%d)", g.id, g.minSize, g.maxSize)
+}
+
+// MinSize is the pool's min_nodes.
+func (g *NodeGroup) MinSize() int { return g.minSize }
+
+// MaxSize is the pool's max_nodes.
+func (g *NodeGroup) MaxSize() int { return g.maxSize }
+
+// TargetSize is the pool's count.
+func (g *NodeGroup) TargetSize() (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.pool.Count, nil
+}
+
+// IncreaseSize raises the pool's count by delta with one UpdateNodePool.
+func (g *NodeGroup) IncreaseSize(delta int) error {
+	if delta <= 0 {
+		return fmt.Errorf("node pool %s: size increase must be positive, got %d", g.name, delta)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	target := g.pool.Count + delta
+	if target > g.maxSize {
+		return fmt.Errorf("node pool %s: size increase too large: desired %d, max %d (current %d)", g.name, target, g.maxSize, g.pool.Count)
+	}
+	return g.setCountLocked(target, "increase")
+}
+
+// setCountLocked asks DOKS for a new count and updates the cache only when
+// DOKS confirms it.
+func (g *NodeGroup) setCountLocked(target int, what string) error {
+	klog.Infof("node pool %s (%s): setting count %d → %d (%s)", g.name, g.id, g.pool.Count, target, what)
+	updated, err := g.m.client.updateNodePoolCount(context.Background(), g.id, target)
+	if err != nil {
+		return fmt.Errorf("node pool %s: setting count to %d: %w", g.name, target, err)
+	}
+	if updated.Count != target {
+		return fmt.Errorf("node pool %s: asked for count %d but DigitalOcean answered %d", g.name, target, updated.Count)
+	}
+	g.pool.Count = target
+	if updated.Nodes != nil {
+		// The answer lists the new (or leaving) nodes: Nodes() shows them
+		// before the next Refresh.
+		g.pool.Nodes = copyPool(updated).Nodes
+	}
+	return nil
+}
+
+// AtomicIncreaseSize is not offered: DOKS accepts a new count at once but
+// creates the droplets one by one and may stop part-way (e.g. at the
+// account's Droplet limit), so all-or-nothing cannot be promised.
+func (g *NodeGroup) AtomicIncreaseSize(delta int) error { return cloudprovider.ErrNotImplemented }
+
+// runningNodesLocked counts the pool's nodes that exist and are up.
+func (g *NodeGroup) runningNodesLocked() int {
+	n := 0
+	for _, node := range g.pool.Nodes {
+		if node.Status != nil && node.Status.State == "running" {
+			n++
+		}
+	}
+	return n
+}
+
+// DecreaseTargetSize lowers the pool's count by -delta, to give up on nodes
+// that were requested but never came. It never goes below min_nodes nor
+// below the number of running nodes (which would delete live nodes).
+func (g *NodeGroup) DecreaseTargetSize(delta int) error {
+	if delta >= 0 {
+		return fmt.Errorf("node pool %s: size decrease must be negative, got %d", g.name, delta)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	target := g.pool.Count + delta
+	if target < g.minSize {
+		return fmt.Errorf("node pool %s: size decrease too large: desired %d, min %d (current %d)", g.name, target, g.minSize, g.pool.Count)
+	}
+	if running := g.runningNodesLocked(); target < running {
+		return fmt.Errorf("node pool %s: size decrease too large: desired %d but %d nodes are running (use DeleteNodes to remove them)", g.name, target, running)
+	}
+	return g.setCountLocked(target, "decrease target")
+}
+
+// findNodeLocked finds the DOKS node behind a Kubernetes Node: by the
+// node-id label, else by provider ID.
+func (g *NodeGroup) findNodeLocked(node *apiv1.Node) (*godo.KubernetesNode, error) {
+	nodeID := node.Labels[LabelNodeID]
+	if nodeID == "" {
+		return nil, fmt.Errorf("node %s has no %s label: it is not a DOKS node (or not registered yet) and cannot be deleted", node.Name, LabelNodeID)
+	}
+	for _, n := range g.pool.Nodes {
+		if n.ID == nodeID {
+			return n, nil
+		}
+	}
+	if pid := node.Spec.ProviderID; pid != "" {
+		for _, n := range g.pool.Nodes {
+			if instanceID(n) == pid {
+				return n, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("node %s (node ID %s, provider ID %q) does not belong to node pool %s (%s)", node.Name, nodeID, node.Spec.ProviderID, g.name, g.id)
+}
+
+// DeleteNodes deletes the given nodes with skip_drain (the core has
+// drained them) and no replacement; each deletion lowers the count by one.
+// Every node is checked before the first call; the cached count follows
+// each successful deletion, so a failure part-way leaves it right.
+func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var targets []*godo.KubernetesNode
+	seen := map[string]bool{}
+	for _, node := range nodes {
+		n, err := g.findNodeLocked(node)
+		if err != nil {
+			return err
+		}
+		if seen[n.ID] {
+			continue
+		}
+		seen[n.ID] = true
+		if n.Status != nil && (n.Status.State == "deleting" || n.Status.State == "draining") {
+			klog.Infof("node pool %s: node %s is already %s; not deleting it again", g.name, node.Name, n.Status.State)
+			continue
+		}
+		targets = append(targets, n)
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	if g.pool.Count-len(targets) < g.minSize {
+		return fmt.Errorf("node pool %s: deleting %d nodes would take the count from %d below the minimum of %d", g.name, len(targets), g.pool.Count, g.minSize)
+	}
+	for i, n := range targets {
+		klog.Infof("node pool %s (%s): deleting node %s (%s, droplet %s) with skip_drain", g.name, g.id, n.Name, n.ID, n.DropletID)
+		if err := g.m.client.deleteNode(context.Background(), g.id, n.ID); err != nil {
+			return fmt.Errorf("node pool %s: deleting node %s (%d of %d): %w", g.name, n.Name, i+1, len(targets), err)
+		}
+		g.pool.Count--
+		n.Status = &godo.KubernetesNodeStatus{State: "deleting"}
+	}
+	return nil
+}
+
+// ForceDeleteNodes is not offered: the provider never goes below min_nodes.
+func (g *NodeGroup) ForceDeleteNodes([]*apiv1.Node) error { return cloudprovider.ErrNotImplemented }
+
+// instanceStatus maps a DOKS node state to an instance state; states it does
+// not know are reported as errors, so the core stops waiting for the node.
+func instanceStatus(s *godo.KubernetesNodeStatus) *cloudprovider.InstanceStatus {
+	state, message := "", ""
+	if s != nil {
+		state, message = s.State, s.Message
+	}
+	switch strings.ToLower(state) {
+	case "provisioning":
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}
+	case "running":
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
+	case "draining", "deleting":
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
+	}
+	if message == "" {
+		message = fmt.Sprintf("node is in state %q", state)
+	}
+	return &cloudprovider.InstanceStatus{ErrorInfo: &cloudprovider.InstanceErrorInfo{
+		ErrorClass:   cloudprovider.OtherErrorClass,
+		ErrorCode:    errorCodeDigitalOcean,
+		ErrorMessage: message,
+	}}
+}
+
+// Nodes lists the pool's nodes as instances named by provider ID.
+func (g *NodeGroup) Nodes() ([]cloudprovider.Instance, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]cloudprovider.Instance, 0, len(g.pool.Nodes))
+	for _, n := range g.pool.Nodes {
+		out = append(out, cloudprovider.Instance{Id: instanceID(n), Status: instanceStatus(n.Status)})
+	}
+	return out, nil
+}
+
+// TemplateNodeInfo describes a new node of this pool from the cached
+// template; it fails when no template could be fetched yet.
+func (g *NodeGroup) TemplateNodeInfo() (*framework.NodeInfo, error) {
+	if g.template == nil || g.template.template == nil {
+		var cause error = fmt.Errorf("not fetched")
+		if g.template != nil && g.template.err != nil {
+			cause = g.template.err
+		}
+		return nil, fmt.Errorf("node pool %s (%s) has no template (retried at the next refresh): %w", g.name, g.id, cause)
+	}
+	g.mu.Lock()
+	pool := copyPool(g.pool)
+	g.mu.Unlock()
+	node, err := buildTemplateNode(pool, g.template.template, g.m.gpuLabel)
+	if err != nil {
+		return nil, fmt.Errorf("node pool %s (%s): %w", g.name, g.id, err)
+	}
+	return framework.NewNodeInfo(node), nil
+}
+
+// Exist is true: the group is a pool that exists.
+func (g *NodeGroup) Exist() bool { return true }
+
+// Create is not offered: pools are created by the cluster's owner.
+func (g *NodeGroup) Create() (cloudprovider.NodeGroup, error) {
+	return nil, cloudprovider.ErrNotImplemented
+}
+
+// Delete is not offered.
+func (g *NodeGroup) Delete() error { return cloudprovider.ErrNotImplemented }
+
+// Autoprovisioned is false: no pool is created by the autoscaler.
+func (g *NodeGroup) Autoprovisioned() bool { return false }
+
+// GetOptions returns ErrNotImplemented: the defaults apply to every pool.
+func (g *NodeGroup) GetOptions(config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
+	return nil, cloudprovider.ErrNotImplemented
+}

@@ -1,0 +1,42 @@
+package digitalocean
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// CallObserver receives one call per DigitalOcean request attempt (a
+// retried call reports every attempt), e.g. to export metrics.
+type CallObserver interface {
+	// ObserveCall reports an attempt: operation is one of ListNodePools,
+	// GetNodePoolTemplate, UpdateNodePool, DeleteNode, ListSizes; statusCode
+	// is 0 when no HTTP response arrived.
+	ObserveCall(operation string, statusCode int, duration time.Duration, err error)
+	// ObserveRateLimit reports the rate-limit headers of a response.
+	ObserveRateLimit(limit, remaining int, reset time.Time)
+}
+
+type noopObserver struct{}
+
+func (noopObserver) ObserveCall(string, int, time.Duration, error) {}
+func (noopObserver) ObserveRateLimit(int, int, time.Time)          {}
+
+type observerBox struct{ o CallObserver }
+
+var callObserver atomic.Value // observerBox
+
+// SetCallObserver installs the observer used by providers built afterwards
+// (call it before BuildDigitalOcean); nil restores the no-op default.
+func SetCallObserver(o CallObserver) {
+	if o == nil {
+		o = noopObserver{}
+	}
+	callObserver.Store(observerBox{o})
+}
+
+func currentObserver() CallObserver {
+	if b, ok := callObserver.Load().(observerBox); ok {
+		return b.o
+	}
+	return noopObserver{}
+}

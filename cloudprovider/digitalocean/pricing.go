@@ -1,0 +1,118 @@
+package digitalocean
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+)
+
+// podPriceReferenceSize is the size whose price per vCPU and per GiB prices
+// pods. Pricing a pod the same wherever it lands lets the price expander
+// compare node groups by what their nodes cost for the pods they take; a
+// small general-purpose size is what most DOKS pods would otherwise run on.
+const podPriceReferenceSize = "s-2vcpu-4gb"
+
+type sizePrice struct {
+	hourly   float64
+	vcpus    int
+	memoryMB int
+}
+
+// pricingModel prices nodes from DigitalOcean's Sizes API. The list is
+// fetched on first use (not at start-up nor in Refresh, so a Refresh stays
+// one request) and again after pricesTTL; if a later fetch fails, the old
+// list is kept.
+type pricingModel struct {
+	m *manager
+
+	mu        sync.Mutex
+	prices    map[string]sizePrice
+	fetchedAt time.Time
+}
+
+var _ cloudprovider.PricingModel = (*pricingModel)(nil)
+
+func (p *pricingModel) lookup(slug string) (sizePrice, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.m.o.now()
+	if p.prices == nil || now.Sub(p.fetchedAt) >= p.m.o.pricesTTL {
+		sizes, err := p.m.client.listSizes(context.Background())
+		switch {
+		case err != nil && p.prices == nil:
+			return sizePrice{}, fmt.Errorf("fetching DigitalOcean size prices: %w", err)
+		case err != nil:
+			klog.Warningf("refreshing DigitalOcean size prices failed, keeping the list from %s: %v", p.fetchedAt.Format(time.RFC3339), err)
+			p.fetchedAt = now // try again after another TTL, not on every call
+		default:
+			prices := make(map[string]sizePrice, len(sizes))
+			for _, s := range sizes {
+				prices[s.Slug] = sizePrice{hourly: s.PriceHourly, vcpus: s.Vcpus, memoryMB: s.Memory}
+			}
+			p.prices, p.fetchedAt = prices, now
+			klog.V(2).Infof("fetched prices of %d DigitalOcean sizes", len(prices))
+		}
+	}
+	sp, ok := p.prices[slug]
+	if !ok {
+		return sizePrice{}, fmt.Errorf("no price for DigitalOcean size %q", slug)
+	}
+	return sp, nil
+}
+
+// nodeSize is the node's size slug: its instance-type label, else the size
+// of the pool holding it.
+func (p *pricingModel) nodeSize(node *apiv1.Node) (string, error) {
+	for _, l := range []string{apiv1.LabelInstanceTypeStable, apiv1.LabelInstanceType} {
+		if s := node.Labels[l]; s != "" {
+			return s, nil
+		}
+	}
+	if s, ok := p.m.instanceSize(node.Spec.ProviderID); ok && s != "" {
+		return s, nil
+	}
+	return "", fmt.Errorf("node %s: size unknown (no %s label and not in any node pool)", node.Name, apiv1.LabelInstanceTypeStable)
+}
+
+func hours(start, end time.Time) float64 {
+	if end.Before(start) {
+		return 0
+	}
+	return end.Sub(start).Hours()
+}
+
+// NodePrice is the size's hourly price times the hours in [start, end].
+func (p *pricingModel) NodePrice(node *apiv1.Node, start, end time.Time) (float64, error) {
+	slug, err := p.nodeSize(node)
+	if err != nil {
+		return 0, err
+	}
+	sp, err := p.lookup(slug)
+	if err != nil {
+		return 0, err
+	}
+	return sp.hourly * hours(start, end), nil
+}
+
+// PodPrice is the pod's share of a reference node's price: the larger of
+// its CPU share and its memory share of podPriceReferenceSize, times that
+// size's hourly price, times the hours.
+func (p *pricingModel) PodPrice(pod *apiv1.Pod, start, end time.Time) (float64, error) {
+	ref, err := p.lookup(podPriceReferenceSize)
+	if err != nil {
+		return 0, err
+	}
+	if ref.vcpus <= 0 || ref.memoryMB <= 0 {
+		return 0, fmt.Errorf("reference size %s has no vcpus or memory", podPriceReferenceSize)
+	}
+	req := cloudprovider.PodRequests(pod)
+	cpuShare := float64(req.Cpu().MilliValue()) / float64(ref.vcpus*1000)
+	memShare := float64(req.Memory().Value()) / float64(int64(ref.memoryMB)<<20)
+	return max(cpuShare, memShare) * ref.hourly * hours(start, end), nil
+}

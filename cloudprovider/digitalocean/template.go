@@ -1,0 +1,194 @@
+package digitalocean
+
+import (
+	"crypto/rand"
+	"fmt"
+	"strings"
+
+	"github.com/digitalocean/godo"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// GPU labels. DOKS GPU nodes carry the brand and model labels; upstream's
+// provider named the gpu-node label, which is accepted too.
+const (
+	LabelGPUBrand        = "doks.digitalocean.com/gpu-brand"
+	LabelGPUModel        = "doks.digitalocean.com/gpu-model"
+	LabelGPUNodeUpstream = "cloud.digitalocean.com/gpu-node"
+	// DefaultGPULabel is GPULabel() when --gpu-label is empty.
+	DefaultGPULabel = LabelGPUBrand
+)
+
+// GPU extended resources by vendor.
+const (
+	ResourceNvidiaGPU apiv1.ResourceName = "nvidia.com/gpu"
+	ResourceAMDGPU    apiv1.ResourceName = "amd.com/gpu"
+)
+
+// defaultPods is the kubelet's default, used when a template omits pods.
+const defaultPods = 110
+
+// gpuResourceForVendor returns the extended resource of a GPU vendor.
+func gpuResourceForVendor(vendor string) apiv1.ResourceName {
+	if strings.Contains(strings.ToLower(vendor), "amd") {
+		return ResourceAMDGPU
+	}
+	return ResourceNvidiaGPU
+}
+
+// resourceList converts a template's resources. CPU comes from
+// cpu_milli_cores when present: whole cores (the deprecated cpu field)
+// overstate what small nodes can run.
+func resourceList(r *godo.KubernetesNodePoolResources, what string) (apiv1.ResourceList, error) {
+	milli := r.CpuMilliCores
+	if milli == 0 {
+		milli = r.CPU * 1000
+	}
+	if milli <= 0 {
+		return nil, fmt.Errorf("template %s has no cpu", what)
+	}
+	if strings.TrimSpace(r.Memory) == "" {
+		return nil, fmt.Errorf("template %s has no memory", what)
+	}
+	mem, err := resource.ParseQuantity(strings.TrimSpace(r.Memory))
+	if err != nil {
+		return nil, fmt.Errorf("template %s memory %q is not a quantity: %v", what, r.Memory, err)
+	}
+	if mem.Sign() <= 0 {
+		return nil, fmt.Errorf("template %s memory %q is not positive", what, r.Memory)
+	}
+	pods := r.Pods
+	if pods < 0 {
+		return nil, fmt.Errorf("template %s pods %d is negative", what, pods)
+	}
+	if pods == 0 {
+		pods = defaultPods
+	}
+	return apiv1.ResourceList{
+		apiv1.ResourceCPU:    *resource.NewMilliQuantity(milli, resource.DecimalSI),
+		apiv1.ResourceMemory: mem,
+		apiv1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
+	}, nil
+}
+
+// parseTaint parses DOKS's "key=value:Effect" (or "key:Effect").
+func parseTaint(s string) (apiv1.Taint, error) {
+	spec := strings.TrimSpace(s)
+	i := strings.LastIndex(spec, ":")
+	if i <= 0 {
+		return apiv1.Taint{}, fmt.Errorf("taint %q: want key=value:Effect", s)
+	}
+	kv, effect := spec[:i], apiv1.TaintEffect(spec[i+1:])
+	switch effect {
+	case apiv1.TaintEffectNoSchedule, apiv1.TaintEffectPreferNoSchedule, apiv1.TaintEffectNoExecute:
+	default:
+		return apiv1.Taint{}, fmt.Errorf("taint %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", s, effect)
+	}
+	key, value, _ := strings.Cut(kv, "=")
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return apiv1.Taint{}, fmt.Errorf("taint %q: key %q is invalid: %s", s, key, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+		return apiv1.Taint{}, fmt.Errorf("taint %q: value %q is invalid: %s", s, value, strings.Join(errs, "; "))
+	}
+	return apiv1.Taint{Key: key, Value: value, Effect: effect}, nil
+}
+
+func randomSuffix(n int) string {
+	const letters = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = letters[int(b[i])%len(letters)]
+	}
+	return string(b)
+}
+
+// buildTemplateNode builds a Ready Node like the ones the pool would get.
+// ProviderID stays empty: the node does not exist.
+func buildTemplateNode(pool *godo.KubernetesNodePool, t *godo.KubernetesNodeTemplate, gpuLabel string) (*apiv1.Node, error) {
+	if t.Capacity == nil {
+		return nil, fmt.Errorf("template has no capacity")
+	}
+	capacity, err := resourceList(t.Capacity, "capacity")
+	if err != nil {
+		return nil, err
+	}
+	allocatable := capacity.DeepCopy()
+	if t.Allocatable != nil {
+		if allocatable, err = resourceList(t.Allocatable, "allocatable"); err != nil {
+			return nil, err
+		}
+	}
+	var taints []apiv1.Taint
+	for _, s := range t.Taints {
+		taint, err := parseTaint(s)
+		if err != nil {
+			return nil, err
+		}
+		taints = append(taints, taint)
+	}
+
+	slug := t.Slug
+	if slug == "" {
+		slug = pool.Size
+	}
+	name := fmt.Sprintf("%s-template-%s", pool.Name, randomSuffix(6))
+	labels := map[string]string{}
+	for k, v := range t.Labels {
+		labels[k] = v
+	}
+	for k, v := range pool.Labels {
+		labels[k] = v
+	}
+	for k, v := range map[string]string{
+		apiv1.LabelOSStable:           "linux",
+		apiv1.LabelArchStable:         "amd64",
+		apiv1.LabelHostname:           name,
+		apiv1.LabelInstanceTypeStable: slug,
+		LabelNodePool:                 pool.Name,
+		LabelNodePoolID:               pool.ID,
+	} {
+		labels[k] = v
+	}
+	if g := t.Gpu; g != nil && g.Count > 0 {
+		res := gpuResourceForVendor(g.Vendor)
+		capacity[res] = *resource.NewQuantity(g.Count, resource.DecimalSI)
+		allocatable[res] = *resource.NewQuantity(g.Count, resource.DecimalSI)
+		brand := strings.ToLower(g.Vendor)
+		if brand == "" {
+			brand = "nvidia"
+		}
+		labels[LabelGPUBrand] = brand
+		if g.Model != "" {
+			labels[LabelGPUModel] = g.Model
+		}
+		if gpuLabel != "" && labels[gpuLabel] == "" {
+			labels[gpuLabel] = brand
+		}
+	}
+
+	now := metav1.Now()
+	cond := func(t apiv1.NodeConditionType, s apiv1.ConditionStatus, reason string) apiv1.NodeCondition {
+		return apiv1.NodeCondition{Type: t, Status: s, Reason: reason, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	return &apiv1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       apiv1.NodeSpec{Taints: taints},
+		Status: apiv1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: allocatable,
+			Phase:       apiv1.NodeRunning,
+			Conditions: []apiv1.NodeCondition{
+				cond(apiv1.NodeReady, apiv1.ConditionTrue, "KubeletReady"),
+				cond(apiv1.NodeMemoryPressure, apiv1.ConditionFalse, "KubeletHasSufficientMemory"),
+				cond(apiv1.NodeDiskPressure, apiv1.ConditionFalse, "KubeletHasNoDiskPressure"),
+				cond(apiv1.NodePIDPressure, apiv1.ConditionFalse, "KubeletHasSufficientPID"),
+				cond(apiv1.NodeNetworkUnavailable, apiv1.ConditionFalse, "RouteCreated"),
+			},
+		},
+	}, nil
+}

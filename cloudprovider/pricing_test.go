@@ -1,0 +1,41 @@
+package cloudprovider
+
+import (
+	"testing"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func req(cpu, mem string) apiv1.ResourceRequirements {
+	return apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
+		apiv1.ResourceCPU: resource.MustParse(cpu), apiv1.ResourceMemory: resource.MustParse(mem)}}
+}
+
+func TestPodRequests(t *testing.T) {
+	always := apiv1.ContainerRestartPolicyAlways
+	cases := []struct {
+		name     string
+		spec     apiv1.PodSpec
+		cpuMilli int64
+		memMi    int64
+	}{
+		{"containers add up", apiv1.PodSpec{Containers: []apiv1.Container{{Resources: req("100m", "64Mi")}, {Resources: req("200m", "128Mi")}}}, 300, 192},
+		{"large init container wins", apiv1.PodSpec{
+			Containers:     []apiv1.Container{{Resources: req("100m", "64Mi")}},
+			InitContainers: []apiv1.Container{{Resources: req("1", "32Mi")}}}, 1000, 64},
+		{"sidecar adds", apiv1.PodSpec{
+			Containers:     []apiv1.Container{{Resources: req("100m", "64Mi")}},
+			InitContainers: []apiv1.Container{{Resources: req("50m", "16Mi"), RestartPolicy: &always}}}, 150, 80},
+		{"overhead adds", apiv1.PodSpec{
+			Containers: []apiv1.Container{{Resources: req("100m", "64Mi")}},
+			Overhead:   apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("10m")}}, 110, 64},
+		{"no requests", apiv1.PodSpec{Containers: []apiv1.Container{{}}}, 0, 0},
+	}
+	for _, c := range cases {
+		got := PodRequests(&apiv1.Pod{Spec: c.spec})
+		if got.Cpu().MilliValue() != c.cpuMilli || got.Memory().Value() != c.memMi<<20 {
+			t.Errorf("%s: cpu %dm mem %d, want %dm %dMi", c.name, got.Cpu().MilliValue(), got.Memory().Value(), c.cpuMilli, c.memMi)
+		}
+	}
+}
