@@ -107,8 +107,10 @@ func jsonError(data []byte, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("malformed JSON: unexpected end of input at %s", position(data, int64(len(data))))
 	case errors.As(err, &syn):
-		return fmt.Errorf("malformed JSON at %s: %v", position(data, syn.Offset), err)
+		// Offset is just past the offending character; point at it.
+		return fmt.Errorf("malformed JSON at %s: %v", position(data, max(syn.Offset-1, 0)), err)
 	case errors.As(err, &typ):
+		// Offset is just past the value of the wrong type.
 		return fmt.Errorf("malformed JSON at %s: field %q must be a %s, not a %s", position(data, typ.Offset), typ.Field, typ.Type, typ.Value)
 	}
 	// DisallowUnknownFields gives `json: unknown field "name"`.

@@ -26,13 +26,13 @@ type fileTokenSource struct {
 
 func newFileTokenSource(path string) (*fileTokenSource, error) {
 	s := &fileTokenSource{path: path}
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("failed to read token file: %w", err)
-	}
 	token, err := readTokenFile(path)
 	if err != nil {
 		return nil, err
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read token file: %w", err)
 	}
 	s.token, s.info = token, info
 	return s, nil
