@@ -104,9 +104,9 @@ func TestParseConfigRules(t *testing.T) {
 // The exact texts users and upstream's docs know.
 func TestConfigErrorTextsExact(t *testing.T) {
 	cases := map[string]string{
-		`{"cluster_id": "c"}`:                                 "access token is not provided",
+		`{"cluster_id": "c"}`: "access token is not provided",
 		`{"cluster_id": "c", "token": "t", "token_file": "f"}`: "access token literal and access token file must not be provided together",
-		`{"token": "t"}`:                                      "cluster ID is not provided",
+		`{"token": "t"}`: "cluster ID is not provided",
 	}
 	for in, want := range cases {
 		_, err := parseConfig([]byte(in))
