@@ -1,0 +1,660 @@
+// Package clusterstate keeps what the autoscaler knows about its node groups
+// between iterations: per group the cloud target, the registered nodes by
+// readiness, the nodes still coming up, instances that never registered,
+// scale-up requests with their deadlines and the backoff of groups whose
+// scale-ups failed. From that it judges cluster and group health, gives up
+// on nodes that did not arrive in time, and builds the status the autoscaler
+// publishes in its ConfigMap.
+package clusterstate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+)
+
+// Readiness counts nodes of a group or of the cluster.
+type Readiness struct {
+	Ready        int // registered and Ready
+	Unready      int // registered, not Ready, older than MaxNodeStartupTime
+	NotStarted   int // registered, not Ready yet, younger than MaxNodeStartupTime
+	BeingDeleted int // carrying ToBeDeletedTaint
+	// Registered = Ready + Unready + NotStarted + BeingDeleted.
+	Registered int
+	// Unregistered: cloud instances without a Node, within the provision time.
+	Unregistered int
+	// LongUnregistered: cloud instances without a Node for longer than the
+	// provision time, or in error.
+	LongUnregistered int
+}
+
+// NodeGroupState is what the registry knows about one group this iteration.
+type NodeGroupState struct {
+	Group     cloudprovider.NodeGroup
+	Target    int
+	Readiness Readiness
+	// Upcoming: nodes the cloud should deliver that are not usable yet
+	// (not registered, or registered but not started). The core simulates
+	// them as template nodes so pending pods that will land there do not
+	// cause a second scale-up.
+	Upcoming int
+	// UpcomingUnregistered: the part of Upcoming with no Node object yet.
+	UpcomingUnregistered int
+	Healthy              bool
+	Options              config.NodeGroupAutoscalingOptions
+}
+
+// ScaleUpRequest is a scale-up the autoscaler asked for and is waiting on.
+type ScaleUpRequest struct {
+	GroupID         string
+	Increase        int
+	Time            time.Time
+	ExpectedAddTime time.Time
+	// failed: part of it already failed, so its completion must not clear
+	// the group's backoff.
+	failed bool
+}
+
+type groupState struct {
+	NodeGroupState
+	inTarget     int // registered nodes the cloud counts in the target
+	instances    []cloudprovider.Instance
+	nodesErr     error
+	deletingIDs  map[string]bool // provider IDs of instances the cloud is deleting
+	errored      []cloudprovider.Instance
+	longUnreg    []cloudprovider.Instance
+	unregistered []cloudprovider.Instance
+}
+
+type unregisteredInstance struct {
+	since  time.Time
+	gaveUp time.Time // zero until the registry gave up on it
+}
+
+type condition struct {
+	status string
+	since  time.Time
+}
+
+// Registry is the cluster state. Methods are safe for concurrent use, but the
+// core calls them from its loop only.
+type Registry struct {
+	mu       sync.Mutex
+	provider cloudprovider.CloudProvider
+	opts     config.AutoscalingOptions
+	backoff  *Backoff
+
+	groups     map[string]*groupState
+	groupOrder []string
+	nodeGroup  map[string]string // node name → group id, "" for nodes no group owns
+	total      Readiness
+	healthy    bool
+	lastUpdate time.Time
+
+	unregistered      map[string]*unregisteredInstance // "<group>/<instance id>"
+	requests          map[string]*ScaleUpRequest       // by group id
+	sizeMismatchSince map[string]time.Time             // by group id
+	candidates        map[string]int                   // scale-down candidates by group id
+	conditions        map[string]condition
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(provider cloudprovider.CloudProvider, opts config.AutoscalingOptions) *Registry {
+	return &Registry{
+		provider:          provider,
+		opts:              opts,
+		backoff:           NewBackoff(opts.InitialNodeGroupBackoffDuration, opts.MaxNodeGroupBackoffDuration, opts.NodeGroupBackoffResetTimeout),
+		groups:            map[string]*groupState{},
+		nodeGroup:         map[string]string{},
+		healthy:           true,
+		unregistered:      map[string]*unregisteredInstance{},
+		requests:          map[string]*ScaleUpRequest{},
+		sizeMismatchSince: map[string]time.Time{},
+		candidates:        map[string]int{},
+		conditions:        map[string]condition{},
+	}
+}
+
+func instanceKey(group, id string) string { return group + "/" + id }
+
+// UpdateNodes recomputes the state from the provider's groups (after its
+// Refresh) and the cluster's nodes. An error means the provider could not
+// say what a group's target is; the loop should not act on stale state.
+func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastUpdate = now
+
+	groups := map[string]*groupState{}
+	var order []string
+	for _, g := range r.provider.NodeGroups() {
+		target, err := g.TargetSize()
+		if err != nil {
+			return fmt.Errorf("target size of node group %s: %w", g.Id(), err)
+		}
+		gs := &groupState{NodeGroupState: NodeGroupState{
+			Group: g, Target: target, Options: NodeGroupOptions(g, r.opts.NodeGroupDefaults)}}
+		gs.instances, gs.nodesErr = g.Nodes()
+		if gs.nodesErr != nil {
+			klog.Warningf("Cannot list instances of node group %s: %v (counting upcoming nodes from its target only)", g.Id(), gs.nodesErr)
+		}
+		gs.deletingIDs = map[string]bool{}
+		for _, in := range gs.instances {
+			if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
+				gs.deletingIDs[in.Id] = true
+			}
+		}
+		groups[g.Id()] = gs
+		order = append(order, g.Id())
+	}
+
+	nodeGroup := make(map[string]string, len(nodes))
+	registeredIDs := map[string]bool{}
+	var total Readiness
+	for _, n := range nodes {
+		g, err := r.provider.NodeGroupForNode(n)
+		if err != nil {
+			klog.Warningf("Cannot tell the node group of node %s: %v", n.Name, err)
+		}
+		id := ""
+		if g != nil {
+			id = g.Id()
+		}
+		gs := groups[id]
+		if gs == nil {
+			id = ""
+		}
+		nodeGroup[n.Name] = id
+		registeredIDs[instanceKey(id, n.Spec.ProviderID)] = true
+		kind := classify(n, now)
+		add(&total, kind)
+		if gs != nil {
+			// A node being deleted that the cloud already dropped (or is
+			// deleting) is no longer part of the target.
+			if kind == kindBeingDeleted && gs.nodesErr == nil {
+				if gs.deletingIDs[n.Spec.ProviderID] || !hasInstance(gs.instances, n.Spec.ProviderID) {
+					gs.Readiness.BeingDeleted++
+					continue
+				}
+			}
+			add(&gs.Readiness, kind)
+		}
+	}
+
+	// Instances without a Node.
+	seen := map[string]bool{}
+	for _, id := range order {
+		gs := groups[id]
+		for _, in := range gs.instances {
+			if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
+				continue
+			}
+			key := instanceKey(id, in.Id)
+			if registeredIDs[key] {
+				continue
+			}
+			seen[key] = true
+			u := r.unregistered[key]
+			if u == nil {
+				u = &unregisteredInstance{since: now}
+				r.unregistered[key] = u
+			}
+			switch {
+			case in.Status != nil && in.Status.ErrorInfo != nil:
+				gs.errored = append(gs.errored, in)
+				gs.Readiness.LongUnregistered++
+				total.LongUnregistered++
+			case now.Sub(u.since) > gs.Options.MaxNodeProvisionTime:
+				gs.longUnreg = append(gs.longUnreg, in)
+				gs.Readiness.LongUnregistered++
+				total.LongUnregistered++
+			default:
+				gs.unregistered = append(gs.unregistered, in)
+				gs.Readiness.Unregistered++
+				total.Unregistered++
+			}
+		}
+	}
+	for key := range r.unregistered {
+		if !seen[key] {
+			delete(r.unregistered, key)
+		}
+	}
+
+	for _, id := range order {
+		gs := groups[id]
+		rd := gs.Readiness
+		gs.inTarget = rd.Ready + rd.Unready + rd.NotStarted + beingDeletedInTarget(gs, nodes, nodeGroup)
+		gs.UpcomingUnregistered = max(0, gs.Target-gs.inTarget-rd.LongUnregistered)
+		gs.Upcoming = max(0, gs.UpcomingUnregistered+rd.NotStarted)
+		gs.Healthy = r.groupHealthy(rd)
+		metrics.UpdateNodeGroupMetrics(id, gs.Group.MinSize(), gs.Group.MaxSize(), gs.Target)
+	}
+	for id := range r.groups {
+		if groups[id] == nil {
+			metrics.DeleteNodeGroupMetrics(id)
+		}
+	}
+
+	r.groups, r.groupOrder, r.nodeGroup, r.total = groups, order, nodeGroup, total
+	r.healthy = r.clusterHealthy()
+	r.updateRequests(now)
+	r.backoff.Cleanup(now)
+
+	metrics.UpdateNodesCount(total.Ready, total.Unready, total.NotStarted, total.LongUnregistered, total.Unregistered)
+	metrics.UpdateNodeGroupsCount(len(order))
+	maxNodes := 0
+	for _, id := range order {
+		maxNodes += groups[id].Group.MaxSize()
+	}
+	if r.opts.MaxNodesTotal > 0 && maxNodes > r.opts.MaxNodesTotal {
+		maxNodes = r.opts.MaxNodesTotal
+	}
+	metrics.UpdateMaxNodesCount(maxNodes)
+	return nil
+}
+
+// beingDeletedInTarget counts the group's tainted nodes the cloud still
+// counts in its target.
+func beingDeletedInTarget(gs *groupState, nodes []*apiv1.Node, nodeGroup map[string]string) int {
+	if gs.Readiness.BeingDeleted == 0 {
+		return 0
+	}
+	n := 0
+	for _, node := range nodes {
+		if nodeGroup[node.Name] != gs.Group.Id() || !HasToBeDeletedTaint(node) {
+			continue
+		}
+		if gs.nodesErr != nil || (!gs.deletingIDs[node.Spec.ProviderID] && hasInstance(gs.instances, node.Spec.ProviderID)) {
+			n++
+		}
+	}
+	return n
+}
+
+func hasInstance(ins []cloudprovider.Instance, id string) bool {
+	for _, in := range ins {
+		if in.Id == id {
+			return true
+		}
+	}
+	return false
+}
+
+type nodeKind int
+
+const (
+	kindReady nodeKind = iota
+	kindUnready
+	kindNotStarted
+	kindBeingDeleted
+)
+
+func classify(n *apiv1.Node, now time.Time) nodeKind {
+	if HasToBeDeletedTaint(n) {
+		return kindBeingDeleted
+	}
+	ready, _ := NodeReadiness(n)
+	switch {
+	case ready:
+		return kindReady
+	case now.Sub(n.CreationTimestamp.Time) < MaxNodeStartupTime:
+		return kindNotStarted
+	default:
+		return kindUnready
+	}
+}
+
+func add(r *Readiness, k nodeKind) {
+	r.Registered++
+	switch k {
+	case kindReady:
+		r.Ready++
+	case kindUnready:
+		r.Unready++
+	case kindNotStarted:
+		r.NotStarted++
+	case kindBeingDeleted:
+		r.BeingDeleted++
+	}
+}
+
+// tooManyUnready applies --ok-total-unready-count and
+// --max-total-unready-percentage.
+func (r *Registry) tooManyUnready(unready, total int) bool {
+	return unready > r.opts.OkTotalUnreadyCount &&
+		float64(unready) > r.opts.MaxTotalUnreadyPercentage/100*float64(total)
+}
+
+func (r *Registry) clusterHealthy() bool {
+	t := r.total
+	return !r.tooManyUnready(t.Unready+t.LongUnregistered, t.Ready+t.Unready+t.NotStarted+t.LongUnregistered)
+}
+
+func (r *Registry) groupHealthy(rd Readiness) bool {
+	return !r.tooManyUnready(rd.Unready+rd.LongUnregistered, rd.Ready+rd.Unready+rd.NotStarted+rd.LongUnregistered)
+}
+
+// updateRequests ends scale-up requests whose nodes all registered (clearing
+// the group's backoff if nothing failed) and drops those of vanished groups.
+func (r *Registry) updateRequests(now time.Time) {
+	for id, req := range r.requests {
+		gs := r.groups[id]
+		if gs == nil {
+			delete(r.requests, id)
+			continue
+		}
+		if gs.UpcomingUnregistered == 0 && len(gs.errored) == 0 {
+			klog.V(2).Infof("Scale-up of node group %s by %d completed after %s", id, req.Increase, now.Sub(req.Time).Round(time.Second))
+			delete(r.requests, id)
+			if !req.failed {
+				r.backoff.Remove(id)
+			}
+		}
+	}
+}
+
+// IsClusterHealthy reports whether few enough nodes are unready to scale.
+func (r *Registry) IsClusterHealthy() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.healthy
+}
+
+// TotalReadiness returns the cluster-wide counts.
+func (r *Registry) TotalReadiness() Readiness {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
+
+// NodeGroups returns the groups' states in the provider's order.
+func (r *Registry) NodeGroups() []NodeGroupState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]NodeGroupState, 0, len(r.groupOrder))
+	for _, id := range r.groupOrder {
+		out = append(out, r.groups[id].NodeGroupState)
+	}
+	return out
+}
+
+// NodeGroup returns one group's state.
+func (r *Registry) NodeGroup(id string) (NodeGroupState, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gs := r.groups[id]
+	if gs == nil {
+		return NodeGroupState{}, false
+	}
+	return gs.NodeGroupState, true
+}
+
+// NodeGroupIDForNode returns the id of the node's group, "" if none.
+func (r *Registry) NodeGroupIDForNode(nodeName string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.nodeGroup[nodeName]
+}
+
+// BackedOff reports whether the group is backed off at now, and why.
+func (r *Registry) BackedOff(id string, now time.Time) (bool, BackoffInfo, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.backoff.BackedOff(id, now)
+}
+
+// ScaleUpInProgress reports whether any requested node has not arrived yet.
+func (r *Registry) ScaleUpInProgress() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.requests) > 0
+}
+
+// ScaleUpRequests returns the requests in progress, by group id.
+func (r *Registry) ScaleUpRequests() map[string]ScaleUpRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]ScaleUpRequest, len(r.requests))
+	for id, req := range r.requests {
+		out[id] = *req
+	}
+	return out
+}
+
+// RegisterScaleUp records that the group's target was raised by delta.
+func (r *Registry) RegisterScaleUp(g cloudprovider.NodeGroup, delta int, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := g.Id()
+	provision := r.opts.NodeGroupDefaults.MaxNodeProvisionTime
+	if gs := r.groups[id]; gs != nil {
+		provision = gs.Options.MaxNodeProvisionTime
+		gs.Target += delta
+		gs.Upcoming += delta
+		gs.UpcomingUnregistered += delta
+	}
+	req := r.requests[id]
+	if req == nil {
+		req = &ScaleUpRequest{GroupID: id, Time: now}
+		r.requests[id] = req
+	}
+	req.Increase += delta
+	// A further increase gets the full provision time too.
+	req.ExpectedAddTime = now.Add(provision)
+	delete(r.sizeMismatchSince, id)
+}
+
+// RegisterFailedScaleUp records a failed scale-up of the group (the cloud
+// refused it, or its nodes did not come) and backs the group off.
+func (r *Registry) RegisterFailedScaleUp(g cloudprovider.NodeGroup, reason string, info BackoffInfo, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failedLocked(g.Id(), reason, info, now)
+}
+
+func (r *Registry) failedLocked(id, reason string, info BackoffInfo, now time.Time) {
+	metrics.RegisterFailedScaleUp(reason, "", "")
+	until := r.backoff.Backoff(id, info, now)
+	if req := r.requests[id]; req != nil {
+		req.failed = true
+	}
+	klog.Warningf("Node group %s backed off until %s (%s): %s %s", id, until.Format(time.RFC3339), reason, info.ErrorCode, info.ErrorMessage)
+}
+
+// SetScaleDownCandidates records the unneeded nodes per group, for status.
+func (r *Registry) SetScaleDownCandidates(byGroup map[string]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.candidates = map[string]int{}
+	for k, v := range byGroup {
+		r.candidates[k] = v
+	}
+}
+
+// GiveUp describes nodes the registry stopped waiting for in one group.
+type GiveUp struct {
+	GroupID   string
+	Reason    string // metrics reason: timeout or cloudProviderError
+	Instances []string
+	Decreased int // how much the target went down
+	BackedOff bool
+}
+
+// FixNodeGroupSizes gives up on nodes that will not come: instances the
+// cloud reports in error (at once), instances that stayed unregistered past
+// the group's MaxNodeProvisionTime, scale-up requests past their deadline,
+// and targets above the registered and provisioning nodes for longer than
+// that time. It deletes such instances when the provider can, lowers the
+// target for the rest (never below the registered nodes), and backs the
+// group off when a scale-up of ours failed. The caller should then run
+// UpdateNodes again before scaling up.
+func (r *Registry) FixNodeGroupSizes(now time.Time) ([]GiveUp, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []GiveUp
+	var errs []string
+	for _, id := range r.groupOrder {
+		gs := r.groups[id]
+		gu, err := r.fixGroup(gs, now)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		if gu != nil {
+			out = append(out, *gu)
+		}
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("fixing node group sizes: %s", strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+func (r *Registry) fixGroup(gs *groupState, now time.Time) (*GiveUp, error) {
+	id := gs.Group.Id()
+	req := r.requests[id]
+	pick := func(ins []cloudprovider.Instance) []cloudprovider.Instance {
+		var out []cloudprovider.Instance
+		for _, in := range ins {
+			if u := r.unregistered[instanceKey(id, in.Id)]; u != nil && u.gaveUp.IsZero() {
+				out = append(out, in)
+			}
+		}
+		return out
+	}
+	var (
+		instances []cloudprovider.Instance
+		decrease  int
+		reason    string
+		info      BackoffInfo
+		backoff   bool
+		why       string
+	)
+	registered := gs.inTarget
+	switch errored := pick(gs.errored); {
+	case req != nil && now.After(req.ExpectedAddTime) && gs.UpcomingUnregistered > 0:
+		instances = append(append(pick(gs.errored), pick(gs.longUnreg)...), pick(gs.unregistered)...)
+		decrease = gs.Target - registered
+		reason, backoff = metrics.FailedScaleUpTimeout, true
+		info = BackoffInfo{ErrorCode: "timeout", ErrorMessage: fmt.Sprintf("%d node(s) did not register within %s", gs.UpcomingUnregistered, gs.Options.MaxNodeProvisionTime)}
+		why = fmt.Sprintf("scale-up by %d requested at %s timed out: %d node(s) not registered after %s",
+			req.Increase, req.Time.Format(time.RFC3339), gs.UpcomingUnregistered, gs.Options.MaxNodeProvisionTime)
+	case len(errored) > 0:
+		instances = append(errored, pick(gs.longUnreg)...)
+		decrease = len(instances)
+		reason, backoff = metrics.FailedScaleUpCloudProviderError, true
+		ei := errored[0].Status.ErrorInfo
+		info = BackoffInfo{ErrorCode: ei.ErrorCode, ErrorMessage: ei.ErrorMessage}
+		why = fmt.Sprintf("%d instance(s) in error (%s: %s)", len(errored), ei.ErrorCode, ei.ErrorMessage)
+	case len(pick(gs.longUnreg)) > 0:
+		instances = pick(gs.longUnreg)
+		decrease = len(instances)
+		reason, backoff = metrics.FailedScaleUpTimeout, req != nil
+		info = BackoffInfo{ErrorCode: "timeout", ErrorMessage: fmt.Sprintf("%d node(s) did not register within %s", len(instances), gs.Options.MaxNodeProvisionTime)}
+		why = fmt.Sprintf("%d instance(s) not registered after %s", len(instances), gs.Options.MaxNodeProvisionTime)
+	case req == nil && gs.nodesErr == nil && gs.UpcomingUnregistered > len(gs.unregistered):
+		// The target promises nodes the cloud does not even list; after the
+		// provision time, stop waiting for them.
+		since, ok := r.sizeMismatchSince[id]
+		if !ok {
+			r.sizeMismatchSince[id] = now
+			return nil, nil
+		}
+		if now.Sub(since) <= gs.Options.MaxNodeProvisionTime {
+			return nil, nil
+		}
+		decrease = gs.UpcomingUnregistered - len(gs.unregistered)
+		reason = metrics.FailedScaleUpTimeout
+		why = fmt.Sprintf("target %d exceeds registered and provisioning nodes by %d since %s", gs.Target, decrease, since.Format(time.RFC3339))
+	default:
+		delete(r.sizeMismatchSince, id)
+		return nil, nil
+	}
+	delete(r.sizeMismatchSince, id)
+	if decrease > gs.Target-registered {
+		decrease = gs.Target - registered
+	}
+	gu := &GiveUp{GroupID: id, Reason: reason, BackedOff: backoff}
+	for _, in := range instances {
+		gu.Instances = append(gu.Instances, in.Id)
+		r.unregistered[instanceKey(id, in.Id)].gaveUp = now
+	}
+	klog.Warningf("Node group %s: giving up on %d node(s): %s", id, decrease, why)
+
+	var firstErr error
+	deleted := 0
+	if len(instances) > 0 {
+		// DeleteNodes needs Node objects; build placeholders carrying the
+		// provider ID. Providers that need more (DOKS wants its node-id
+		// label) refuse, and the target is lowered instead.
+		fake := make([]*apiv1.Node, 0, len(instances))
+		for _, in := range instances {
+			n := &apiv1.Node{}
+			n.Name = in.Id
+			n.Spec.ProviderID = in.Id
+			fake = append(fake, n)
+		}
+		if err := gs.Group.DeleteNodes(fake); err != nil {
+			klog.Warningf("Node group %s: cannot delete %d unregistered instance(s) (%v); lowering the target instead", id, len(fake), err)
+		} else {
+			deleted = len(fake)
+			klog.Infof("Node group %s: deleted unregistered instance(s) %s", id, strings.Join(gu.Instances, ", "))
+		}
+	}
+	target := gs.Target - deleted
+	if t, err := gs.Group.TargetSize(); err == nil {
+		target = t
+	}
+	if rest := min(decrease-deleted, target-registered); rest > 0 {
+		if err := gs.Group.DecreaseTargetSize(-rest); err != nil {
+			firstErr = fmt.Errorf("node group %s: decrease target by %d: %w", id, rest, err)
+			klog.Errorf("%v", firstErr)
+		} else {
+			klog.Infof("Node group %s: target lowered from %d to %d", id, target, target-rest)
+			target -= rest
+		}
+	}
+	gu.Decreased = gs.Target - target
+	gs.Target = target
+
+	if req != nil {
+		req.Increase -= gu.Decreased
+		if reason == metrics.FailedScaleUpTimeout && now.After(req.ExpectedAddTime) || req.Increase <= 0 {
+			delete(r.requests, id)
+		}
+	}
+	if backoff {
+		r.failedLocked(id, reason, info, now)
+	} else {
+		metrics.RegisterFailedScaleUp(reason, "", "")
+	}
+	return gu, firstErr
+}
+
+// setCondition returns the transition time of key's status, moving it to
+// now when the status changed.
+func (r *Registry) setCondition(key, status string, now time.Time) time.Time {
+	c, ok := r.conditions[key]
+	if !ok || c.status != status {
+		c = condition{status: status, since: now}
+		r.conditions[key] = c
+	}
+	return c.since
+}
+
+// sortedGroupIDs is used by status so the ConfigMap does not reorder
+// between writes when the provider lists groups in a different order.
+func (r *Registry) sortedGroupIDs() []string {
+	ids := append([]string(nil), r.groupOrder...)
+	sort.Strings(ids)
+	return ids
+}
