@@ -1,0 +1,439 @@
+package scaledown
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+// PodEvictionHeadroom is added to --max-graceful-termination-sec when
+// waiting for evicted pods to disappear (kubelet needs a moment after the
+// grace period to report the pod gone).
+const PodEvictionHeadroom = 30 * time.Second
+
+// Actuator removes nodes: taint, evict, delete. Drains run in goroutines so
+// the loop is not blocked; nodes being removed are tracked so the planner
+// and scale-up leave them alone.
+type Actuator struct {
+	opts      config.AutoscalingOptions
+	kube      kubernetes.Interface
+	provider  cloudprovider.CloudProvider
+	recorder  record.EventRecorder
+	statusRef *apiv1.ObjectReference
+	// podsOnNode lists the pods bound to a node (from the informer cache).
+	podsOnNode func(nodeName string) ([]*apiv1.Pod, error)
+
+	// Clock and pacing; tests shorten the intervals.
+	Clock                 func() time.Time
+	EvictionRetryInterval time.Duration
+	PodGoneCheckInterval  time.Duration
+	// Async runs deletions in goroutines (the default); tests may turn it
+	// off to observe results right away.
+	Async bool
+
+	mu       sync.Mutex
+	deleting map[string]string // node → group id
+	drains   int
+	// Completed deletions and failures so far; the caller turns changes into
+	// cooldowns on its own clock.
+	deletions int
+	failures  int
+	wg        sync.WaitGroup
+}
+
+// NewActuator returns an actuator; statusRef is the object for
+// ScaleDownEmpty events.
+func NewActuator(opts config.AutoscalingOptions, kube kubernetes.Interface, provider cloudprovider.CloudProvider,
+	recorder record.EventRecorder, statusRef *apiv1.ObjectReference, podsOnNode func(string) ([]*apiv1.Pod, error)) *Actuator {
+	return &Actuator{
+		opts: opts, kube: kube, provider: provider, recorder: recorder, statusRef: statusRef, podsOnNode: podsOnNode,
+		Clock: time.Now, EvictionRetryInterval: 5 * time.Second, PodGoneCheckInterval: 5 * time.Second, Async: true,
+		deleting: map[string]string{},
+	}
+}
+
+// BeingDeleted returns the nodes being removed.
+func (a *Actuator) BeingDeleted() map[string]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]bool, len(a.deleting))
+	for n := range a.deleting {
+		out[n] = true
+	}
+	return out
+}
+
+// DeletingInGroup counts the group's nodes being removed.
+func (a *Actuator) DeletingInGroup(id string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, g := range a.deleting {
+		if g == id {
+			n++
+		}
+	}
+	return n
+}
+
+// DrainInProgress reports whether a non-empty node is being drained.
+func (a *Actuator) DrainInProgress() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.drains > 0
+}
+
+// Counts returns how many node removals completed and failed so far.
+func (a *Actuator) Counts() (deletions, failures int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.deletions, a.failures
+}
+
+// Wait blocks until running deletions end.
+func (a *Actuator) Wait() { a.wg.Wait() }
+
+func (a *Actuator) run(f func()) {
+	a.wg.Add(1)
+	if a.Async {
+		go func() { defer a.wg.Done(); f() }()
+		return
+	}
+	defer a.wg.Done()
+	f()
+}
+
+func (a *Actuator) track(cands []*Candidate, drain bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range cands {
+		a.deleting[c.Node.Name] = c.GroupID
+	}
+	if drain {
+		a.drains++
+	}
+}
+
+func (a *Actuator) finish(names []string, drain bool, deleted int, failed bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, n := range names {
+		delete(a.deleting, n)
+	}
+	if drain {
+		a.drains--
+	}
+	a.deletions += deleted
+	if failed {
+		a.failures++
+	}
+}
+
+func scaleDownReason(c *Candidate) string {
+	switch {
+	case c.Unready:
+		return metrics.ScaleDownUnready
+	case c.Empty:
+		return metrics.ScaleDownEmpty
+	}
+	return metrics.ScaleDownUnderutilized
+}
+
+func (a *Actuator) gpuLabels(n *apiv1.Node) (string, string) {
+	if gpu := a.provider.GetNodeGpuConfig(n); gpu != nil {
+		return string(gpu.ExtendedResourceName), gpu.Type
+	}
+	return "", ""
+}
+
+// fail undoes a removal: the taint goes, the node stays, and the failure
+// starts --scale-down-delay-after-failure.
+func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err error) {
+	klog.Errorf("Scale-down: removing node %s failed: %v; keeping it", n.Name, err)
+	metrics.RegisterError(errType)
+	if _, uerr := RemoveAutoscalerTaints(ctx, a.kube, n.Name); uerr != nil {
+		klog.Errorf("Scale-down: %v", uerr)
+	}
+	a.recorder.Eventf(n, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to remove node: %v", err)
+}
+
+// DeleteEmpty removes nodes running only DaemonSet and mirror pods, in bulk:
+// taint them all, check they are still empty, then one DeleteNodes call per
+// group.
+func (a *Actuator) DeleteEmpty(ctx context.Context, cands []*Candidate) {
+	if len(cands) == 0 {
+		return
+	}
+	a.track(cands, false)
+	a.run(func() { a.deleteEmpty(ctx, cands) })
+}
+
+func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
+	names := make([]string, 0, len(cands))
+	for _, c := range cands {
+		names = append(names, c.Node.Name)
+	}
+	deleted, failed := 0, false
+	defer func() { a.finish(names, false, deleted, failed) }()
+
+	byGroup := map[string][]*Candidate{}
+	var order []string
+	for _, c := range cands {
+		if _, err := AddToBeDeletedTaint(ctx, a.kube, c.Node.Name, a.Clock()); err != nil {
+			a.fail(ctx, c.Node, metrics.APICallError, err)
+			failed = true
+			continue
+		}
+		// A pod may have been scheduled since the simulation; with the taint
+		// on, nothing new can arrive, so this check is final.
+		if a.podsOnNode != nil {
+			pods, err := a.podsOnNode(c.Node.Name)
+			if err == nil {
+				if toMove, _ := drain.PodsToMove(pods, nil, drain.Options{}, a.Clock()); len(toMove) > 0 {
+					klog.Infof("Scale-down: node %s is no longer empty (%d pod(s) arrived); not removing it", c.Node.Name, len(toMove))
+					if _, err := RemoveAutoscalerTaints(ctx, a.kube, c.Node.Name); err != nil {
+						klog.Errorf("Scale-down: %v", err)
+					}
+					continue
+				}
+			}
+		}
+		if _, ok := byGroup[c.GroupID]; !ok {
+			order = append(order, c.GroupID)
+		}
+		byGroup[c.GroupID] = append(byGroup[c.GroupID], c)
+	}
+	for _, id := range order {
+		group := byGroup[id]
+		nodes := make([]*apiv1.Node, len(group))
+		gnames := make([]string, len(group))
+		for i, c := range group {
+			nodes[i], gnames[i] = c.Node, c.Node.Name
+		}
+		if err := a.deleteNodes(nodes); err != nil {
+			failed = true
+			for _, c := range group {
+				a.fail(ctx, c.Node, metrics.CloudProviderError, err)
+			}
+			continue
+		}
+		deleted += len(group)
+		for _, c := range group {
+			gpuName, gpuType := a.gpuLabels(c.Node)
+			metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
+			a.recorder.Event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
+		}
+		a.recorder.Eventf(a.statusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node(s) %s", strings.Join(gnames, ", "))
+		klog.Infof("Scale-down: removed empty node(s) %s from node group %s", strings.Join(gnames, ", "), id)
+	}
+}
+
+// deleteNodes asks the nodes' group to delete them (all from one group).
+func (a *Actuator) deleteNodes(nodes []*apiv1.Node) error {
+	g, err := a.provider.NodeGroupForNode(nodes[0])
+	if err != nil {
+		return fmt.Errorf("node group of %s: %w", nodes[0].Name, err)
+	}
+	if g == nil {
+		return fmt.Errorf("node %s belongs to no node group", nodes[0].Name)
+	}
+	return g.DeleteNodes(nodes)
+}
+
+// Drain removes one non-empty node: taint, evict its pods through the
+// Eviction API, wait for them to go, delete the node.
+func (a *Actuator) Drain(ctx context.Context, c *Candidate) {
+	a.track([]*Candidate{c}, true)
+	a.run(func() { a.drain(ctx, c) })
+}
+
+func (a *Actuator) drain(ctx context.Context, c *Candidate) {
+	n := c.Node
+	deleted, failed := 0, false
+	defer func() { a.finish([]string{n.Name}, true, deleted, failed) }()
+
+	start := a.Clock()
+	if _, err := AddToBeDeletedTaint(ctx, a.kube, n.Name, start); err != nil {
+		a.fail(ctx, n, metrics.APICallError, err)
+		failed = true
+		return
+	}
+	pods := c.PodsToEvict
+	if a.podsOnNode != nil {
+		// Re-read the node's pods now that it is tainted: the set is final.
+		current, err := a.podsOnNode(n.Name)
+		if err == nil {
+			// PDBs are left to the Eviction API, whose refusals are retried.
+			toMove, blocking := drain.PodsToMove(current, nil, drainOptions(a.opts), start)
+			if blocking != nil && blocking.Pod != nil {
+				a.fail(ctx, n, metrics.TransientError, fmt.Errorf("pod %s/%s blocks the drain: %s", blocking.Pod.Namespace, blocking.Pod.Name, blocking.Reason.String()))
+				failed = true
+				return
+			}
+			pods = toMove
+		}
+	}
+	klog.Infof("Scale-down: draining node %s (node group %s, unneeded since %s): evicting %d pod(s): %s",
+		n.Name, c.GroupID, c.Since.Format(time.RFC3339), len(pods), podNames(pods, 5))
+
+	if err := a.evictAll(ctx, n, pods); err != nil {
+		a.fail(ctx, n, metrics.APICallError, err)
+		failed = true
+		return
+	}
+	if err := a.deleteNodes([]*apiv1.Node{n}); err != nil {
+		a.fail(ctx, n, metrics.CloudProviderError, fmt.Errorf("deleting node: %w", err))
+		failed = true
+		return
+	}
+	deleted = 1
+	gpuName, gpuType := a.gpuLabels(n)
+	metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
+	a.recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
+	klog.Infof("Scale-down: removed node %s from node group %s after evicting %d pod(s) in %s",
+		n.Name, c.GroupID, len(pods), a.Clock().Sub(start).Round(time.Second))
+}
+
+func drainOptions(o config.AutoscalingOptions) drain.Options {
+	return drain.Options{
+		SkipNodesWithLocalStorage:         o.SkipNodesWithLocalStorage,
+		SkipNodesWithSystemPods:           o.SkipNodesWithSystemPods,
+		SkipNodesWithCustomControllerPods: o.SkipNodesWithCustomControllerPods,
+		MinReplicaCount:                   o.MinReplicaCount,
+	}
+}
+
+// evictAll evicts pods in parallel, each retried (PDB refusals come back as
+// 429) until --max-pod-eviction-time, then waits for all of them to be gone
+// for up to --max-graceful-termination-sec plus headroom.
+func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods []*apiv1.Pod) error {
+	deadline := a.Clock().Add(a.opts.MaxPodEvictionTime)
+	errs := make([]error, len(pods))
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Add(1)
+		go func(i int, p *apiv1.Pod) {
+			defer wg.Done()
+			errs[i] = a.evict(ctx, p, deadline)
+		}(i, p)
+	}
+	wg.Wait()
+	var failed []string
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s/%s: %v", pods[i].Namespace, pods[i].Name, err))
+		}
+	}
+	metrics.RegisterEvictions(len(pods)-len(failed), true)
+	if len(failed) > 0 {
+		metrics.RegisterEvictions(len(failed), false)
+		return fmt.Errorf("evicting %d pod(s) failed: %s", len(failed), strings.Join(failed, "; "))
+	}
+
+	waitUntil := a.Clock().Add(time.Duration(a.opts.MaxGracefulTerminationSec)*time.Second + PodEvictionHeadroom)
+	for {
+		remaining := a.stillRunning(ctx, n, pods)
+		if len(remaining) == 0 {
+			return nil
+		}
+		if !a.Clock().Before(waitUntil) {
+			return fmt.Errorf("%d evicted pod(s) still on the node after %ds: %s", len(remaining),
+				a.opts.MaxGracefulTerminationSec+int(PodEvictionHeadroom/time.Second), podNames(remaining, 5))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(a.PodGoneCheckInterval):
+		}
+	}
+}
+
+func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) error {
+	grace := int64(a.opts.MaxGracefulTerminationSec)
+	if p.Spec.TerminationGracePeriodSeconds != nil && *p.Spec.TerminationGracePeriodSeconds < grace {
+		grace = *p.Spec.TerminationGracePeriodSeconds
+	}
+	ev := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+		DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: &grace},
+	}
+	attempts := 0
+	for {
+		attempts++
+		err := a.kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
+		switch {
+		case err == nil:
+			a.recorder.Event(p, apiv1.EventTypeNormal, "ScaleDown", "deleting pod for node scale down")
+			return nil
+		case apierrors.IsNotFound(err):
+			return nil
+		}
+		if !a.Clock().Before(deadline) {
+			return fmt.Errorf("still refused after %d attempt(s) over %s: %w", attempts, a.opts.MaxPodEvictionTime, err)
+		}
+		if apierrors.IsTooManyRequests(err) {
+			klog.V(2).Infof("Scale-down: eviction of pod %s/%s refused (disruption budget); retrying", p.Namespace, p.Name)
+		} else {
+			klog.Warningf("Scale-down: eviction of pod %s/%s failed: %v; retrying", p.Namespace, p.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(a.EvictionRetryInterval):
+		}
+	}
+}
+
+// stillRunning: evicted pods that still exist on the node (a pod recreated
+// under the same name elsewhere, or finished, counts as gone).
+func (a *Actuator) stillRunning(ctx context.Context, n *apiv1.Node, pods []*apiv1.Pod) []*apiv1.Pod {
+	var out []*apiv1.Pod
+	for _, p := range pods {
+		cur, err := a.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			out = append(out, p)
+			continue
+		}
+		if cur.UID != p.UID || cur.Spec.NodeName != n.Name || cur.Status.Phase == apiv1.PodSucceeded || cur.Status.Phase == apiv1.PodFailed {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func podNames(pods []*apiv1.Pod, limit int) string {
+	var b strings.Builder
+	for i, p := range pods {
+		if i == limit {
+			fmt.Fprintf(&b, " and %d more", len(pods)-limit)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.Namespace + "/" + p.Name)
+	}
+	if len(pods) == 0 {
+		return "none"
+	}
+	return b.String()
+}

@@ -1,0 +1,273 @@
+// Package scaledown finds nodes the cluster no longer needs and removes
+// them: the planner tracks how long each node has been unneeded, the
+// actuator taints, drains and deletes.
+package scaledown
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
+)
+
+// ScaleDownDisabledAnnotation on a node keeps the autoscaler from removing it.
+const ScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+
+// Candidate is an unneeded node.
+type Candidate struct {
+	Node    *apiv1.Node
+	GroupID string
+	// Since: when it was first seen unneeded (continuously since).
+	Since time.Time
+	// Empty: only DaemonSet and mirror pods run on it.
+	Empty bool
+	// Unready: removed because it has been unready, not underutilized.
+	Unready bool
+	// PodsToEvict: what must be evicted to empty it.
+	PodsToEvict []*apiv1.Pod
+	Utilization utilization.Info
+}
+
+// Planner decides which nodes are unneeded.
+type Planner struct {
+	opts     config.AutoscalingOptions
+	provider cloudprovider.CloudProvider
+	registry *clusterstate.Registry
+	checker  *simulator.PredicateChecker
+
+	unneeded    map[string]*Candidate
+	unremovable map[string]string // node → last reason, to log changes only
+}
+
+// NewPlanner returns a planner.
+func NewPlanner(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry, checker *simulator.PredicateChecker) *Planner {
+	return &Planner{opts: opts, provider: provider, registry: registry, checker: checker,
+		unneeded: map[string]*Candidate{}, unremovable: map[string]string{}}
+}
+
+// PlannerInput is the cluster as the planner sees it.
+type PlannerInput struct {
+	// Snapshot: registered nodes and their pods (plus pending pods that fit
+	// existing nodes). The planner forks and reverts it.
+	Snapshot *simulator.ClusterSnapshot
+	Nodes    []*apiv1.Node
+	PDBs     []*policyv1.PodDisruptionBudget
+	// BeingDeleted: nodes the actuator is removing.
+	BeingDeleted map[string]bool
+	Now          time.Time
+}
+
+func (p *Planner) drainOptions() drain.Options {
+	return drain.Options{
+		SkipNodesWithLocalStorage:         p.opts.SkipNodesWithLocalStorage,
+		SkipNodesWithSystemPods:           p.opts.SkipNodesWithSystemPods,
+		SkipNodesWithCustomControllerPods: p.opts.SkipNodesWithCustomControllerPods,
+		MinReplicaCount:                   p.opts.MinReplicaCount,
+	}
+}
+
+func (p *Planner) notRemovable(node, reason string) {
+	if p.unremovable[node] != reason {
+		klog.V(2).Infof("Scale-down: node %s not removable: %s", node, reason)
+		p.unremovable[node] = reason
+	} else {
+		klog.V(5).Infof("Scale-down: node %s not removable: %s", node, reason)
+	}
+}
+
+type candidate struct {
+	node    *apiv1.Node
+	groupID string
+	unready bool
+	empty   bool
+	util    utilization.Info
+}
+
+// Update recomputes the unneeded nodes: candidates are filtered by group
+// size, annotations, readiness and utilization, then each must pass a
+// removal simulation (every pod movable and fitting on another node, given
+// the nodes already found unneeded).
+func (p *Planner) Update(in PlannerInput) error {
+	start := time.Now()
+	defer metrics.UpdateDurationFromStart(metrics.FindUnneeded, start)
+
+	cands := p.candidates(in)
+	// Empty nodes first (they add no load elsewhere), then nodes already
+	// unneeded (so the non-empty limit does not reset their timers), then
+	// the least utilized.
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.empty != b.empty {
+			return a.empty
+		}
+		_, ua := p.unneeded[a.node.Name]
+		_, ub := p.unneeded[b.node.Name]
+		if ua != ub {
+			return ua
+		}
+		if a.util.Utilization != b.util.Utilization {
+			return a.util.Utilization < b.util.Utilization
+		}
+		return a.node.Name < b.node.Name
+	})
+
+	dest := map[string]bool{}
+	for _, n := range in.Nodes {
+		if in.BeingDeleted[n.Name] || clusterstate.HasToBeDeletedTaint(n) || n.Spec.Unschedulable {
+			continue
+		}
+		if ready, _ := clusterstate.NodeReadiness(n); ready {
+			dest[n.Name] = true
+		}
+	}
+
+	in.Snapshot.Fork()
+	defer in.Snapshot.Revert()
+	rs := simulator.NewRemovalSimulator(p.checker, in.Snapshot, p.drainOptions())
+	next := map[string]*Candidate{}
+	nonEmpty := 0
+	for _, c := range cands {
+		if !c.empty {
+			if nonEmpty >= p.opts.ScaleDownNonEmptyCandidatesCount {
+				klog.V(4).Infof("Scale-down: node %s not simulated this loop (limit of %d non-empty candidates)", c.node.Name, p.opts.ScaleDownNonEmptyCandidatesCount)
+				continue
+			}
+			nonEmpty++
+		}
+		wasDest := dest[c.node.Name]
+		delete(dest, c.node.Name)
+		removal, unremovable := rs.SimulateNodeRemoval(c.node.Name, dest, in.PDBs, in.Now)
+		if unremovable != nil {
+			if wasDest {
+				dest[c.node.Name] = true
+			}
+			reason := unremovable.Reason
+			if bp := unremovable.BlockingPod; bp != nil && bp.Pod != nil {
+				reason = fmt.Sprintf("pod %s/%s: %s", bp.Pod.Namespace, bp.Pod.Name, bp.Reason.String())
+			}
+			p.notRemovable(c.node.Name, reason)
+			continue
+		}
+		delete(p.unremovable, c.node.Name)
+		since := in.Now
+		if prev := p.unneeded[c.node.Name]; prev != nil {
+			since = prev.Since
+		}
+		next[c.node.Name] = &Candidate{Node: c.node, GroupID: c.groupID, Since: since, Empty: len(removal.PodsToReschedule) == 0,
+			Unready: c.unready, PodsToEvict: removal.PodsToReschedule, Utilization: c.util}
+	}
+	for name := range p.unneeded {
+		if next[name] == nil {
+			klog.V(2).Infof("Scale-down: node %s is needed again", name)
+		}
+	}
+	p.unneeded = next
+
+	byGroup := map[string]int{}
+	for _, c := range next {
+		byGroup[c.GroupID]++
+	}
+	p.registry.SetScaleDownCandidates(byGroup)
+	metrics.UpdateUnneededNodesCount(len(next))
+	return nil
+}
+
+// candidates applies the cheap filters.
+func (p *Planner) candidates(in PlannerInput) []candidate {
+	var out []candidate
+	for _, n := range in.Nodes {
+		name := n.Name
+		id := p.registry.NodeGroupIDForNode(name)
+		if id == "" {
+			continue // not autoscaled
+		}
+		if in.BeingDeleted[name] {
+			continue
+		}
+		if clusterstate.HasToBeDeletedTaint(n) {
+			p.notRemovable(name, "already being deleted (ToBeDeletedByClusterAutoscaler taint)")
+			continue
+		}
+		if n.Annotations[ScaleDownDisabledAnnotation] == "true" {
+			p.notRemovable(name, "annotation "+ScaleDownDisabledAnnotation+"=true")
+			continue
+		}
+		gs, ok := p.registry.NodeGroup(id)
+		if !ok {
+			continue
+		}
+		if gs.Target <= gs.Group.MinSize() {
+			p.notRemovable(name, fmt.Sprintf("node group %s at min size %d", id, gs.Group.MinSize()))
+			continue
+		}
+		ready, _ := clusterstate.NodeReadiness(n)
+		if !ready && !p.opts.ScaleDownUnreadyEnabled {
+			p.notRemovable(name, "unready and --scale-down-unready-enabled=false")
+			continue
+		}
+		ni, err := in.Snapshot.GetNodeInfo(name)
+		if err != nil {
+			continue
+		}
+		var gpuResource apiv1.ResourceName
+		threshold := gs.Options.ScaleDownUtilizationThreshold
+		if gpu := p.provider.GetNodeGpuConfig(n); gpu != nil && gpu.ExtendedResourceName != "" {
+			gpuResource = gpu.ExtendedResourceName
+			threshold = gs.Options.ScaleDownGpuUtilizationThreshold
+		}
+		util, err := utilization.Calculate(ni, p.opts.IgnoreDaemonSetsUtilization, gpuResource)
+		if err != nil {
+			p.notRemovable(name, fmt.Sprintf("cannot compute utilization: %v", err))
+			continue
+		}
+		if ready && util.Utilization >= threshold {
+			p.notRemovable(name, fmt.Sprintf("%s utilization %.2f is above the threshold %.2f", resourceLabel(util), util.Utilization, threshold))
+			continue
+		}
+		// Drain rules (PDBs, safe-to-evict, local storage...) are cheap: check
+		// them before the scheduling simulation.
+		toMove, blocking := drain.PodsToMove(ni.Pods(), in.PDBs, p.drainOptions(), in.Now)
+		if blocking != nil && blocking.Pod != nil {
+			p.notRemovable(name, fmt.Sprintf("pod %s/%s: %s", blocking.Pod.Namespace, blocking.Pod.Name, blocking.Reason.String()))
+			continue
+		}
+		out = append(out, candidate{node: n, groupID: id, unready: !ready, empty: len(toMove) == 0, util: util})
+	}
+	return out
+}
+
+func resourceLabel(u utilization.Info) string {
+	if u.ResourceName != "" {
+		return string(u.ResourceName)
+	}
+	return "cpu/memory"
+}
+
+// Unneeded returns the unneeded nodes, oldest first.
+func (p *Planner) Unneeded() []*Candidate {
+	out := make([]*Candidate, 0, len(p.unneeded))
+	for _, c := range p.unneeded {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Since.Equal(out[j].Since) {
+			return out[i].Since.Before(out[j].Since)
+		}
+		return out[i].Node.Name < out[j].Node.Name
+	})
+	return out
+}
+
+// Forget drops a node from the unneeded set (e.g. its deletion started).
+func (p *Planner) Forget(name string) { delete(p.unneeded, name) }

@@ -1,0 +1,117 @@
+package scaledown
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+)
+
+// AddToBeDeletedTaint marks the node NoSchedule so nothing new lands on it
+// while it is drained. The value is the unix time, as upstream writes it.
+// Returns false (no error) when the node already carries the taint.
+func AddToBeDeletedTaint(ctx context.Context, kube kubernetes.Interface, nodeName string, now time.Time) (bool, error) {
+	added := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if clusterstate.HasToBeDeletedTaint(node) {
+			added = false
+			return nil
+		}
+		node = node.DeepCopy()
+		node.Spec.Taints = append(node.Spec.Taints, apiv1.Taint{
+			Key:    clusterstate.ToBeDeletedTaint,
+			Value:  strconv.FormatInt(now.Unix(), 10),
+			Effect: apiv1.TaintEffectNoSchedule,
+		})
+		_, err = kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		added = err == nil
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("tainting node %s: %w", nodeName, err)
+	}
+	return added, nil
+}
+
+// RemoveAutoscalerTaints drops ToBeDeletedByClusterAutoscaler and
+// DeletionCandidateOfClusterAutoscaler from the node. A node that no longer
+// exists is not an error.
+func RemoveAutoscalerTaints(ctx context.Context, kube kubernetes.Interface, nodeName string) (bool, error) {
+	removed := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var keep []apiv1.Taint
+		for _, t := range node.Spec.Taints {
+			if t.Key != clusterstate.ToBeDeletedTaint && t.Key != clusterstate.DeletionCandidateTaint {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) == len(node.Spec.Taints) {
+			removed = false
+			return nil
+		}
+		node = node.DeepCopy()
+		node.Spec.Taints = keep
+		_, err = kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		removed = err == nil
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("removing autoscaler taints from node %s: %w", nodeName, err)
+	}
+	return removed, nil
+}
+
+// CleanUpStaleTaints removes the autoscaler's taints from every node: taints
+// left by an earlier run that died mid-drain would otherwise keep those
+// nodes unschedulable forever.
+func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface) error {
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes to clean up stale taints: %w", err)
+	}
+	var firstErr error
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		stale := false
+		for _, t := range n.Spec.Taints {
+			if t.Key == clusterstate.ToBeDeletedTaint || t.Key == clusterstate.DeletionCandidateTaint {
+				stale = true
+			}
+		}
+		if !stale {
+			continue
+		}
+		removed, err := RemoveAutoscalerTaints(ctx, kube, n.Name)
+		if err != nil {
+			klog.Errorf("Start-up: %v", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if removed {
+			klog.Infof("Start-up: removed stale autoscaler taint from node %s (left by an earlier run)", n.Name)
+		}
+	}
+	return firstErr
+}

@@ -1,0 +1,103 @@
+// Package scaleup decides which node group grows, and by how much, so that
+// pods the scheduler cannot place get nodes.
+package scaleup
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+)
+
+// PodScaleUpDelayAnnotation overrides --new-pod-scale-up-delay for one pod.
+const PodScaleUpDelayAnnotation = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
+
+// PendingPods sorts the cluster's pods that wait for a node.
+type PendingPods struct {
+	// Eligible: unschedulable, old enough, not expendable.
+	Eligible []*apiv1.Pod
+	// TooYoung: unschedulable but younger than their scale-up delay.
+	TooYoung int
+	// Expendable: unschedulable with priority below the cutoff.
+	Expendable int
+}
+
+// IsUnschedulable reports whether the scheduler marked the pod
+// PodScheduled=False/Unschedulable and it is not bound or terminating.
+func IsUnschedulable(p *apiv1.Pod) bool {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	if p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == apiv1.PodScheduled {
+			return c.Status == apiv1.ConditionFalse && c.Reason == apiv1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// FilterPendingPods picks, from all pods, the unschedulable ones that may
+// cause a scale-up at now.
+func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now time.Time) PendingPods {
+	var out PendingPods
+	for _, p := range pods {
+		if !IsUnschedulable(p) {
+			continue
+		}
+		if podPriority(p) < int32(opts.ExpendablePodsPriorityCutoff) {
+			out.Expendable++
+			continue
+		}
+		if now.Sub(p.CreationTimestamp.Time) < scaleUpDelay(p, opts.NewPodScaleUpDelay) {
+			out.TooYoung++
+			continue
+		}
+		out.Eligible = append(out.Eligible, p)
+	}
+	return out
+}
+
+func podPriority(p *apiv1.Pod) int32 {
+	if p.Spec.Priority == nil {
+		return 0
+	}
+	return *p.Spec.Priority
+}
+
+// scaleUpDelay: the pod's own annotation when valid, the global delay
+// otherwise.
+func scaleUpDelay(p *apiv1.Pod, global time.Duration) time.Duration {
+	v, ok := p.Annotations[PodScaleUpDelayAnnotation]
+	if !ok {
+		return global
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		klog.Warningf("Pod %s/%s: ignoring invalid %s=%q; using %s", p.Namespace, p.Name, PodScaleUpDelayAnnotation, v, global)
+		return global
+	}
+	return d
+}
+
+// PodNames renders up to limit pods as ns/name, and how many more.
+func PodNames(pods []*apiv1.Pod, limit int) string {
+	var b strings.Builder
+	for i, p := range pods {
+		if i == limit {
+			fmt.Fprintf(&b, " and %d more", len(pods)-limit)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.Namespace + "/" + p.Name)
+	}
+	return b.String()
+}

@@ -1,0 +1,163 @@
+package scaleup
+
+import (
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// Taints a real node may carry that a brand-new node of its group will not.
+var transientTaints = map[string]bool{
+	clusterstate.ToBeDeletedTaint:                    true,
+	clusterstate.DeletionCandidateTaint:              true,
+	apiv1.TaintNodeNotReady:                          true,
+	apiv1.TaintNodeUnreachable:                       true,
+	apiv1.TaintNodeUnschedulable:                     true,
+	apiv1.TaintNodeMemoryPressure:                    true,
+	apiv1.TaintNodeDiskPressure:                      true,
+	apiv1.TaintNodePIDPressure:                       true,
+	apiv1.TaintNodeNetworkUnavailable:                true,
+	"node.cloudprovider.kubernetes.io/uninitialized": true,
+}
+
+// BuildTemplates returns, per group id, what a new node of the group looks
+// like, with the DaemonSet pods that would start on it.
+//
+// The provider's TemplateNodeInfo comes first: on DOKS it is built from the
+// pool's current spec, so it is right even after the pool's labels or taints
+// were edited and before any node of the new spec exists. Only when the
+// provider cannot give a template is one built from a ready node of the
+// group, with node-specific state (name, provider ID, conditions' transient
+// taints, cordon) stripped. Groups with neither are left out and logged.
+func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.NodeGroupState, nodes []*apiv1.Node,
+	nodeGroupOf func(string) string, daemonSets []*appsv1.DaemonSet, checker *simulator.PredicateChecker) (map[string]*framework.NodeInfo, map[string]error) {
+	templates := make(map[string]*framework.NodeInfo, len(groups))
+	errs := map[string]error{}
+	// A ready node per group, for the fallback; stable choice by name.
+	readyNode := map[string]*apiv1.Node{}
+	for _, n := range nodes {
+		id := nodeGroupOf(n.Name)
+		if id == "" || clusterstate.HasToBeDeletedTaint(n) {
+			continue
+		}
+		if ready, _ := clusterstate.NodeReadiness(n); !ready {
+			continue
+		}
+		if cur := readyNode[id]; cur == nil || n.Name < cur.Name {
+			readyNode[id] = n
+		}
+	}
+	for _, gs := range groups {
+		id := gs.Group.Id()
+		base, err := gs.Group.TemplateNodeInfo()
+		if err != nil || base == nil || base.Node() == nil {
+			n := readyNode[id]
+			if n == nil {
+				if err == nil {
+					err = fmt.Errorf("provider returned no template")
+				}
+				errs[id] = fmt.Errorf("no template for node group %s and no ready node to copy: %v", id, err)
+				continue
+			}
+			klog.V(4).Infof("Node group %s: provider template unavailable (%v); using node %s as template", id, err, n.Name)
+			base = templateFromNode(n, id)
+		}
+		ni, err := simulator.SanitizedTemplateNodeInfo(base, "template-"+id, daemonSets, checker)
+		if err != nil {
+			errs[id] = fmt.Errorf("node group %s: preparing template: %w", id, err)
+			continue
+		}
+		templates[id] = ni
+	}
+	return templates, errs
+}
+
+// templateFromNode copies a real node into a template: node-specific
+// identity and transient state removed, no pods (DaemonSet pods are added
+// by SanitizedTemplateNodeInfo).
+func templateFromNode(n *apiv1.Node, groupID string) *framework.NodeInfo {
+	c := n.DeepCopy()
+	c.Name = "template-" + groupID
+	c.UID = ""
+	c.ResourceVersion = ""
+	c.Spec.ProviderID = ""
+	c.Spec.Unschedulable = false
+	c.Labels = copyMap(c.Labels)
+	c.Labels[apiv1.LabelHostname] = c.Name
+	var taints []apiv1.Taint
+	for _, t := range c.Spec.Taints {
+		if !transientTaints[t.Key] {
+			taints = append(taints, t)
+		}
+	}
+	c.Spec.Taints = taints
+	return framework.NewNodeInfo(c)
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// CloneTemplate returns a copy of template as a distinct node named
+// "<template node>-<suffix>", its pods renamed and bound to it.
+func CloneTemplate(template *framework.NodeInfo, suffix string) *framework.NodeInfo {
+	node := template.Node().DeepCopy()
+	node.Name = template.Node().Name + "-" + suffix
+	node.UID = types.UID(node.Name)
+	node.Labels = copyMap(node.Labels)
+	node.Labels[apiv1.LabelHostname] = node.Name
+	pods := make([]*apiv1.Pod, 0, len(template.Pods()))
+	for _, p := range template.Pods() {
+		c := p.DeepCopy()
+		c.Name = p.Name + "-" + suffix
+		c.UID = types.UID(string(p.UID) + "-" + suffix)
+		c.Spec.NodeName = node.Name
+		pods = append(pods, c)
+	}
+	return framework.NewNodeInfo(node, pods...)
+}
+
+// AddUpcomingNodes puts one template node per upcoming node of each group
+// into the snapshot, so pending pods that will land on them are not counted
+// twice. Returns the number added per group.
+func AddUpcomingNodes(s *simulator.ClusterSnapshot, groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo) (map[string]int, error) {
+	added := map[string]int{}
+	ids := make([]string, 0, len(groups))
+	byID := map[string]clusterstate.NodeGroupState{}
+	for _, gs := range groups {
+		ids = append(ids, gs.Group.Id())
+		byID[gs.Group.Id()] = gs
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		gs := byID[id]
+		if gs.Upcoming == 0 {
+			continue
+		}
+		t := templates[id]
+		if t == nil {
+			klog.Warningf("Node group %s has %d upcoming node(s) but no template; they are not simulated", id, gs.Upcoming)
+			continue
+		}
+		for i := 0; i < gs.Upcoming; i++ {
+			if err := s.AddNodeInfo(CloneTemplate(t, fmt.Sprintf("upcoming-%d", i))); err != nil {
+				return added, fmt.Errorf("adding upcoming node of group %s: %w", id, err)
+			}
+			added[id]++
+		}
+	}
+	return added, nil
+}
