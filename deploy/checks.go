@@ -1,0 +1,507 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Bundle is one installation's objects, by role. Both deploy/ and the Helm
+// chart produce exactly one of each.
+type Bundle struct {
+	ServiceAccount     *corev1.ServiceAccount
+	ClusterRole        *rbacv1.ClusterRole
+	ClusterRoleBinding *rbacv1.ClusterRoleBinding
+	Role               *rbacv1.Role
+	RoleBinding        *rbacv1.RoleBinding
+	CloudConfig        *corev1.Secret // the Secret holding cloud.json
+	Deployment         *appsv1.Deployment
+	Others             []runtime.Object
+}
+
+// NewBundle sorts objs into a Bundle; two objects of a kind it expects once
+// (other than Secrets not holding cloud.json) are an error.
+func NewBundle(objs []runtime.Object) (*Bundle, error) {
+	b := &Bundle{}
+	set := func(have bool, kind string) error {
+		if have {
+			return fmt.Errorf("more than one %s", kind)
+		}
+		return nil
+	}
+	for _, o := range objs {
+		var err error
+		switch v := o.(type) {
+		case *corev1.ServiceAccount:
+			err = set(b.ServiceAccount != nil, "ServiceAccount")
+			b.ServiceAccount = v
+		case *rbacv1.ClusterRole:
+			err = set(b.ClusterRole != nil, "ClusterRole")
+			b.ClusterRole = v
+		case *rbacv1.ClusterRoleBinding:
+			err = set(b.ClusterRoleBinding != nil, "ClusterRoleBinding")
+			b.ClusterRoleBinding = v
+		case *rbacv1.Role:
+			err = set(b.Role != nil, "Role")
+			b.Role = v
+		case *rbacv1.RoleBinding:
+			err = set(b.RoleBinding != nil, "RoleBinding")
+			b.RoleBinding = v
+		case *corev1.Secret:
+			if _, ok := secretValue(v, "cloud.json"); ok {
+				err = set(b.CloudConfig != nil, "cloud config Secret")
+				b.CloudConfig = v
+			} else {
+				b.Others = append(b.Others, o)
+			}
+		case *appsv1.Deployment:
+			err = set(b.Deployment != nil, "Deployment")
+			b.Deployment = v
+		default:
+			b.Others = append(b.Others, o)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var missing []string
+	if b.ServiceAccount == nil {
+		missing = append(missing, "ServiceAccount")
+	}
+	if b.ClusterRole == nil || b.ClusterRoleBinding == nil || b.Role == nil || b.RoleBinding == nil {
+		missing = append(missing, "RBAC (ClusterRole, ClusterRoleBinding, Role, RoleBinding)")
+	}
+	if b.CloudConfig == nil {
+		missing = append(missing, "cloud config Secret")
+	}
+	if b.Deployment == nil {
+		missing = append(missing, "Deployment")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("missing %s", strings.Join(missing, ", "))
+	}
+	return b, nil
+}
+
+func secretValue(s *corev1.Secret, key string) (string, bool) {
+	if v, ok := s.StringData[key]; ok {
+		return v, true
+	}
+	if v, ok := s.Data[key]; ok {
+		return string(v), true
+	}
+	return "", false
+}
+
+// CloudConfig is the part of cloud.json the checks read.
+type CloudConfig struct {
+	ClusterID string `json:"cluster_id"`
+	Token     string `json:"token,omitempty"`
+	TokenFile string `json:"token_file,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// ParseCloudConfig decodes the cloud.json held by the cloud config Secret.
+func (b *Bundle) ParseCloudConfig() (CloudConfig, error) {
+	raw, _ := secretValue(b.CloudConfig, "cloud.json")
+	var cc CloudConfig
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cc); err != nil {
+		return cc, fmt.Errorf("cloud.json: %w", err)
+	}
+	return cc, nil
+}
+
+// Container returns the autoscaler container (the first one).
+func (b *Bundle) Container() *corev1.Container {
+	if len(b.Deployment.Spec.Template.Spec.Containers) == 0 {
+		return nil
+	}
+	return &b.Deployment.Spec.Template.Spec.Containers[0]
+}
+
+// Flag returns the value of --name=value in the container's args.
+func (b *Bundle) Flag(name string) (string, bool) {
+	c := b.Container()
+	if c == nil {
+		return "", false
+	}
+	for _, a := range append(append([]string(nil), c.Command...), c.Args...) {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// MountedFile resolves a file path inside the container to the Secret key
+// that provides it, following the container's volume mounts.
+func (b *Bundle) MountedFile(file string) (secretName, key string, readOnly bool, err error) {
+	c := b.Container()
+	spec := b.Deployment.Spec.Template.Spec
+	for _, m := range c.VolumeMounts {
+		dir := path.Clean(m.MountPath)
+		rel, ok := strings.CutPrefix(path.Clean(file), dir+"/")
+		if !ok || m.SubPath != "" {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name != m.Name || v.Secret == nil {
+				continue
+			}
+			if len(v.Secret.Items) == 0 {
+				return v.Secret.SecretName, rel, m.ReadOnly, nil
+			}
+			for _, it := range v.Secret.Items {
+				if it.Path == rel {
+					return v.Secret.SecretName, it.Key, m.ReadOnly, nil
+				}
+			}
+			return "", "", false, fmt.Errorf("%s: volume %s has no item with path %s", file, v.Name, rel)
+		}
+	}
+	return "", "", false, fmt.Errorf("%s is not provided by any Secret volume mount", file)
+}
+
+// Check returns every safety property the bundle breaks.
+func (b *Bundle) Check() []error {
+	var errs []error
+	fail := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	dep := b.Deployment
+	spec := dep.Spec.Template.Spec
+	c := b.Container()
+	if c == nil {
+		return []error{fmt.Errorf("deployment has no container")}
+	}
+	ns := dep.Namespace
+
+	// Flags the autoscaler needs to run as intended.
+	if v, _ := b.Flag("cloud-provider"); v != "digitalocean" {
+		fail("--cloud-provider=%q, want digitalocean", v)
+	}
+	if v, _ := b.Flag("namespace"); v != ns {
+		fail("--namespace=%q, but the Deployment runs in %q (status ConfigMap and Lease live there)", v, ns)
+	}
+	if v, _ := b.Flag("leader-elect"); v != "true" && (dep.Spec.Replicas == nil || *dep.Spec.Replicas > 1) {
+		fail("more than one replica without --leader-elect=true: both would autoscale")
+	}
+
+	// Cloud config and token come from read-only Secret mounts that match.
+	cloudConfigPath, ok := b.Flag("cloud-config")
+	if !ok {
+		fail("no --cloud-config flag")
+	} else if name, key, ro, err := b.MountedFile(cloudConfigPath); err != nil {
+		fail("cloud config: %v", err)
+	} else {
+		if name != b.CloudConfig.Name || key != "cloud.json" {
+			fail("--cloud-config=%s comes from Secret %s key %s, want %s key cloud.json", cloudConfigPath, name, key, b.CloudConfig.Name)
+		}
+		if !ro {
+			fail("cloud config mount is not read-only")
+		}
+	}
+	cc, err := b.ParseCloudConfig()
+	if err != nil {
+		fail("%v", err)
+	} else {
+		if cc.Token != "" {
+			fail("cloud.json holds an inline token; use token_file and a separate Secret")
+		}
+		if cc.ClusterID == "" {
+			fail("cloud.json has no cluster_id")
+		}
+		if cc.TokenFile == "" {
+			fail("cloud.json has no token_file")
+		} else if name, key, ro, err := b.MountedFile(cc.TokenFile); err != nil {
+			fail("token_file: %v", err)
+		} else {
+			if name == b.CloudConfig.Name {
+				fail("token_file %s points into the cloud config Secret", cc.TokenFile)
+			}
+			if key == "" || !ro {
+				fail("token_file %s: key %q read-only %v", cc.TokenFile, key, ro)
+			}
+		}
+	}
+	for _, m := range c.VolumeMounts {
+		if !m.ReadOnly {
+			fail("volume mount %s at %s is writable", m.Name, m.MountPath)
+		}
+	}
+
+	// Hardened pod.
+	psc := spec.SecurityContext
+	csc := c.SecurityContext
+	if csc == nil {
+		fail("container has no securityContext")
+		csc = &corev1.SecurityContext{}
+	}
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	if !boolTrue(csc.RunAsNonRoot) && !boolTrue(psc.RunAsNonRoot) {
+		fail("runAsNonRoot not set")
+	}
+	uid := csc.RunAsUser
+	if uid == nil {
+		uid = psc.RunAsUser
+	}
+	if uid == nil || *uid != 65532 {
+		fail("runAsUser = %v, want 65532", uid)
+	}
+	if !boolTrue(csc.ReadOnlyRootFilesystem) {
+		fail("readOnlyRootFilesystem not set")
+	}
+	if csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
+		fail("allowPrivilegeEscalation not false")
+	}
+	if boolTrue(csc.Privileged) {
+		fail("privileged container")
+	}
+	if csc.Capabilities == nil || !containsCap(csc.Capabilities.Drop, "ALL") || len(csc.Capabilities.Add) > 0 {
+		fail("capabilities: want drop [ALL] and nothing added, got %+v", csc.Capabilities)
+	}
+	seccomp := csc.SeccompProfile
+	if seccomp == nil {
+		seccomp = psc.SeccompProfile
+	}
+	if seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		fail("seccompProfile is not RuntimeDefault")
+	}
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		fail("pod uses host namespaces")
+	}
+	if spec.PriorityClassName != "system-cluster-critical" {
+		fail("priorityClassName = %q, want system-cluster-critical", spec.PriorityClassName)
+	}
+
+	// Resources: requests so it is scheduled with room, a memory limit so a
+	// leak is restarted instead of starving the node.
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		fail("cpu/memory requests not set")
+	}
+	if c.Resources.Limits.Memory().IsZero() {
+		fail("memory limit not set")
+	} else if c.Resources.Limits.Memory().Cmp(*c.Resources.Requests.Memory()) < 0 {
+		fail("memory limit below request")
+	}
+
+	// Liveness on /health-check at the --address port.
+	port := int32(8085)
+	if addr, ok := b.Flag("address"); ok {
+		if _, p, found := strings.Cut(addr, ":"); found {
+			var n int32
+			if _, err := fmt.Sscan(p, &n); err == nil {
+				port = n
+			}
+		}
+	}
+	if lp := c.LivenessProbe; lp == nil || lp.HTTPGet == nil {
+		fail("no HTTP livenessProbe")
+	} else {
+		if lp.HTTPGet.Path != "/health-check" {
+			fail("livenessProbe path %q, want /health-check", lp.HTTPGet.Path)
+		}
+		if got := resolvePort(c, lp.HTTPGet.Port); got != port {
+			fail("livenessProbe port %d, want %d", got, port)
+		}
+	}
+	if !hasContainerPort(c, port) {
+		fail("no containerPort %d for metrics", port)
+	}
+
+	// Replicas on different nodes.
+	if dep.Spec.Replicas != nil && *dep.Spec.Replicas > 1 && !spreadsByHostname(spec) {
+		fail("%d replicas without hostname topology spread or anti-affinity", *dep.Spec.Replicas)
+	}
+
+	// Identity and bindings.
+	sa := b.ServiceAccount
+	if spec.ServiceAccountName != sa.Name || sa.Namespace != ns {
+		fail("pod runs as %s but ServiceAccount is %s/%s", spec.ServiceAccountName, sa.Namespace, sa.Name)
+	}
+	checkSubjects := func(what string, subjects []rbacv1.Subject) {
+		if len(subjects) != 1 || subjects[0].Kind != rbacv1.ServiceAccountKind || subjects[0].Name != sa.Name || subjects[0].Namespace != ns {
+			fail("%s subjects %+v, want only ServiceAccount %s/%s", what, subjects, ns, sa.Name)
+		}
+	}
+	checkSubjects("ClusterRoleBinding", b.ClusterRoleBinding.Subjects)
+	checkSubjects("RoleBinding", b.RoleBinding.Subjects)
+	if r := b.ClusterRoleBinding.RoleRef; r.Kind != "ClusterRole" || r.Name != b.ClusterRole.Name {
+		fail("ClusterRoleBinding refers to %s %s", r.Kind, r.Name)
+	}
+	if r := b.RoleBinding.RoleRef; r.Kind != "Role" || r.Name != b.Role.Name {
+		fail("RoleBinding refers to %s %s", r.Kind, r.Name)
+	}
+	if b.Role.Namespace != ns || b.RoleBinding.Namespace != ns {
+		fail("Role/RoleBinding in %s/%s, want %s", b.Role.Namespace, b.RoleBinding.Namespace, ns)
+	}
+
+	// Least privilege.
+	errs = append(errs, CheckRules("ClusterRole", b.ClusterRole.Rules, clusterWriteAllowed)...)
+	errs = append(errs, CheckRules("Role", b.Role.Rules, nil)...)
+	return errs
+}
+
+// clusterWriteAllowed are the only cluster-wide writes the autoscaler makes.
+var clusterWriteAllowed = map[string][]string{
+	"/nodes":         {"update", "patch"},
+	"/pods/eviction": {"create"},
+	"/events":        {"create", "patch"},
+}
+
+var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}
+
+// CheckRules flags wildcards, Secret access and writes. Writes are allowed
+// when listed in allowedWrites (group/resource → verbs) or, when allowedWrites
+// is nil (namespaced Role), when limited by resourceNames — except create,
+// which RBAC cannot limit by name.
+func CheckRules(what string, rules []rbacv1.PolicyRule, allowedWrites map[string][]string) []error {
+	var errs []error
+	for i, r := range rules {
+		for _, list := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames} {
+			for _, v := range list {
+				if v == "*" {
+					errs = append(errs, fmt.Errorf("%s rule %d uses a wildcard", what, i))
+				}
+			}
+		}
+		if len(r.NonResourceURLs) > 0 {
+			errs = append(errs, fmt.Errorf("%s rule %d grants non-resource URLs", what, i))
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if res == "secrets" {
+					errs = append(errs, fmt.Errorf("%s grants access to secrets", what))
+				}
+				for _, verb := range r.Verbs {
+					if readVerbs[verb] {
+						continue
+					}
+					if allowedWrites != nil {
+						if !contains(allowedWrites[g+"/"+res], verb) {
+							errs = append(errs, fmt.Errorf("%s grants %s on %s/%s", what, verb, g, res))
+						}
+						continue
+					}
+					if verb != "create" && len(r.ResourceNames) == 0 {
+						errs = append(errs, fmt.Errorf("%s grants %s on every %s/%s (no resourceNames)", what, verb, g, res))
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// Allows reports whether rules grant verb on group/resource (named name, ""
+// for collection requests such as list and watch).
+func Allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
+	for _, r := range rules {
+		if !contains(r.APIGroups, group) || !contains(r.Resources, resource) || !contains(r.Verbs, verb) {
+			continue
+		}
+		if len(r.ResourceNames) == 0 || (name != "" && contains(r.ResourceNames, name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Grants flattens rules into sorted "group/resource[/name]:verb" strings, so
+// that two rule sets written differently compare equal when they grant the same.
+func Grants(rules []rbacv1.PolicyRule) []string {
+	seen := map[string]bool{}
+	for _, r := range rules {
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, n := range names {
+					for _, v := range r.Verbs {
+						key := g + "/" + res
+						if n != "" {
+							key += "/" + n
+						}
+						seen[key+":"+v] = true
+					}
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func spreadsByHostname(spec corev1.PodSpec) bool {
+	for _, tsc := range spec.TopologySpreadConstraints {
+		if tsc.TopologyKey == corev1.LabelHostname && tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return true
+		}
+	}
+	if a := spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if t.TopologyKey == corev1.LabelHostname {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func resolvePort(c *corev1.Container, p intstr.IntOrString) int32 {
+	if p.Type == intstr.Int {
+		return p.IntVal
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return cp.ContainerPort
+		}
+	}
+	return 0
+}
+
+func hasContainerPort(c *corev1.Container, port int32) bool {
+	for _, cp := range c.Ports {
+		if cp.ContainerPort == port {
+			return true
+		}
+	}
+	return false
+}
+
+func boolTrue(b *bool) bool { return b != nil && *b }
+
+func containsCap(list []corev1.Capability, c corev1.Capability) bool {
+	for _, x := range list {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

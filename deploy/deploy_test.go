@@ -1,0 +1,276 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func loadBundle(t *testing.T) *Bundle {
+	t.Helper()
+	objs, err := Objects()
+	if err != nil {
+		t.Fatalf("decoding manifests: %v", err)
+	}
+	b, err := NewBundle(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestKustomizationListsEveryManifest(t *testing.T) {
+	listed, err := Resources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range onDisk {
+		if f != "kustomization.yaml" {
+			want = append(want, f)
+		}
+	}
+	got := append([]string(nil), listed...)
+	sort.Strings(got)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kustomization resources %v, manifests on disk %v", got, want)
+	}
+}
+
+func TestEveryObjectInKubeSystem(t *testing.T) {
+	objs, err := Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		m := o.(interface {
+			GetNamespace() string
+			GetName() string
+		})
+		_, clusterScoped := o.(*rbacv1.ClusterRole)
+		if _, crb := o.(*rbacv1.ClusterRoleBinding); crb {
+			clusterScoped = true
+		}
+		if !clusterScoped && m.GetNamespace() != "kube-system" {
+			t.Errorf("%T %s in namespace %q", o, m.GetName(), m.GetNamespace())
+		}
+	}
+}
+
+func TestManifestsAreSafe(t *testing.T) {
+	for _, err := range loadBundle(t).Check() {
+		t.Error(err)
+	}
+}
+
+func TestDeploymentAsDocumented(t *testing.T) {
+	b := loadBundle(t)
+	d := b.Deployment
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want 2", d.Spec.Replicas)
+	}
+	c := b.Container()
+	wantArgs := []string{"--cloud-provider=digitalocean", "--cloud-config=/etc/do/cloud.json",
+		"--namespace=kube-system", "--leader-elect=true", "--v=4"}
+	if !reflect.DeepEqual(c.Args, wantArgs) {
+		t.Errorf("args = %v, want %v", c.Args, wantArgs)
+	}
+	if !strings.HasPrefix(c.Image, "ghcr.io/doks-autoscaler/cluster-autoscaler:") {
+		t.Errorf("image = %s", c.Image)
+	}
+	if got := c.Resources.Requests[corev1.ResourceCPU]; got.Cmp(resource.MustParse("100m")) != 0 {
+		t.Errorf("cpu request = %s", got.String())
+	}
+	if got := c.Resources.Requests[corev1.ResourceMemory]; got.Cmp(resource.MustParse("300Mi")) != 0 {
+		t.Errorf("memory request = %s", got.String())
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		t.Error("cpu limit set: throttling slows the simulation for no benefit")
+	}
+	cc, err := b.ParseCloudConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example must hold placeholders only.
+	if cc.ClusterID != "<CLUSTER_ID>" || cc.Token != "" {
+		t.Errorf("cloud.json example = %+v, want placeholder cluster_id and no token", cc)
+	}
+	name, key, _, err := b.MountedFile(cc.TokenFile)
+	if err != nil || name != "digitalocean-token" || key != "access-token" {
+		t.Errorf("token_file %s → Secret %q key %q (%v), want digitalocean-token/access-token", cc.TokenFile, name, key, err)
+	}
+}
+
+// TestRBACCoversTheAutoscaler lists what the autoscaler does against the API
+// server; a missing permission shows up as a Forbidden error in its log.
+func TestRBACCoversTheAutoscaler(t *testing.T) {
+	b := loadBundle(t)
+	type need struct{ group, resource, verb, name, why string }
+	cluster := []need{
+		{"", "nodes", "list", "", "node informer"},
+		{"", "nodes", "watch", "", "node informer"},
+		{"", "nodes", "get", "", "re-read a node before tainting"},
+		{"", "nodes", "update", "", "ToBeDeletedByClusterAutoscaler taint"},
+		{"", "nodes", "patch", "", "cordon / taint removal"},
+		{"", "pods", "list", "", "pod informer"},
+		{"", "pods", "watch", "", "pod informer"},
+		{"", "pods/eviction", "create", "", "drain"},
+		{"", "events", "create", "", "events on pods and nodes"},
+		{"", "events", "patch", "", "event aggregation"},
+		{"policy", "poddisruptionbudgets", "list", "", "drain rules"},
+		{"policy", "poddisruptionbudgets", "watch", "", "drain rules"},
+		{"apps", "daemonsets", "list", "", "DaemonSet pods on new nodes"},
+		{"apps", "replicasets", "watch", "", "drain controller check"},
+		{"apps", "statefulsets", "list", "", "drain controller check"},
+		{"", "replicationcontrollers", "list", "", "drain controller check"},
+		{"batch", "jobs", "watch", "", "drain controller check"},
+		{"", "namespaces", "list", "", "InterPodAffinity namespaceSelector"},
+		{"", "services", "watch", "", "PodTopologySpread default constraints"},
+		{"", "persistentvolumeclaims", "list", "", "volume plugins"},
+		{"", "persistentvolumes", "watch", "", "volume plugins"},
+		{"storage.k8s.io", "storageclasses", "list", "", "VolumeBinding"},
+		{"storage.k8s.io", "csinodes", "watch", "", "NodeVolumeLimits"},
+		{"storage.k8s.io", "csidrivers", "list", "", "VolumeBinding"},
+		{"storage.k8s.io", "csistoragecapacities", "watch", "", "VolumeBinding"},
+		{"storage.k8s.io", "volumeattachments", "list", "", "NodeVolumeLimits"},
+	}
+	for _, n := range cluster {
+		if !Allows(b.ClusterRole.Rules, n.group, n.resource, n.verb, n.name) {
+			t.Errorf("ClusterRole does not allow %s %s/%s (%s)", n.verb, n.group, n.resource, n.why)
+		}
+	}
+	ns := []need{
+		{"", "configmaps", "list", "", "priority expander informer"},
+		{"", "configmaps", "watch", "", "priority expander informer"},
+		{"", "configmaps", "create", "", "first status write"},
+		{"", "configmaps", "get", "cluster-autoscaler-status", "status write"},
+		{"", "configmaps", "update", "cluster-autoscaler-status", "status write"},
+		{"", "configmaps", "delete", "cluster-autoscaler-status", "status removed on exit"},
+		{"", "configmaps", "get", "cluster-autoscaler-priority-expander", "priority expander"},
+		{"coordination.k8s.io", "leases", "create", "", "leader election"},
+		{"coordination.k8s.io", "leases", "get", "cluster-autoscaler", "leader election"},
+		{"coordination.k8s.io", "leases", "update", "cluster-autoscaler", "lease renewal"},
+	}
+	for _, n := range ns {
+		if !Allows(b.Role.Rules, n.group, n.resource, n.verb, n.name) {
+			t.Errorf("Role does not allow %s %s/%s %s (%s)", n.verb, n.group, n.resource, n.name, n.why)
+		}
+	}
+}
+
+func TestRBACDeniesTheRest(t *testing.T) {
+	b := loadBundle(t)
+	tests := []struct {
+		rules                       []rbacv1.PolicyRule
+		group, resource, verb, name string
+	}{
+		{b.ClusterRole.Rules, "", "secrets", "get", "digitalocean-token"},
+		{b.ClusterRole.Rules, "", "secrets", "list", ""},
+		{b.ClusterRole.Rules, "", "nodes", "delete", "node-1"},
+		{b.ClusterRole.Rules, "", "pods", "delete", "p"},
+		{b.ClusterRole.Rules, "", "pods/status", "update", "p"},
+		{b.ClusterRole.Rules, "apps", "deployments", "update", "d"},
+		{b.ClusterRole.Rules, "", "configmaps", "list", ""},
+		{b.Role.Rules, "", "secrets", "get", "digitalocean-token"},
+		{b.Role.Rules, "", "configmaps", "update", "coredns"},
+		{b.Role.Rules, "", "configmaps", "delete", "coredns"},
+		{b.Role.Rules, "", "configmaps", "update", "cluster-autoscaler-priority-expander"},
+		{b.Role.Rules, "coordination.k8s.io", "leases", "update", "kube-scheduler"},
+		{b.Role.Rules, "coordination.k8s.io", "leases", "delete", "cluster-autoscaler"},
+	}
+	for _, tc := range tests {
+		if Allows(tc.rules, tc.group, tc.resource, tc.verb, tc.name) {
+			t.Errorf("allowed: %s %s/%s %s", tc.verb, tc.group, tc.resource, tc.name)
+		}
+	}
+}
+
+// TestChecksCatchUnsafeChanges makes sure the checks used above (and by the
+// chart test) fail on the mistakes they exist for.
+func TestChecksCatchUnsafeChanges(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(b *Bundle)
+		want   string
+	}{
+		{"root filesystem writable", func(b *Bundle) { b.Container().SecurityContext.ReadOnlyRootFilesystem = nil }, "readOnlyRootFilesystem"},
+		{"privilege escalation", func(b *Bundle) { v := true; b.Container().SecurityContext.AllowPrivilegeEscalation = &v }, "allowPrivilegeEscalation"},
+		{"capabilities kept", func(b *Bundle) { b.Container().SecurityContext.Capabilities = nil }, "capabilities"},
+		{"root user", func(b *Bundle) {
+			var zero int64
+			b.Container().SecurityContext.RunAsUser = &zero
+		}, "runAsUser"},
+		{"no seccomp", func(b *Bundle) {
+			b.Container().SecurityContext.SeccompProfile = nil
+			b.Deployment.Spec.Template.Spec.SecurityContext.SeccompProfile = nil
+		}, "seccompProfile"},
+		{"writable token mount", func(b *Bundle) { b.Container().VolumeMounts[1].ReadOnly = false }, "writable"},
+		{"token file path mismatch", func(b *Bundle) {
+			b.CloudConfig.StringData["cloud.json"] = `{"cluster_id":"x","token_file":"/etc/token/access-token"}`
+		}, "token_file"},
+		{"inline token", func(b *Bundle) {
+			b.CloudConfig.StringData["cloud.json"] = `{"cluster_id":"x","token":"dop_v1_x"}`
+		}, "inline token"},
+		{"wrong provider", func(b *Bundle) { b.Container().Args[0] = "--cloud-provider=gce" }, "cloud-provider"},
+		{"no liveness", func(b *Bundle) { b.Container().LivenessProbe = nil }, "livenessProbe"},
+		{"no memory limit", func(b *Bundle) { delete(b.Container().Resources.Limits, corev1.ResourceMemory) }, "memory limit"},
+		{"replicas together", func(b *Bundle) {
+			b.Deployment.Spec.Template.Spec.TopologySpreadConstraints = nil
+		}, "topology spread"},
+		{"wildcard", func(b *Bundle) { b.ClusterRole.Rules[0].Verbs = []string{"*"} }, "wildcard"},
+		{"secrets", func(b *Bundle) {
+			b.ClusterRole.Rules = append(b.ClusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+		}, "secrets"},
+		{"node delete", func(b *Bundle) { b.ClusterRole.Rules[0].Verbs = append(b.ClusterRole.Rules[0].Verbs, "delete") }, "delete on /nodes"},
+		{"configmap update unrestricted", func(b *Bundle) { b.Role.Rules[1].ResourceNames = nil }, "no resourceNames"},
+		{"binding to another SA", func(b *Bundle) { b.RoleBinding.Subjects[0].Name = "default" }, "RoleBinding subjects"},
+		{"namespace flag mismatch", func(b *Bundle) { b.Container().Args[2] = "--namespace=default" }, "--namespace"},
+		{"not critical", func(b *Bundle) { b.Deployment.Spec.Template.Spec.PriorityClassName = "" }, "priorityClassName"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := loadBundle(t)
+			tc.mutate(b)
+			var msgs []string
+			for _, err := range b.Check() {
+				msgs = append(msgs, err.Error())
+			}
+			all := strings.Join(msgs, "\n")
+			if !strings.Contains(all, tc.want) {
+				t.Errorf("check did not flag %q; got:\n%s", tc.want, all)
+			}
+		})
+	}
+}
+
+func TestNoRealTokenInRepository(t *testing.T) {
+	// DigitalOcean personal access tokens start with dop_v1_.
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		raw, err := os.ReadFile(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "dop_v1_") {
+			t.Errorf("%s contains what looks like a DigitalOcean token", e.Name())
+		}
+	}
+}
