@@ -1,0 +1,60 @@
+{{/*
+Helpers. The templates use only these functions: include, required, default,
+quote, toYaml, toJson, indent, nindent, printf, index, contains, trunc,
+trimSuffix, sha256sum (and Go template built-ins); charts/chart_test.go renders them with
+the same set.
+*/}}
+
+{{/* Full name of the release's objects (max 63 chars). */}}
+{{- define "cad.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains "cluster-autoscaler" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-cluster-autoscaler" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "cad.selectorLabels" -}}
+app.kubernetes.io/name: cluster-autoscaler
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "cad.labels" -}}
+{{ include "cad.selectorLabels" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "cad.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "cad.fullname" .) -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Names the Role grants by resourceNames; they follow the flags. */}}
+{{- define "cad.statusConfigMapName" -}}
+{{- index .Values.extraArgs "status-config-map-name" | default "cluster-autoscaler-status" -}}
+{{- end -}}
+
+{{- define "cad.leaseName" -}}
+{{- index .Values.extraArgs "leader-elect-resource-name" | default "cluster-autoscaler" -}}
+{{- end -}}
+
+{{/* Where the token Secret is mounted; cloud.json's token_file points into it. */}}
+{{- define "cad.tokenDir" -}}/var/run/secrets/digitalocean{{- end -}}
+
+{{/* cloud.json (--cloud-config); its checksum rolls the pods when it changes. */}}
+{{- define "cad.cloudConfig" -}}
+{
+  "cluster_id": {{ required "cloudConfig.clusterID is required: the DOKS cluster UUID (doctl kubernetes cluster list)" .Values.cloudConfig.clusterID | toJson }},
+  {{- if .Values.cloudConfig.url }}
+  "url": {{ .Values.cloudConfig.url | toJson }},
+  {{- end }}
+  "token_file": {{ printf "%s/%s" (include "cad.tokenDir" .) .Values.cloudConfig.tokenSecretKey | toJson }}
+}
+{{- end -}}
