@@ -3,6 +3,7 @@ package utils
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -351,4 +352,26 @@ func TestDeleteStatusConfigMap(t *testing.T) {
 	if err := DeleteStatusConfigMap(context.Background(), kube, ns, cmName); err == nil {
 		t.Error("forbidden delete reported as success")
 	}
+}
+
+// BenchmarkStatusYAML measures rendering the status of a cluster with 100
+// node groups (done once per loop) and reports the ConfigMap size, which must
+// stay far below the 1 MiB object limit.
+func BenchmarkStatusYAML(b *testing.B) {
+	s := runningStatus()
+	g := s.NodeGroups[0]
+	s.NodeGroups = nil
+	for i := 0; i < 100; i++ {
+		g.Name = fmt.Sprintf("8c5f0d1e-4b2a-4c3e-9f7a-%012d", i)
+		s.NodeGroups = append(s.NodeGroups, g)
+	}
+	var size int
+	for i := 0; i < b.N; i++ {
+		out, err := StatusYAML(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(out)
+	}
+	b.ReportMetric(float64(size), "bytes/status")
 }

@@ -1,0 +1,9 @@
+package metrics_test
+
+import (
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+)
+
+// DOAPIObserver must stay installable with digitalocean.SetCallObserver.
+var _ digitalocean.CallObserver = metrics.DOAPIObserver{}
