@@ -15,8 +15,14 @@
 
 package builder
 
-import "github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean"
+import (
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+)
 
 func init() {
+	// Every DigitalOcean request is counted, timed and its rate-limit headers
+	// exported (cluster_autoscaler_digitalocean_api_*).
+	digitalocean.SetCallObserver(metrics.DOAPIObserver{})
 	RegisterCloudProvider(digitalocean.ProviderName, digitalocean.BuildDigitalOcean)
 }
