@@ -1,0 +1,313 @@
+package simulator
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	schedruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// BasePlugins are the default-profile filter plugins that decide fit from
+// nodes and pods alone. They are what NewPredicateChecker enables.
+//
+// Left out, and why:
+//   - storage plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding,
+//     VolumeZone): they look up each pod's PersistentVolumeClaims in an
+//     informer; against an empty one they call every pod with a claim
+//     unschedulable, which would block scale-down of any node running one.
+//     NewPredicateCheckerWithInformers enables them with real informers.
+//   - DynamicResources: needs a DRA manager (it panics in PreFilter without).
+//   - NodeDeclaredFeatures: template nodes built from a DOKS pool carry no
+//     declared features, so pods needing one would never fit a new node.
+//   - GangScheduling, PodGroupPodsCount, TopologyPlacementGenerator,
+//     DeferredPodScheduling, SchedulingGates: workload/queue concerns, not
+//     whether a pod fits a node.
+//   - score plugins: the simulation only asks "fits or not".
+var BasePlugins = []string{
+	names.NodeUnschedulable,
+	names.NodeName,
+	names.TaintToleration,
+	names.NodeAffinity,
+	names.NodePorts,
+	names.NodeResourcesFit,
+	names.PodTopologySpread,
+	names.InterPodAffinity,
+}
+
+// StoragePlugins are added by NewPredicateCheckerWithInformers.
+var StoragePlugins = []string{
+	names.VolumeRestrictions,
+	names.NodeVolumeLimits,
+	names.VolumeBinding,
+	names.VolumeZone,
+}
+
+var (
+	schedulerMetricsOnce sync.Once
+	sharedRecorder       *schedmetrics.MetricAsyncRecorder
+)
+
+// PredicateChecker runs the kube-scheduler framework's PreFilter and Filter
+// plugins against a ClusterSnapshot. It is not safe for concurrent use.
+type PredicateChecker struct {
+	fw      schedframework.Framework
+	lister  *frameworkLister
+	ctx     context.Context
+	plugins []string
+}
+
+// NewPredicateChecker builds a framework with BasePlugins. Plugins that read
+// cluster objects other than nodes and pods (InterPodAffinity reads
+// Namespaces for namespaceSelector terms) get an informer factory over a fake
+// clientset that is never started: its listers are empty, so such terms
+// match no namespace other than the ones listed explicitly.
+func NewPredicateChecker() (*PredicateChecker, error) {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	return newPredicateChecker(factory, BasePlugins, false)
+}
+
+// NewPredicateCheckerWithInformers builds a framework with BasePlugins and
+// StoragePlugins, reading PersistentVolumeClaims, PersistentVolumes,
+// StorageClasses, CSINodes, CSIDrivers and Namespaces from factory. The
+// plugins register their informers while being built, so start factory and
+// wait for its caches after this call.
+func NewPredicateCheckerWithInformers(factory informers.SharedInformerFactory) (*PredicateChecker, error) {
+	enabled := append(append([]string(nil), BasePlugins...), StoragePlugins...)
+	return newPredicateChecker(factory, enabled, true)
+}
+
+func newPredicateChecker(factory informers.SharedInformerFactory, enabled []string, withCSI bool) (*PredicateChecker, error) {
+	schedulerMetricsOnce.Do(func() {
+		// The framework records into these; unregistered they are nil.
+		schedmetrics.Register()
+		// One recorder for every checker: each framework would otherwise start
+		// its own flushing goroutine that never ends.
+		sharedRecorder = schedmetrics.NewMetricsAsyncRecorder(1000, time.Second, nil)
+	})
+
+	cfg, err := latest.Default()
+	if err != nil {
+		return nil, fmt.Errorf("default scheduler configuration: %w", err)
+	}
+	if len(cfg.Profiles) == 0 {
+		return nil, fmt.Errorf("default scheduler configuration has no profile")
+	}
+	def := cfg.Profiles[0]
+	multi := []schedconfig.Plugin{{Name: names.PrioritySort}, {Name: names.DefaultBinder}}
+	for _, name := range enabled {
+		multi = append(multi, schedconfig.Plugin{Name: name})
+	}
+	profile := &schedconfig.KubeSchedulerProfile{
+		SchedulerName: def.SchedulerName,
+		Plugins: &schedconfig.Plugins{
+			MultiPoint: schedconfig.PluginSet{Enabled: multi},
+		},
+		// Plugin arguments (NodeResourcesFit, PodTopologySpread, ...) as the
+		// default profile has them.
+		PluginConfig: def.PluginConfig,
+	}
+
+	lister := &frameworkLister{}
+	opts := []schedruntime.Option{
+		schedruntime.WithInformerFactory(factory),
+		schedruntime.WithSnapshotSharedLister(lister),
+		schedruntime.WithMetricsRecorder(sharedRecorder),
+		schedruntime.WithParallelism(1),
+	}
+	if withCSI {
+		opts = append(opts, schedruntime.WithSharedCSIManager(csiManager{factory.Storage().V1().CSINodes().Lister()}))
+	}
+	ctx := context.Background()
+	f, err := schedruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), profile, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("building scheduler framework: %w", err)
+	}
+	klog.V(1).Infof("Scheduling simulation uses the kube-scheduler framework with plugins %v", enabled)
+	return &PredicateChecker{fw: f, lister: lister, ctx: ctx, plugins: append([]string(nil), enabled...)}, nil
+}
+
+// Plugins lists the enabled filter plugins.
+func (c *PredicateChecker) Plugins() []string { return append([]string(nil), c.plugins...) }
+
+// PredicateError says why a pod does not fit a node.
+type PredicateError struct {
+	podName  string
+	nodeName string
+	plugin   string
+	reasons  []string
+	// internal is set when a plugin failed to run rather than rejected.
+	internal error
+}
+
+// Error describes the failure for logs.
+func (e *PredicateError) Error() string {
+	where := "any node"
+	if e.nodeName != "" {
+		where = "node " + e.nodeName
+	}
+	if e.internal != nil {
+		return fmt.Sprintf("pod %s on %s: plugin %s failed: %v", e.podName, where, e.plugin, e.internal)
+	}
+	return fmt.Sprintf("pod %s does not fit %s: %s: %s", e.podName, where, e.plugin, strings.Join(e.reasons, ", "))
+}
+
+// Reasons are the scheduler plugin's failure reasons, e.g. "Insufficient cpu".
+func (e *PredicateError) Reasons() []string { return append([]string(nil), e.reasons...) }
+
+// PluginName is the plugin that rejected the pod.
+func (e *PredicateError) PluginName() string { return e.plugin }
+
+// IsInternal tells a plugin failure (bad input, missing data) from a
+// scheduling rejection.
+func (e *PredicateError) IsInternal() bool { return e.internal != nil }
+
+func statusToError(pod *apiv1.Pod, nodeName string, st *fwk.Status) *PredicateError {
+	pe := &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: st.Plugin(), reasons: st.Reasons()}
+	if st.IsError() {
+		pe.internal = st.AsError()
+	}
+	if len(pe.reasons) == 0 {
+		pe.reasons = []string{st.Message()}
+	}
+	return pe
+}
+
+// preFilter runs the PreFilter plugins for pod against s. A nil error means
+// state is ready for Filter calls; result may restrict the candidate nodes.
+func (c *PredicateChecker) preFilter(s *ClusterSnapshot, pod *apiv1.Pod) (*schedframework.CycleState, *fwk.PreFilterResult, *PredicateError) {
+	c.lister.snapshot = s
+	s.prepareForScheduling()
+	state := schedframework.NewCycleState()
+	result, st, _ := c.fw.RunPreFilterPlugins(c.ctx, state, pod)
+	if !st.IsSuccess() {
+		return nil, nil, statusToError(pod, "", st)
+	}
+	return state, result, nil
+}
+
+func (c *PredicateChecker) filter(state *schedframework.CycleState, result *fwk.PreFilterResult, pod *apiv1.Pod, info *schedframework.NodeInfo) *PredicateError {
+	name := info.Node().Name
+	if !result.AllNodes() && !result.NodeNames.Has(name) {
+		return &PredicateError{podName: podKey(pod), nodeName: name, plugin: "PreFilter",
+			reasons: []string{"node is not among the nodes the PreFilter plugins allow"}}
+	}
+	if st := c.fw.RunFilterPlugins(c.ctx, state, pod, info); !st.IsSuccess() {
+		return statusToError(pod, name, st)
+	}
+	return nil
+}
+
+// CheckPredicates returns nil when pod fits nodeName in the snapshot.
+func (c *PredicateChecker) CheckPredicates(s *ClusterSnapshot, pod *apiv1.Pod, nodeName string) *PredicateError {
+	info, found := s.nodes[nodeName]
+	if !found {
+		return &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: "ClusterSnapshot",
+			internal: fmt.Errorf("node %s not in the snapshot", nodeName)}
+	}
+	state, result, perr := c.preFilter(s, pod)
+	if perr != nil {
+		perr.nodeName = nodeName
+		return perr
+	}
+	return c.filter(state, result, pod, info)
+}
+
+// FitsAnyNodeMatching returns the name of a node that fits pod and passes
+// match (nil = any). Nodes are tried in the snapshot's stable order.
+func (c *PredicateChecker) FitsAnyNodeMatching(s *ClusterSnapshot, pod *apiv1.Pod, match func(*framework.NodeInfo) bool) (string, error) {
+	var m func(*schedframework.NodeInfo) bool
+	if match != nil {
+		m = func(info *schedframework.NodeInfo) bool { return match(toNodeInfo(info)) }
+	}
+	_, name, err := c.fitsAnyNode(s, pod, m, 0)
+	return name, err
+}
+
+// fitsAnyNode tries the nodes of s from index start on, wrapping around, and
+// returns the index and name of the first that passes match and fits. The
+// start index lets equivalent pods resume where the previous one landed
+// without giving up completeness.
+func (c *PredicateChecker) fitsAnyNode(s *ClusterSnapshot, pod *apiv1.Pod, match func(*schedframework.NodeInfo) bool, start int) (int, string, error) {
+	state, result, perr := c.preFilter(s, pod)
+	if perr != nil {
+		return -1, "", perr
+	}
+	list := s.nodeList()
+	n := len(list)
+	if start < 0 || start >= n {
+		start = 0
+	}
+	reasons := map[string]int{}
+	tried := 0
+	for k := 0; k < n; k++ {
+		i := (start + k) % n
+		info := list[i].(*schedframework.NodeInfo)
+		if match != nil && !match(info) {
+			continue
+		}
+		tried++
+		ferr := c.filter(state, result, pod, info)
+		if ferr == nil {
+			return i, info.Node().Name, nil
+		}
+		for _, r := range ferr.reasons {
+			reasons[r]++
+		}
+	}
+	return -1, "", &noFitError{pod: podKey(pod), tried: tried, reasons: reasons}
+}
+
+// noFitError: the pod passed PreFilter but no candidate node passed Filter.
+type noFitError struct {
+	pod     string
+	tried   int
+	reasons map[string]int
+}
+
+func (e *noFitError) Error() string {
+	parts := make([]string, 0, len(e.reasons))
+	for r, n := range e.reasons {
+		parts = append(parts, fmt.Sprintf("%d %s", n, r))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("pod %s fits none of %d candidate nodes: %s", e.pod, e.tried, strings.Join(parts, ", "))
+}
+
+func podKey(p *apiv1.Pod) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return p.Namespace + "/" + p.Name
+}
+
+// csiManager serves CSINodes from an informer to NodeVolumeLimits.
+type csiManager struct{ lister storagelisters.CSINodeLister }
+
+func (m csiManager) CSINodes() fwk.CSINodeLister { return csiNodeLister(m) }
+
+type csiNodeLister csiManager
+
+func (l csiNodeLister) List() ([]*storagev1.CSINode, error) { return l.lister.List(labels.Everything()) }
+func (l csiNodeLister) Get(name string) (*storagev1.CSINode, error) {
+	return l.lister.Get(name)
+}

@@ -1,0 +1,418 @@
+// Package simulator answers "what if" questions about scheduling: would these
+// pods fit, how many template nodes would they need, could this node's pods go
+// elsewhere. All answers come from the kube-scheduler framework's own filter
+// plugins running against an in-memory ClusterSnapshot.
+package simulator
+
+import (
+	"fmt"
+	"sort"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// ClusterSnapshot holds nodes and the pods bound to them, in the form the
+// scheduler framework reads (the in-tree scheduler NodeInfo, with requested
+// resources, used ports and affinity pods kept up to date incrementally).
+//
+// Fork/Revert/Commit are implemented with an undo log per layer rather than a
+// copy of the world: the first time a layer changes a node, the node's
+// NodeInfo is cloned (copy-on-write) and the previous one is remembered.
+// Fork is O(1); Revert and Commit cost O(nodes touched in the layer).
+//
+// A ClusterSnapshot is not safe for concurrent use.
+type ClusterSnapshot struct {
+	nodes  map[string]*schedframework.NodeInfo
+	layers []*snapshotLayer
+
+	// Caches for the scheduler framework's listers. list is sorted by node
+	// name when rebuilt (nodes added later are appended) so results are
+	// deterministic.
+	list      []fwk.NodeInfo
+	listIndex map[string]int
+	listValid bool
+
+	affinityList           []fwk.NodeInfo
+	antiAffinityList       []fwk.NodeInfo
+	nonHostAntiAffinity    []fwk.NodeInfo
+	affinityListsAreValid  bool
+}
+
+// snapshotLayer remembers, for every node first changed while this layer was
+// on top, the NodeInfo it had before (nil when the node did not exist).
+type snapshotLayer struct {
+	saved map[string]*schedframework.NodeInfo
+}
+
+// NewClusterSnapshot returns an empty snapshot.
+func NewClusterSnapshot() *ClusterSnapshot {
+	return &ClusterSnapshot{nodes: map[string]*schedframework.NodeInfo{}}
+}
+
+// SetClusterState replaces the whole content of the snapshot (and drops any
+// forks) with nodes and the pods bound to them by spec.nodeName. Pods not
+// bound, bound to an unknown node, or terminal (Succeeded/Failed: the
+// scheduler does not count them either) are ignored.
+func (s *ClusterSnapshot) SetClusterState(nodes []*apiv1.Node, scheduledPods []*apiv1.Pod) error {
+	s.nodes = make(map[string]*schedframework.NodeInfo, len(nodes))
+	s.layers = nil
+	s.invalidateAll()
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		if _, found := s.nodes[n.Name]; found {
+			return fmt.Errorf("node %s listed twice", n.Name)
+		}
+		info := schedframework.NewNodeInfo()
+		info.SetNode(n)
+		s.nodes[n.Name] = info
+	}
+	ignored := 0
+	for _, p := range scheduledPods {
+		if p == nil || p.Spec.NodeName == "" || isTerminal(p) {
+			continue
+		}
+		info, found := s.nodes[p.Spec.NodeName]
+		if !found {
+			ignored++
+			continue
+		}
+		info.AddPodInfo(newPodInfo(p))
+	}
+	if ignored > 0 {
+		klog.V(4).Infof("Snapshot: %d pods are bound to nodes that are not in the snapshot and were left out", ignored)
+	}
+	return nil
+}
+
+// AddNodeInfo adds a node with its pods. The node name must be new.
+func (s *ClusterSnapshot) AddNodeInfo(ni *framework.NodeInfo) error {
+	if ni == nil || ni.Node() == nil {
+		return fmt.Errorf("node info without a node")
+	}
+	name := ni.Node().Name
+	if _, found := s.nodes[name]; found {
+		return fmt.Errorf("node %s already in the snapshot", name)
+	}
+	info := schedframework.NewNodeInfo()
+	info.SetNode(ni.Node())
+	for _, p := range ni.Pods() {
+		info.AddPodInfo(newPodInfo(p))
+	}
+	s.save(name)
+	s.nodes[name] = info
+	if s.listValid {
+		s.listIndex[name] = len(s.list)
+		s.list = append(s.list, info)
+	}
+	s.touched(nil, info)
+	return nil
+}
+
+// RemoveNode removes a node and its pods.
+func (s *ClusterSnapshot) RemoveNode(nodeName string) error {
+	info, found := s.nodes[nodeName]
+	if !found {
+		return fmt.Errorf("node %s not in the snapshot", nodeName)
+	}
+	s.save(nodeName)
+	delete(s.nodes, nodeName)
+	s.listValid = false
+	s.touched(info, nil)
+	return nil
+}
+
+// AddPod places pod on nodeName. The pod object is stored as given: the
+// caller must not modify it afterwards.
+func (s *ClusterSnapshot) AddPod(pod *apiv1.Pod, nodeName string) error {
+	if pod == nil {
+		return fmt.Errorf("nil pod")
+	}
+	info, err := s.mutable(nodeName)
+	if err != nil {
+		return err
+	}
+	before := hasAffinityPods(info)
+	info.AddPodInfo(newPodInfo(pod))
+	if before || hasAffinityPods(info) {
+		s.affinityListsAreValid = false
+	}
+	return nil
+}
+
+// RemovePod removes the pod namespace/podName from nodeName.
+func (s *ClusterSnapshot) RemovePod(namespace, podName, nodeName string) error {
+	old, found := s.nodes[nodeName]
+	if !found {
+		return fmt.Errorf("node %s not in the snapshot", nodeName)
+	}
+	idx := -1
+	for i, pi := range old.Pods {
+		p := pi.GetPod()
+		if p.Namespace == namespace && p.Name == podName {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return fmt.Errorf("pod %s/%s not on node %s", namespace, podName, nodeName)
+	}
+	// Rebuild rather than use NodeInfo.RemovePod: the scheduler's version keys
+	// pods by UID, and simulated pods (templates, tests) may not have one.
+	info := schedframework.NewNodeInfo()
+	info.SetNode(old.Node())
+	for i, pi := range old.Pods {
+		if i != idx {
+			info.AddPodInfo(pi)
+		}
+	}
+	s.replace(nodeName, info)
+	s.touched(old, info)
+	return nil
+}
+
+// GetNodeInfo returns the node and its pods. The result is a copy of the
+// snapshot's view: later changes to the snapshot do not show in it.
+func (s *ClusterSnapshot) GetNodeInfo(nodeName string) (*framework.NodeInfo, error) {
+	info, found := s.nodes[nodeName]
+	if !found {
+		return nil, fmt.Errorf("node %s not in the snapshot", nodeName)
+	}
+	return toNodeInfo(info), nil
+}
+
+// NodeInfos returns every node with its pods, in a stable order.
+func (s *ClusterSnapshot) NodeInfos() []*framework.NodeInfo {
+	list := s.nodeList()
+	out := make([]*framework.NodeInfo, 0, len(list))
+	for _, info := range list {
+		out = append(out, toNodeInfo(info.(*schedframework.NodeInfo)))
+	}
+	return out
+}
+
+// NodeNames returns the names of all nodes in the snapshot in a stable order.
+func (s *ClusterSnapshot) NodeNames() []string {
+	list := s.nodeList()
+	out := make([]string, 0, len(list))
+	for _, info := range list {
+		out = append(out, info.Node().Name)
+	}
+	return out
+}
+
+// HasNode tells whether nodeName is in the snapshot.
+func (s *ClusterSnapshot) HasNode(nodeName string) bool {
+	_, found := s.nodes[nodeName]
+	return found
+}
+
+// Fork starts a new layer: changes from now on can be dropped with Revert or
+// kept with Commit.
+func (s *ClusterSnapshot) Fork() {
+	s.layers = append(s.layers, &snapshotLayer{saved: map[string]*schedframework.NodeInfo{}})
+}
+
+// Revert drops every change made since the matching Fork. Without a fork it
+// does nothing.
+func (s *ClusterSnapshot) Revert() {
+	if len(s.layers) == 0 {
+		return
+	}
+	top := s.layers[len(s.layers)-1]
+	s.layers = s.layers[:len(s.layers)-1]
+	for name, old := range top.saved {
+		cur, exists := s.nodes[name]
+		if old == nil {
+			if exists {
+				delete(s.nodes, name)
+				s.listValid = false
+			}
+		} else {
+			if !exists {
+				s.listValid = false
+			}
+			s.nodes[name] = old
+			s.replaceInList(name, old)
+		}
+		if hasAffinityPods(cur) || hasAffinityPods(old) {
+			s.affinityListsAreValid = false
+		}
+	}
+}
+
+// Commit keeps the changes made since the matching Fork, folding them into
+// the layer below (so an outer Revert still drops them).
+func (s *ClusterSnapshot) Commit() error {
+	if len(s.layers) == 0 {
+		return fmt.Errorf("commit without a fork")
+	}
+	top := s.layers[len(s.layers)-1]
+	s.layers = s.layers[:len(s.layers)-1]
+	if len(s.layers) == 0 {
+		return nil
+	}
+	parent := s.layers[len(s.layers)-1]
+	for name, old := range top.saved {
+		if _, found := parent.saved[name]; !found {
+			parent.saved[name] = old
+		}
+	}
+	return nil
+}
+
+// ForkDepth is the number of open forks.
+func (s *ClusterSnapshot) ForkDepth() int { return len(s.layers) }
+
+// save records the current NodeInfo of name in the top layer, once.
+func (s *ClusterSnapshot) save(name string) {
+	if len(s.layers) == 0 {
+		return
+	}
+	top := s.layers[len(s.layers)-1]
+	if _, found := top.saved[name]; !found {
+		top.saved[name] = s.nodes[name] // nil when the node does not exist yet
+	}
+}
+
+// mutable returns a NodeInfo of nodeName that may be changed in place: the
+// stored one when the top layer already owns it, a clone otherwise.
+func (s *ClusterSnapshot) mutable(nodeName string) (*schedframework.NodeInfo, error) {
+	cur, found := s.nodes[nodeName]
+	if !found {
+		return nil, fmt.Errorf("node %s not in the snapshot", nodeName)
+	}
+	if len(s.layers) == 0 {
+		return cur, nil
+	}
+	top := s.layers[len(s.layers)-1]
+	if _, owned := top.saved[nodeName]; owned {
+		return cur, nil
+	}
+	top.saved[nodeName] = cur
+	clone := cur.SnapshotConcrete()
+	s.nodes[nodeName] = clone
+	s.replaceInList(nodeName, clone)
+	if hasAffinityPods(cur) {
+		s.affinityListsAreValid = false // the lists point at the old object
+	}
+	return clone, nil
+}
+
+// replace swaps the NodeInfo of an existing node.
+func (s *ClusterSnapshot) replace(nodeName string, info *schedframework.NodeInfo) {
+	s.save(nodeName)
+	s.nodes[nodeName] = info
+	s.replaceInList(nodeName, info)
+}
+
+func (s *ClusterSnapshot) replaceInList(nodeName string, info *schedframework.NodeInfo) {
+	if !s.listValid {
+		return
+	}
+	if i, found := s.listIndex[nodeName]; found {
+		s.list[i] = info
+	} else {
+		s.listValid = false
+	}
+}
+
+// touched invalidates the derived lists after a node went from old to cur.
+func (s *ClusterSnapshot) touched(old, cur *schedframework.NodeInfo) {
+	if hasAffinityPods(old) || hasAffinityPods(cur) {
+		s.affinityListsAreValid = false
+	}
+}
+
+func (s *ClusterSnapshot) invalidateAll() {
+	s.listValid = false
+	s.affinityListsAreValid = false
+}
+
+func (s *ClusterSnapshot) nodeList() []fwk.NodeInfo {
+	if s.listValid {
+		return s.list
+	}
+	names := make([]string, 0, len(s.nodes))
+	for name := range s.nodes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	s.list = make([]fwk.NodeInfo, len(names))
+	s.listIndex = make(map[string]int, len(names))
+	for i, name := range names {
+		s.list[i] = s.nodes[name]
+		s.listIndex[name] = i
+	}
+	s.listValid = true
+	return s.list
+}
+
+func (s *ClusterSnapshot) affinityLists() (withAffinity, withAntiAffinity, nonHostAnti []fwk.NodeInfo) {
+	if !s.affinityListsAreValid {
+		s.affinityList, s.antiAffinityList, s.nonHostAntiAffinity = nil, nil, nil
+		for _, n := range s.nodeList() {
+			if len(n.GetPodsWithAffinity()) > 0 {
+				s.affinityList = append(s.affinityList, n)
+			}
+			if len(n.GetPodsWithRequiredAntiAffinity()) > 0 {
+				s.antiAffinityList = append(s.antiAffinityList, n)
+			}
+			if len(n.GetPodsWithRequiredNonHostScopedAntiAffinity()) > 0 {
+				s.nonHostAntiAffinity = append(s.nonHostAntiAffinity, n)
+			}
+		}
+		s.affinityListsAreValid = true
+	}
+	return s.affinityList, s.antiAffinityList, s.nonHostAntiAffinity
+}
+
+// prepareForScheduling builds every lazily computed list so that the
+// framework's (possibly parallel) plugins only ever read the snapshot.
+func (s *ClusterSnapshot) prepareForScheduling() {
+	s.nodeList()
+	s.affinityLists()
+}
+
+// isPVCUsedByPods answers the scheduler's StorageInfoLister question. It
+// scans all nodes; only pods with ReadWriteOncePod claims ask it.
+func (s *ClusterSnapshot) isPVCUsedByPods(key string) bool {
+	for _, info := range s.nodes {
+		if info.PVCRefCounts[key] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasAffinityPods(info *schedframework.NodeInfo) bool {
+	return info != nil && len(info.PodsWithAffinity) > 0
+}
+
+func newPodInfo(p *apiv1.Pod) *schedframework.PodInfo {
+	// A parse error in affinity terms is what the scheduler tolerates too:
+	// the PodInfo still carries the pod and the terms that did parse.
+	pi, err := schedframework.NewPodInfo(p)
+	if err != nil {
+		klog.V(4).Infof("Snapshot: pod %s/%s has affinity terms the scheduler cannot parse: %v", p.Namespace, p.Name, err)
+	}
+	return pi
+}
+
+func toNodeInfo(info *schedframework.NodeInfo) *framework.NodeInfo {
+	pods := make([]*apiv1.Pod, 0, len(info.Pods))
+	for _, pi := range info.Pods {
+		pods = append(pods, pi.GetPod())
+	}
+	return framework.NewNodeInfo(info.Node(), pods...)
+}
+
+func isTerminal(p *apiv1.Pod) bool {
+	return p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed
+}
