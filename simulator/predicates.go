@@ -243,6 +243,38 @@ func (c *PredicateChecker) FitsAnyNodeMatching(s *ClusterSnapshot, pod *apiv1.Po
 	return name, err
 }
 
+// FitsAnyNodeOf tries nodeNames in the given order (names not in the
+// snapshot are skipped) and returns the first that pod fits, plus the names
+// tried and refused before it. PreFilter runs once for all of them, so this
+// is much cheaper than calling CheckPredicates per node. The error is a
+// *PredicateError when the pod fails PreFilter or a plugin breaks, another
+// error when every node refused it.
+func (c *PredicateChecker) FitsAnyNodeOf(s *ClusterSnapshot, pod *apiv1.Pod, nodeNames []string) (fit string, rejected []string, err error) {
+	state, result, perr := c.preFilter(s, pod)
+	if perr != nil {
+		return "", nil, perr
+	}
+	reasons := map[string]int{}
+	for _, name := range nodeNames {
+		info, found := s.nodes[name]
+		if !found {
+			continue
+		}
+		ferr := c.filter(state, result, pod, info)
+		if ferr == nil {
+			return name, rejected, nil
+		}
+		if ferr.IsInternal() {
+			return "", rejected, ferr
+		}
+		rejected = append(rejected, name)
+		for _, r := range ferr.reasons {
+			reasons[r]++
+		}
+	}
+	return "", rejected, &noFitError{pod: podKey(pod), tried: len(rejected), reasons: reasons}
+}
+
 // fitsAnyNode tries the nodes of s from index start on, wrapping around, and
 // returns the index and name of the first that passes match and fits. The
 // start index lets equivalent pods resume where the previous one landed
@@ -269,6 +301,9 @@ func (c *PredicateChecker) fitsAnyNode(s *ClusterSnapshot, pod *apiv1.Pod, match
 		ferr := c.filter(state, result, pod, info)
 		if ferr == nil {
 			return i, info.Node().Name, nil
+		}
+		if ferr.IsInternal() {
+			return -1, "", ferr
 		}
 		for _, r := range ferr.reasons {
 			reasons[r]++
@@ -307,7 +342,9 @@ func (m csiManager) CSINodes() fwk.CSINodeLister { return csiNodeLister(m) }
 
 type csiNodeLister csiManager
 
-func (l csiNodeLister) List() ([]*storagev1.CSINode, error) { return l.lister.List(labels.Everything()) }
+func (l csiNodeLister) List() ([]*storagev1.CSINode, error) {
+	return l.lister.List(labels.Everything())
+}
 func (l csiNodeLister) Get(name string) (*storagev1.CSINode, error) {
 	return l.lister.Get(name)
 }

@@ -38,7 +38,7 @@ func snapshotOf(t testing.TB, nodes []*apiv1.Node, pods []*apiv1.Pod) *ClusterSn
 
 func TestCheckPredicatesResources(t *testing.T) {
 	c := testChecker(t)
-	s := snapshotOf(t, []*apiv1.Node{Node("n1", 2000, 4*GiB)}, []*apiv1.Pod{ScheduledPod("running", 1500, GiB, "n1")})
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 2000, 4*GiB)}, []*apiv1.Pod{BoundPod("running", 1500, GiB, "n1")})
 
 	if err := c.CheckPredicates(s, Pod("small", 500, GiB), "n1"); err != nil {
 		t.Errorf("pod using the remaining 0.5 cpu should fit: %v", err)

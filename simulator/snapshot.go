@@ -37,10 +37,10 @@ type ClusterSnapshot struct {
 	listIndex map[string]int
 	listValid bool
 
-	affinityList           []fwk.NodeInfo
-	antiAffinityList       []fwk.NodeInfo
-	nonHostAntiAffinity    []fwk.NodeInfo
-	affinityListsAreValid  bool
+	affinityList          []fwk.NodeInfo
+	antiAffinityList      []fwk.NodeInfo
+	nonHostAntiAffinity   []fwk.NodeInfo
+	affinityListsAreValid bool
 }
 
 // snapshotLayer remembers, for every node first changed while this layer was

@@ -84,8 +84,8 @@ func Pod(name string, milliCPU, memBytes int64) *apiv1.Pod {
 	}
 }
 
-// ScheduledPod is Pod bound to nodeName and Running.
-func ScheduledPod(name string, milliCPU, memBytes int64, nodeName string) *apiv1.Pod {
+// BoundPod is Pod bound to nodeName and Running.
+func BoundPod(name string, milliCPU, memBytes int64, nodeName string) *apiv1.Pod {
 	p := Pod(name, milliCPU, memBytes)
 	p.Spec.NodeName = nodeName
 	p.Status.Phase = apiv1.PodRunning

@@ -1,0 +1,187 @@
+// Package estimator answers "how many nodes like this template would these
+// pods need", by placing the pods on simulated new nodes with the scheduler
+// framework.
+package estimator
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	apiv1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// BinpackingEstimator packs pods first-fit onto template nodes.
+type BinpackingEstimator struct {
+	checker  *simulator.PredicateChecker
+	snapshot *simulator.ClusterSnapshot
+}
+
+// NewBinpackingEstimator returns an estimator working in forks of s. s holds
+// the current cluster, so spreading and anti-affinity rules see the pods that
+// already run.
+func NewBinpackingEstimator(c *simulator.PredicateChecker, s *simulator.ClusterSnapshot) *BinpackingEstimator {
+	return &BinpackingEstimator{checker: c, snapshot: s}
+}
+
+// Estimate returns how many nodes like template (at most maxNodes) the pods
+// of groups need, and the pods that would schedule on them. template is used
+// as given, including its pods (DaemonSet and static pods occupy every new
+// node). Groups are packed largest pods first; each pod goes to the first new
+// node it fits (newest first), and a new node is opened when it fits none. A
+// group whose pod does not fit even a fresh node is dropped at once. Pods go
+// only to new nodes. The snapshot is left as it was found.
+func (e *BinpackingEstimator) Estimate(groups []simulator.PodEquivalenceGroup, template *framework.NodeInfo, maxNodes int) (int, []*apiv1.Pod) {
+	if template == nil || template.Node() == nil || maxNodes <= 0 {
+		return 0, nil
+	}
+	e.snapshot.Fork()
+	defer e.snapshot.Revert()
+
+	ordered := sortGroupsBySize(groups, template.Node())
+	var open []string // newest first: the last node opened has the most room
+	var placed []*apiv1.Pod
+	serial := 0
+	limitHit := false
+
+	for _, g := range ordered {
+		if len(g.Pods) == 0 {
+			continue
+		}
+		// For groups whose fit can only get worse as pods are added (no pod
+		// affinity, no spread constraints), a node that refused one pod
+		// refuses the rest: skip it for them.
+		monotone := fitOnlyShrinks(g.Pods[0])
+		refused := map[string]bool{}
+		for i, p := range g.Pods {
+			candidates := open
+			if monotone && len(refused) > 0 {
+				candidates = make([]string, 0, len(open))
+				for _, n := range open {
+					if !refused[n] {
+						candidates = append(candidates, n)
+					}
+				}
+			}
+			if len(candidates) > 0 {
+				name, rejected, err := e.checker.FitsAnyNodeOf(e.snapshot, p, candidates)
+				if monotone {
+					for _, n := range rejected {
+						refused[n] = true
+					}
+				}
+				if err == nil {
+					if aerr := e.snapshot.AddPod(p, name); aerr != nil {
+						klog.Errorf("Estimation for %s: %v", template.Node().Name, aerr)
+						return len(open), placed
+					}
+					placed = append(placed, p)
+					continue
+				}
+				var pe *simulator.PredicateError
+				if errors.As(err, &pe) && pe.IsInternal() {
+					klog.Errorf("Estimation for %s: pod %s/%s: %v", template.Node().Name, p.Namespace, p.Name, err)
+					break
+				}
+			}
+			if len(open) >= maxNodes {
+				limitHit = true
+				klog.V(4).Infof("Estimation for %s: %d pods of %s/%s's group left out, max %d nodes reached",
+					template.Node().Name, len(g.Pods)-i, p.Namespace, p.Name, maxNodes)
+				break
+			}
+			name, err := e.openNode(template, &serial)
+			if err != nil {
+				klog.Errorf("Estimation for %s: %v", template.Node().Name, err)
+				return len(open), placed
+			}
+			if perr := e.checker.CheckPredicates(e.snapshot, p, name); perr != nil {
+				// It does not fit an empty new node: no equivalent pod ever will.
+				if rerr := e.snapshot.RemoveNode(name); rerr != nil {
+					klog.Errorf("Estimation for %s: %v", template.Node().Name, rerr)
+					return len(open), placed
+				}
+				klog.V(4).Infof("Estimation for %s: pod %s/%s and %d equivalent pods do not fit a new node: %v",
+					template.Node().Name, p.Namespace, p.Name, len(g.Pods)-i-1, perr)
+				break
+			}
+			if aerr := e.snapshot.AddPod(p, name); aerr != nil {
+				klog.Errorf("Estimation for %s: %v", template.Node().Name, aerr)
+				return len(open), placed
+			}
+			open = append([]string{name}, open...)
+			placed = append(placed, p)
+		}
+	}
+	klog.V(3).Infof("Estimation for %s: %d new nodes for %d pods (max %d nodes, limit reached: %v)",
+		template.Node().Name, len(open), len(placed), maxNodes, limitHit)
+	return len(open), placed
+}
+
+// openNode adds a fresh copy of template to the snapshot under an unused name.
+func (e *BinpackingEstimator) openNode(template *framework.NodeInfo, serial *int) (string, error) {
+	for {
+		suffix := fmt.Sprintf("estimate-%d", *serial)
+		*serial++
+		if e.snapshot.HasNode(template.Node().Name + "-" + suffix) {
+			continue
+		}
+		ni, err := simulator.SanitizedTemplateNodeInfo(template, suffix, nil, nil)
+		if err != nil {
+			return "", err
+		}
+		if err := e.snapshot.AddNodeInfo(ni); err != nil {
+			return "", err
+		}
+		return ni.Node().Name, nil
+	}
+}
+
+// fitOnlyShrinks: nothing in the pod's constraints can be satisfied by adding
+// pods, so a node that refuses it keeps refusing equivalent pods.
+func fitOnlyShrinks(p *apiv1.Pod) bool {
+	if len(p.Spec.TopologySpreadConstraints) > 0 {
+		return false
+	}
+	if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil {
+		return false
+	}
+	return true
+}
+
+// sortGroupsBySize orders groups by their exemplar's cpu and memory requests
+// relative to the node's allocatable, largest first (stable).
+func sortGroupsBySize(groups []simulator.PodEquivalenceGroup, node *apiv1.Node) []simulator.PodEquivalenceGroup {
+	out := append([]simulator.PodEquivalenceGroup(nil), groups...)
+	alloc := node.Status.Allocatable
+	cpu := alloc.Cpu().MilliValue()
+	mem := alloc.Memory().Value()
+	score := make([]float64, len(out))
+	for i, g := range out {
+		if len(g.Pods) == 0 {
+			continue
+		}
+		req := resourcehelper.PodRequests(g.Pods[0], resourcehelper.PodResourcesOptions{})
+		if cpu > 0 {
+			score[i] += float64(req.Cpu().MilliValue()) / float64(cpu)
+		}
+		if mem > 0 {
+			score[i] += float64(req.Memory().Value()) / float64(mem)
+		}
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return score[idx[a]] > score[idx[b]] })
+	sorted := make([]simulator.PodEquivalenceGroup, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted
+}

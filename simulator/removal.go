@@ -1,0 +1,116 @@
+package simulator
+
+import (
+	"fmt"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+// Reasons a node cannot be removed, as UnremovableNode.Reason. Names follow
+// upstream's UnremovableReason values.
+const (
+	// NoPlaceToMovePods: some pod to move fits no other node.
+	NoPlaceToMovePods = "NoPlaceToMovePods"
+	// BlockedByPod: a pod may not be moved (see BlockingPod.Reason).
+	BlockedByPod = "BlockedByPod"
+	// UnexpectedError: the simulation itself failed.
+	UnexpectedError = "UnexpectedError"
+)
+
+// RemovalSimulator answers "could this node go, and where would its pods go".
+type RemovalSimulator struct {
+	checker  *PredicateChecker
+	snapshot *ClusterSnapshot
+	opts     drain.Options
+}
+
+// NewRemovalSimulator returns a simulator working on s.
+func NewRemovalSimulator(c *PredicateChecker, s *ClusterSnapshot, opts drain.Options) *RemovalSimulator {
+	return &RemovalSimulator{checker: c, snapshot: s, opts: opts}
+}
+
+// NodeToBeRemoved is a node that can go and the pods that must move.
+type NodeToBeRemoved struct {
+	Node             *apiv1.Node
+	PodsToReschedule []*apiv1.Pod
+}
+
+// UnremovableNode is a node that cannot go, and why.
+type UnremovableNode struct {
+	Node        *apiv1.Node
+	Reason      string
+	BlockingPod *drain.BlockingPod
+}
+
+// SimulateNodeRemoval checks that every pod that must leave nodeName (per
+// drain.PodsToMove) fits some other node: one in destinations when it is
+// non-nil, any node still in the snapshot otherwise (nodes removed by earlier
+// successful simulations are gone from it). Pods are placed one after the
+// other, so later pods see the load of earlier ones. On success the snapshot
+// is left with the node removed and its pods placed (the caller Forks to keep
+// or drop that); on failure the snapshot is unchanged.
+func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map[string]bool, pdbs []*policyv1.PodDisruptionBudget, now time.Time) (*NodeToBeRemoved, *UnremovableNode) {
+	info, found := r.snapshot.nodes[nodeName]
+	if !found {
+		klog.Warningf("Scale-down simulation: node %s is not in the cluster snapshot", nodeName)
+		return nil, &UnremovableNode{Node: &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, Reason: UnexpectedError}
+	}
+	node := info.Node()
+	pods := make([]*apiv1.Pod, 0, len(info.Pods))
+	for _, pi := range info.Pods {
+		pods = append(pods, pi.GetPod())
+	}
+
+	toMove, blocking := drain.PodsToMove(pods, pdbs, r.opts, now)
+	if blocking != nil {
+		klog.V(2).Infof("Node %s cannot be removed: pod %s/%s blocks it (%s)", nodeName, blocking.Pod.Namespace, blocking.Pod.Name, blocking.Reason)
+		return nil, &UnremovableNode{Node: node, Reason: BlockedByPod, BlockingPod: blocking}
+	}
+
+	r.snapshot.Fork()
+	if err := r.snapshot.RemoveNode(nodeName); err != nil {
+		r.snapshot.Revert()
+		klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
+		return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
+	}
+	match := func(ni *schedframework.NodeInfo) bool {
+		name := ni.Node().Name
+		return destinations == nil || destinations[name]
+	}
+	// Equivalent pods resume where the previous one landed.
+	hints := map[uint64]int{}
+	for _, p := range toMove {
+		moved := withNodeName(p, "")
+		h := schedulingHash(moved)
+		idx, dest, err := r.checker.fitsAnyNode(r.snapshot, moved, match, hints[h])
+		if err != nil {
+			r.snapshot.Revert()
+			if pe, ok := err.(*PredicateError); ok && pe.IsInternal() {
+				klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
+				return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
+			}
+			klog.V(2).Infof("Node %s cannot be removed: pod %s/%s has no place to go: %v", nodeName, p.Namespace, p.Name, err)
+			return nil, &UnremovableNode{Node: node, Reason: NoPlaceToMovePods}
+		}
+		hints[h] = idx
+		if err := r.snapshot.AddPod(withNodeName(p, dest), dest); err != nil {
+			r.snapshot.Revert()
+			klog.Errorf("Scale-down simulation of node %s: %v", nodeName, fmt.Errorf("placing pod %s/%s on %s: %w", p.Namespace, p.Name, dest, err))
+			return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
+		}
+		klog.V(4).Infof("Scale-down simulation: pod %s/%s from %s would move to %s", p.Namespace, p.Name, nodeName, dest)
+	}
+	if err := r.snapshot.Commit(); err != nil {
+		klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
+		return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
+	}
+	klog.V(2).Infof("Node %s can be removed: its %d pods to move fit elsewhere", nodeName, len(toMove))
+	return &NodeToBeRemoved{Node: node, PodsToReschedule: toMove}, nil
+}

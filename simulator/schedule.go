@@ -1,0 +1,172 @@
+package simulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// ScheduledPod is a pod and the node the simulation put it on.
+type ScheduledPod struct {
+	Pod      *apiv1.Pod
+	NodeName string
+}
+
+// PodEquivalenceGroup holds pods the scheduler cannot tell apart: same
+// controller and same scheduling-relevant spec. Pods[0] is the exemplar.
+type PodEquivalenceGroup struct {
+	Pods []*apiv1.Pod
+}
+
+// Exemplar is the group's first pod.
+func (g PodEquivalenceGroup) Exemplar() *apiv1.Pod {
+	if len(g.Pods) == 0 {
+		return nil
+	}
+	return g.Pods[0]
+}
+
+// GroupPods groups pods by controller UID and a hash of what the scheduler
+// looks at (labels, requests, node selector, affinity, tolerations, spread
+// constraints, ports, volumes, ...). Pods without a controller are each their
+// own group. Groups come out in order of first appearance.
+func GroupPods(pods []*apiv1.Pod) []PodEquivalenceGroup {
+	type key struct {
+		owner types.UID
+		hash  uint64
+	}
+	index := map[key]int{}
+	var groups []PodEquivalenceGroup
+	for _, p := range pods {
+		if p == nil {
+			continue
+		}
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || ref.UID == "" {
+			groups = append(groups, PodEquivalenceGroup{Pods: []*apiv1.Pod{p}})
+			continue
+		}
+		k := key{owner: ref.UID, hash: schedulingHash(p)}
+		if i, found := index[k]; found {
+			groups[i].Pods = append(groups[i].Pods, p)
+			continue
+		}
+		index[k] = len(groups)
+		groups = append(groups, PodEquivalenceGroup{Pods: []*apiv1.Pod{p}})
+	}
+	return groups
+}
+
+// schedulingView is what the filter plugins read from a pod. Two pods with
+// the same view and the same owner get the same answer everywhere.
+type schedulingView struct {
+	Namespace                 string
+	Labels                    map[string]string
+	NodeName                  string
+	NodeSelector              map[string]string
+	Affinity                  *apiv1.Affinity
+	Tolerations               []apiv1.Toleration
+	TopologySpreadConstraints []apiv1.TopologySpreadConstraint
+	Volumes                   []apiv1.Volume
+	Containers                []containerView
+	InitContainers            []containerView
+	Overhead                  apiv1.ResourceList
+	Resources                 *apiv1.ResourceRequirements
+	ResourceClaims            []apiv1.PodResourceClaim
+	HostNetwork               bool
+	SchedulerName             string
+	PriorityClassName         string
+}
+
+type containerView struct {
+	Resources     apiv1.ResourceRequirements
+	Ports         []apiv1.ContainerPort
+	RestartPolicy *apiv1.ContainerRestartPolicy
+}
+
+func schedulingHash(p *apiv1.Pod) uint64 {
+	v := schedulingView{
+		Namespace:                 p.Namespace,
+		Labels:                    p.Labels,
+		NodeName:                  p.Spec.NodeName,
+		NodeSelector:              p.Spec.NodeSelector,
+		Affinity:                  p.Spec.Affinity,
+		Tolerations:               p.Spec.Tolerations,
+		TopologySpreadConstraints: p.Spec.TopologySpreadConstraints,
+		Volumes:                   p.Spec.Volumes,
+		Overhead:                  p.Spec.Overhead,
+		Resources:                 p.Spec.Resources,
+		ResourceClaims:            p.Spec.ResourceClaims,
+		HostNetwork:               p.Spec.HostNetwork,
+		SchedulerName:             p.Spec.SchedulerName,
+		PriorityClassName:         p.Spec.PriorityClassName,
+	}
+	for _, c := range p.Spec.Containers {
+		v.Containers = append(v.Containers, containerView{Resources: c.Resources, Ports: c.Ports})
+	}
+	for _, c := range p.Spec.InitContainers {
+		v.InitContainers = append(v.InitContainers, containerView{Resources: c.Resources, Ports: c.Ports, RestartPolicy: c.RestartPolicy})
+	}
+	// JSON sorts map keys, so equal views give equal bytes.
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Cannot happen for API types; fall back to a value unique to the pod
+		// so that it is at worst its own group.
+		b = []byte(fmt.Sprintf("%p", p))
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return h.Sum64()
+}
+
+// TrySchedulePods places pods on the snapshot's nodes, first fit in the
+// snapshot's node order, adding each placed pod to the snapshot so later
+// pods see it. Once a pod of an equivalence group fits nowhere, the rest of
+// the group is reported unschedulable without being tried; a group also
+// resumes its search at the node where its previous pod landed (wrapping
+// around, so no node is skipped).
+func TrySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod) (scheduled []ScheduledPod, unschedulable []*apiv1.Pod, err error) {
+	for _, g := range GroupPods(pods) {
+		hint := 0
+		failed := false
+		for _, p := range g.Pods {
+			if failed {
+				unschedulable = append(unschedulable, p)
+				continue
+			}
+			idx, nodeName, ferr := c.fitsAnyNode(s, p, nil, hint)
+			if ferr != nil {
+				if pe, ok := ferr.(*PredicateError); ok && pe.IsInternal() {
+					return scheduled, unschedulable, fmt.Errorf("simulating pod %s: %w", podKey(p), ferr)
+				}
+				klog.V(4).Infof("Pod %s does not fit any node: %v; %d equivalent pods not tried", podKey(p), ferr, len(g.Pods)-1)
+				failed = true
+				unschedulable = append(unschedulable, p)
+				continue
+			}
+			if err := s.AddPod(withNodeName(p, nodeName), nodeName); err != nil {
+				return scheduled, unschedulable, err
+			}
+			hint = idx
+			scheduled = append(scheduled, ScheduledPod{Pod: p, NodeName: nodeName})
+		}
+	}
+	klog.V(3).Infof("Scheduling simulation: %d pods fit existing nodes, %d do not", len(scheduled), len(unschedulable))
+	return scheduled, unschedulable, nil
+}
+
+// withNodeName returns a shallow copy of p bound to nodeName, so pods stored
+// in the snapshot say where they are without the caller's object changing.
+func withNodeName(p *apiv1.Pod, nodeName string) *apiv1.Pod {
+	if p.Spec.NodeName == nodeName {
+		return p
+	}
+	cp := *p
+	cp.Spec.NodeName = nodeName
+	return &cp
+}
