@@ -11,6 +11,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -192,26 +193,38 @@ func statusToError(pod *apiv1.Pod, nodeName string, st *fwk.Status) *PredicateEr
 	return pe
 }
 
-// preFilter runs the PreFilter plugins for pod against s. A nil error means
-// state is ready for Filter calls; result may restrict the candidate nodes.
-func (c *PredicateChecker) preFilter(s *ClusterSnapshot, pod *apiv1.Pod) (*schedframework.CycleState, *fwk.PreFilterResult, *PredicateError) {
+// preFilterOutcome is what PreFilter leaves for the Filter calls.
+type preFilterOutcome struct {
+	state *schedframework.CycleState
+	// result may restrict the candidate nodes; restrictedBy names the
+	// plugins that did.
+	result       *fwk.PreFilterResult
+	restrictedBy string
+}
+
+// preFilter runs the PreFilter plugins for pod against s.
+func (c *PredicateChecker) preFilter(s *ClusterSnapshot, pod *apiv1.Pod) (*preFilterOutcome, *PredicateError) {
 	c.lister.snapshot = s
 	s.prepareForScheduling()
 	state := schedframework.NewCycleState()
-	result, st, _ := c.fw.RunPreFilterPlugins(c.ctx, state, pod)
+	result, st, restricting := c.fw.RunPreFilterPlugins(c.ctx, state, pod)
 	if !st.IsSuccess() {
-		return nil, nil, statusToError(pod, "", st)
+		return nil, statusToError(pod, "", st)
 	}
-	return state, result, nil
+	out := &preFilterOutcome{state: state, result: result}
+	if !result.AllNodes() {
+		out.restrictedBy = strings.Join(sets.List(restricting), ",")
+	}
+	return out, nil
 }
 
-func (c *PredicateChecker) filter(state *schedframework.CycleState, result *fwk.PreFilterResult, pod *apiv1.Pod, info *schedframework.NodeInfo) *PredicateError {
+func (c *PredicateChecker) filter(pf *preFilterOutcome, pod *apiv1.Pod, info *schedframework.NodeInfo) *PredicateError {
 	name := info.Node().Name
-	if !result.AllNodes() && !result.NodeNames.Has(name) {
-		return &PredicateError{podName: podKey(pod), nodeName: name, plugin: "PreFilter",
-			reasons: []string{"node is not among the nodes the PreFilter plugins allow"}}
+	if !pf.result.AllNodes() && !pf.result.NodeNames.Has(name) {
+		return &PredicateError{podName: podKey(pod), nodeName: name, plugin: pf.restrictedBy,
+			reasons: []string{fmt.Sprintf("node(s) didn't satisfy plugin(s) %s", pf.restrictedBy)}}
 	}
-	if st := c.fw.RunFilterPlugins(c.ctx, state, pod, info); !st.IsSuccess() {
+	if st := c.fw.RunFilterPlugins(c.ctx, pf.state, pod, info); !st.IsSuccess() {
 		return statusToError(pod, name, st)
 	}
 	return nil
@@ -224,12 +237,12 @@ func (c *PredicateChecker) CheckPredicates(s *ClusterSnapshot, pod *apiv1.Pod, n
 		return &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: "ClusterSnapshot",
 			internal: fmt.Errorf("node %s not in the snapshot", nodeName)}
 	}
-	state, result, perr := c.preFilter(s, pod)
+	pf, perr := c.preFilter(s, pod)
 	if perr != nil {
 		perr.nodeName = nodeName
 		return perr
 	}
-	return c.filter(state, result, pod, info)
+	return c.filter(pf, pod, info)
 }
 
 // FitsAnyNodeMatching returns the name of a node that fits pod and passes
@@ -250,7 +263,7 @@ func (c *PredicateChecker) FitsAnyNodeMatching(s *ClusterSnapshot, pod *apiv1.Po
 // *PredicateError when the pod fails PreFilter or a plugin breaks, another
 // error when every node refused it.
 func (c *PredicateChecker) FitsAnyNodeOf(s *ClusterSnapshot, pod *apiv1.Pod, nodeNames []string) (fit string, rejected []string, err error) {
-	state, result, perr := c.preFilter(s, pod)
+	pf, perr := c.preFilter(s, pod)
 	if perr != nil {
 		return "", nil, perr
 	}
@@ -260,7 +273,7 @@ func (c *PredicateChecker) FitsAnyNodeOf(s *ClusterSnapshot, pod *apiv1.Pod, nod
 		if !found {
 			continue
 		}
-		ferr := c.filter(state, result, pod, info)
+		ferr := c.filter(pf, pod, info)
 		if ferr == nil {
 			return name, rejected, nil
 		}
@@ -280,7 +293,7 @@ func (c *PredicateChecker) FitsAnyNodeOf(s *ClusterSnapshot, pod *apiv1.Pod, nod
 // start index lets equivalent pods resume where the previous one landed
 // without giving up completeness.
 func (c *PredicateChecker) fitsAnyNode(s *ClusterSnapshot, pod *apiv1.Pod, match func(*schedframework.NodeInfo) bool, start int) (int, string, error) {
-	state, result, perr := c.preFilter(s, pod)
+	pf, perr := c.preFilter(s, pod)
 	if perr != nil {
 		return -1, "", perr
 	}
@@ -298,7 +311,7 @@ func (c *PredicateChecker) fitsAnyNode(s *ClusterSnapshot, pod *apiv1.Pod, match
 			continue
 		}
 		tried++
-		ferr := c.filter(state, result, pod, info)
+		ferr := c.filter(pf, pod, info)
 		if ferr == nil {
 			return i, info.Node().Name, nil
 		}

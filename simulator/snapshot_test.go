@@ -1,0 +1,246 @@
+package simulator
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+
+	apiv1 "k8s.io/api/core/v1"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
+)
+
+// podsOn lists "namespace/name" of the pods the snapshot has on nodeName,
+// sorted; nil when the node is absent.
+func podsOn(t *testing.T, s *ClusterSnapshot, nodeName string) []string {
+	t.Helper()
+	ni, err := s.GetNodeInfo(nodeName)
+	if err != nil {
+		return nil
+	}
+	out := []string{}
+	for _, p := range ni.Pods() {
+		out = append(out, p.Namespace+"/"+p.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func requestedCPU(t *testing.T, s *ClusterSnapshot, nodeName string) int64 {
+	t.Helper()
+	info, ok := s.nodes[nodeName]
+	if !ok {
+		t.Fatalf("node %s missing", nodeName)
+	}
+	return info.Requested.MilliCPU
+}
+
+func TestSetClusterStateKeepsBoundLivePodsOnly(t *testing.T) {
+	done := BoundPod("done", 100, MiB, "n1")
+	done.Status.Phase = apiv1.PodSucceeded
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 1000, GiB), Node("n2", 1000, GiB)}, []*apiv1.Pod{
+		BoundPod("a", 100, MiB, "n1"),
+		BoundPod("b", 200, MiB, "n2"),
+		BoundPod("lost", 100, MiB, "gone"),
+		Pod("pending", 100, MiB),
+		done,
+	})
+	if got := podsOn(t, s, "n1"); !reflect.DeepEqual(got, []string{"default/a"}) {
+		t.Errorf("n1 pods = %v", got)
+	}
+	if got := podsOn(t, s, "n2"); !reflect.DeepEqual(got, []string{"default/b"}) {
+		t.Errorf("n2 pods = %v", got)
+	}
+	if got := s.NodeNames(); !reflect.DeepEqual(got, []string{"n1", "n2"}) {
+		t.Errorf("NodeNames = %v", got)
+	}
+	if err := s.SetClusterState([]*apiv1.Node{Node("x", 1, 1), Node("x", 1, 1)}, nil); err == nil {
+		t.Errorf("duplicate node names must be refused")
+	}
+}
+
+func TestSnapshotAddRemove(t *testing.T) {
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 1000, GiB)}, nil)
+	if err := s.AddPod(Pod("p", 300, MiB), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddPod(Pod("q", 200, MiB), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := requestedCPU(t, s, "n1"); got != 500 {
+		t.Errorf("requested cpu = %d, want 500", got)
+	}
+	if err := s.RemovePod("default", "p", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := requestedCPU(t, s, "n1"); got != 200 {
+		t.Errorf("requested cpu after removal = %d, want 200", got)
+	}
+	if err := s.RemovePod("default", "p", "n1"); err == nil {
+		t.Errorf("removing a pod twice must fail")
+	}
+	if err := s.AddPod(Pod("r", 1, 1), "nope"); err == nil {
+		t.Errorf("adding to an unknown node must fail")
+	}
+	if err := s.AddNodeInfo(framework.NewNodeInfo(Node("n1", 1, 1))); err == nil {
+		t.Errorf("adding an existing node must fail")
+	}
+	if err := s.AddNodeInfo(framework.NewNodeInfo(Node("n2", 2000, GiB), BoundPod("ds", 100, MiB, "n2"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := requestedCPU(t, s, "n2"); got != 100 {
+		t.Errorf("n2 requested cpu = %d, want 100 (the pod it came with)", got)
+	}
+	if err := s.RemoveNode("n2"); err != nil {
+		t.Fatal(err)
+	}
+	if s.HasNode("n2") || len(s.NodeInfos()) != 1 {
+		t.Errorf("n2 should be gone, nodes = %v", s.NodeNames())
+	}
+	if err := s.RemoveNode("n2"); err == nil {
+		t.Errorf("removing a node twice must fail")
+	}
+}
+
+func TestForkRevertRestoresEverything(t *testing.T) {
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 1000, GiB), Node("n2", 1000, GiB)},
+		[]*apiv1.Pod{BoundPod("a", 100, MiB, "n1"), BoundPod("b", 100, MiB, "n2")})
+	before1, before2 := s.nodes["n1"], s.nodes["n2"]
+
+	s.Fork()
+	if err := s.AddPod(Pod("x", 400, MiB), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemovePod("default", "b", "n2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddNodeInfo(framework.NewNodeInfo(Node("n3", 1000, GiB))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveNode("n1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.NodeNames(); !reflect.DeepEqual(got, []string{"n2", "n3"}) {
+		t.Fatalf("inside fork nodes = %v", got)
+	}
+	// Copy-on-write: the NodeInfos of the base were not modified in place.
+	if before1.Requested.MilliCPU != 100 || len(before2.Pods) != 1 {
+		t.Fatalf("fork changed the base layer's objects: n1 cpu %d, n2 pods %d", before1.Requested.MilliCPU, len(before2.Pods))
+	}
+	s.Revert()
+
+	if got := s.NodeNames(); !reflect.DeepEqual(got, []string{"n1", "n2"}) {
+		t.Errorf("after revert nodes = %v", got)
+	}
+	if got := podsOn(t, s, "n1"); !reflect.DeepEqual(got, []string{"default/a"}) {
+		t.Errorf("after revert n1 pods = %v", got)
+	}
+	if got := podsOn(t, s, "n2"); !reflect.DeepEqual(got, []string{"default/b"}) {
+		t.Errorf("after revert n2 pods = %v", got)
+	}
+	if got := requestedCPU(t, s, "n1"); got != 100 {
+		t.Errorf("after revert n1 requested cpu = %d", got)
+	}
+	if s.ForkDepth() != 0 {
+		t.Errorf("fork depth = %d", s.ForkDepth())
+	}
+}
+
+func TestNestedForkCommitRevert(t *testing.T) {
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 4000, 4*GiB)}, nil)
+
+	s.Fork() // outer
+	if err := s.AddPod(Pod("outer", 100, MiB), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	s.Fork() // inner, committed
+	if err := s.AddPod(Pod("inner", 100, MiB), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddNodeInfo(framework.NewNodeInfo(Node("n2", 1000, GiB))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := podsOn(t, s, "n1"); !reflect.DeepEqual(got, []string{"default/inner", "default/outer"}) {
+		t.Errorf("after commit n1 pods = %v", got)
+	}
+	s.Fork() // inner, reverted
+	if err := s.AddPod(Pod("dropped", 100, MiB), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveNode("n2"); err != nil {
+		t.Fatal(err)
+	}
+	s.Revert()
+	if got := podsOn(t, s, "n1"); !reflect.DeepEqual(got, []string{"default/inner", "default/outer"}) {
+		t.Errorf("after inner revert n1 pods = %v", got)
+	}
+	if !s.HasNode("n2") {
+		t.Errorf("inner revert must bring n2 back")
+	}
+	// The outer revert drops what the committed inner layer did too.
+	s.Revert()
+	if got := podsOn(t, s, "n1"); len(got) != 0 {
+		t.Errorf("after outer revert n1 pods = %v", got)
+	}
+	if s.HasNode("n2") {
+		t.Errorf("outer revert must drop n2")
+	}
+	if err := s.Commit(); err == nil {
+		t.Errorf("commit without a fork must fail")
+	}
+	s.Revert() // without a fork: no-op
+}
+
+func TestCommitToBaseKeepsChanges(t *testing.T) {
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 4000, 4*GiB)}, nil)
+	s.Fork()
+	if err := s.AddPod(Pod("kept", 100, MiB), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s.Revert() // nothing to revert any more
+	if got := podsOn(t, s, "n1"); !reflect.DeepEqual(got, []string{"default/kept"}) {
+		t.Errorf("n1 pods = %v", got)
+	}
+}
+
+func TestFrameworkListsFollowForks(t *testing.T) {
+	anti := WithAntiAffinity(BoundPod("anti", 100, MiB, "n1"), apiv1.LabelHostname)
+	anti.Labels["app"] = "web"
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 1000, GiB), Node("n2", 1000, GiB)}, []*apiv1.Pod{anti})
+	l := &frameworkLister{snapshot: s}
+	count := func() (int, int, int) {
+		all, _ := l.NodeInfos().List()
+		aff, _ := l.NodeInfos().HavePodsWithAffinityList()
+		antiL, _ := l.NodeInfos().HavePodsWithRequiredAntiAffinityList()
+		return len(all), len(aff), len(antiL)
+	}
+	if a, b, c := count(); a != 2 || b != 1 || c != 1 {
+		t.Fatalf("lists = %d,%d,%d want 2,1,1", a, b, c)
+	}
+	s.Fork()
+	p := WithAntiAffinity(Pod("anti2", 100, MiB), apiv1.LabelHostname)
+	if err := s.AddPod(p, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	if a, b, c := count(); a != 2 || b != 2 || c != 2 {
+		t.Errorf("in fork lists = %d,%d,%d want 2,2,2", a, b, c)
+	}
+	got, _ := l.NodeInfos().Get("n2")
+	if len(got.GetPods()) != 1 {
+		t.Errorf("Get(n2) shows %d pods, want 1", len(got.GetPods()))
+	}
+	s.Revert()
+	if a, b, c := count(); a != 2 || b != 1 || c != 1 {
+		t.Errorf("after revert lists = %d,%d,%d want 2,1,1", a, b, c)
+	}
+	if _, err := l.NodeInfos().Get("nope"); err == nil {
+		t.Errorf("Get of an unknown node must fail")
+	}
+}
