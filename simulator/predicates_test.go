@@ -95,9 +95,17 @@ func TestCheckPredicatesPlugins(t *testing.T) {
 			return []*apiv1.Node{n}
 		}(), pods: []*apiv1.Pod{BoundPod("a", 1, 1, "n")}, pod: Pod("p", 1, 1), node: "n", wantPlugin: "NodeResourcesFit"},
 		{name: "node selector matches", nodes: []*apiv1.Node{WithLabel(Node("n", 4000, 4*GiB), "pool", "gpu")},
-			pod: func() *apiv1.Pod { p := Pod("p", 100, MiB); p.Spec.NodeSelector = map[string]string{"pool": "gpu"}; return p }(), node: "n"},
+			pod: func() *apiv1.Pod {
+				p := Pod("p", 100, MiB)
+				p.Spec.NodeSelector = map[string]string{"pool": "gpu"}
+				return p
+			}(), node: "n"},
 		{name: "node selector does not match", nodes: []*apiv1.Node{WithLabel(Node("n", 4000, 4*GiB), "pool", "cpu")},
-			pod: func() *apiv1.Pod { p := Pod("p", 100, MiB); p.Spec.NodeSelector = map[string]string{"pool": "gpu"}; return p }(), node: "n", wantPlugin: "NodeAffinity"},
+			pod: func() *apiv1.Pod {
+				p := Pod("p", 100, MiB)
+				p.Spec.NodeSelector = map[string]string{"pool": "gpu"}
+				return p
+			}(), node: "n", wantPlugin: "NodeAffinity"},
 		{name: "required node affinity does not match", nodes: []*apiv1.Node{WithLabel(Node("n", 4000, 4*GiB), zone, "ams3-a")},
 			pod: func() *apiv1.Pod {
 				p := Pod("p", 100, MiB)
