@@ -25,6 +25,9 @@ type cloudConfigFile struct {
 	TokenFile string `json:"token_file"`
 	// URL overrides the API base URL (https://api.digitalocean.com/).
 	URL string `json:"url"`
+	// NodePoolSelection says which pools are node groups: "auto_scale"
+	// (the default) or "tags"; see selectPool.
+	NodePoolSelection string `json:"node_pool_selection"`
 }
 
 // providerConfig is a validated cloud config.
@@ -33,6 +36,8 @@ type providerConfig struct {
 	// baseURL is empty for godo's default, else ends with "/".
 	baseURL     string
 	tokenSource oauth2.TokenSource
+	// selection is SelectByAutoScale or SelectByTags.
+	selection string
 }
 
 // loadConfig reads and validates the cloud config file. It contacts no
@@ -78,6 +83,14 @@ func parseConfig(data []byte) (*providerConfig, error) {
 		return nil, errors.New("cluster ID is not provided")
 	}
 	cfg := &providerConfig{clusterID: clusterID}
+	switch f.NodePoolSelection {
+	case "", SelectByAutoScale:
+		cfg.selection = SelectByAutoScale
+	case SelectByTags:
+		cfg.selection = SelectByTags
+	default:
+		return nil, fmt.Errorf("node_pool_selection %q is not valid: want %q (the default) or %q", f.NodePoolSelection, SelectByAutoScale, SelectByTags)
+	}
 	if tokenFile != "" {
 		src, err := newFileTokenSource(tokenFile)
 		if err != nil {

@@ -1,5 +1,6 @@
 // Package digitalocean is the DigitalOcean Kubernetes (DOKS) cloud provider:
-// autoscaled node pools become node groups, resized through the DOKS API.
+// selected node pools (those with auto_scale on, or with the autoscaler's
+// tags) become node groups, resized through the DOKS API.
 package digitalocean
 
 import (
@@ -52,20 +53,20 @@ func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *c
 	if rl == nil {
 		rl = cloudprovider.NewResourceLimiter(nil, nil)
 	}
-	m := newManager(client, o, gpuLabel)
+	m := newManager(client, o, gpuLabel, cfg.selection)
 	endpoint := cfg.baseURL
 	if endpoint == "" {
 		endpoint = client.godo.BaseURL.String()
 	}
-	klog.Infof("DigitalOcean provider for cluster %s via %s (user agent %s); GPU label %s",
-		cfg.clusterID, endpoint, userAgent(), gpuLabel)
+	klog.Infof("DigitalOcean provider for cluster %s via %s (user agent %s); GPU label %s; node_pool_selection=%s (%s)",
+		cfg.clusterID, endpoint, userAgent(), gpuLabel, m.selection, selectionRule(m.selection))
 	return &CloudProvider{m: m, limiter: rl, gpuLabel: gpuLabel, pricing: &pricingModel{m: m}}, nil
 }
 
 // Name returns "digitalocean".
 func (p *CloudProvider) Name() string { return ProviderName }
 
-// NodeGroups returns the autoscaled node pools.
+// NodeGroups returns the selected node pools.
 func (p *CloudProvider) NodeGroups() []cloudprovider.NodeGroup {
 	groups := p.m.nodeGroups()
 	out := make([]cloudprovider.NodeGroup, 0, len(groups))

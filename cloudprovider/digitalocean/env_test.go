@@ -79,6 +79,9 @@ type testEnv struct {
 	hook func(w http.ResponseWriter, r *http.Request) bool
 
 	clockOffset atomic.Int64 // added to time.Now, to age caches
+
+	// selection is the cloud config's node_pool_selection ("" = unset).
+	selection string
 }
 
 type envOption func(*testEnv, *clientOptions, *config.AutoscalingOptions)
@@ -119,7 +122,11 @@ func newEnv(t testing.TB, simOpts doks.Options, options ...envOption) *testEnv {
 	for _, f := range options {
 		f(e, &o, &opts)
 	}
-	cfg, err := parseConfig([]byte(fmt.Sprintf(`{"cluster_id": %q, "token": %q, "url": %q}`, testCluster, simOpts.Token, e.hs.URL)))
+	cfgJSON := fmt.Sprintf(`{"cluster_id": %q, "token": %q, "url": %q`, testCluster, simOpts.Token, e.hs.URL)
+	if e.selection != "" {
+		cfgJSON += fmt.Sprintf(`, "node_pool_selection": %q`, e.selection)
+	}
+	cfg, err := parseConfig([]byte(cfgJSON + "}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +142,10 @@ func newEnv(t testing.TB, simOpts doks.Options, options ...envOption) *testEnv {
 
 func withPageSize(n int) envOption {
 	return func(_ *testEnv, o *clientOptions, _ *config.AutoscalingOptions) { o.pageSize = n }
+}
+
+func withSelection(mode string) envOption {
+	return func(e *testEnv, _ *clientOptions, _ *config.AutoscalingOptions) { e.selection = mode }
 }
 
 func withGPULabel(l string) envOption {

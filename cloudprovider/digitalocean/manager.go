@@ -32,6 +32,9 @@ type manager struct {
 	o      clientOptions
 	// gpuLabel is the label marking GPU nodes (--gpu-label).
 	gpuLabel string
+	// selection is the node_pool_selection mode: SelectByAutoScale or
+	// SelectByTags.
+	selection string
 
 	mu sync.RWMutex
 	// groups are the autoscaled pools, in API order.
@@ -45,18 +48,26 @@ type manager struct {
 	sizeByInstance map[string]string
 	// templates by pool ID.
 	templates map[string]*templateEntry
+	// notes are the selection notes last logged, by pool ID, so a warning
+	// about a pool is logged when it changes rather than every Refresh.
+	notes     map[string]string
 	refreshed bool
 }
 
-func newManager(client *apiClient, o clientOptions, gpuLabel string) *manager {
+func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) *manager {
+	if selection == "" {
+		selection = SelectByAutoScale
+	}
 	return &manager{
 		client:          client,
 		o:               o,
 		gpuLabel:        gpuLabel,
+		selection:       selection,
 		groupByInstance: map[string]*NodeGroup{},
 		groupByNodeID:   map[string]*NodeGroup{},
 		sizeByInstance:  map[string]string{},
 		templates:       map[string]*templateEntry{},
+		notes:           map[string]string{},
 	}
 }
 
@@ -93,7 +104,8 @@ func poolSpec(p *godo.KubernetesNodePool) string {
 	return b.String()
 }
 
-// Refresh lists every node pool (all pages) and rebuilds the node groups.
+// Refresh lists every node pool (all pages) and rebuilds the node groups:
+// the pools selectPool accepts in the configured mode.
 //
 // Templates are fetched only for a pool that is new, whose name, size,
 // labels or taints changed, whose template is older than templateTTL, or
@@ -113,11 +125,12 @@ func (m *manager) Refresh(ctx context.Context) error {
 		return fmt.Errorf("listing node pools of cluster %s: %w", m.client.clusterID, err)
 	}
 	m.mu.RLock()
-	oldTemplates := m.templates
+	oldTemplates, oldNotes := m.templates, m.notes
 	m.mu.RUnlock()
 
 	now := m.o.now()
 	templates := make(map[string]*templateEntry, len(pools))
+	notes := make(map[string]string, len(pools))
 	var groups []*NodeGroup
 	byInstance := map[string]*NodeGroup{}
 	byNodeID := map[string]*NodeGroup{}
@@ -132,8 +145,10 @@ func (m *manager) Refresh(ctx context.Context) error {
 				sizes[instanceID(n)] = p.Size
 			}
 		}
-		if !p.AutoScale {
-			klog.V(4).Infof("node pool %s (%s) has auto_scale off: not a node group", p.Name, p.ID)
+		v := selectPool(m.selection, p)
+		logVerdict(v, oldNotes[p.ID])
+		notes[p.ID] = v.note
+		if !v.group {
 			continue
 		}
 		entry, didFetch := m.template(ctx, p, oldTemplates[p.ID], now)
@@ -144,7 +159,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 			}
 		}
 		templates[p.ID] = entry
-		g := newNodeGroup(m, p, entry)
+		g := newNodeGroup(m, p, v.minSize, v.maxSize, entry)
 		groups = append(groups, g)
 		for _, n := range p.Nodes {
 			if n == nil {
@@ -164,6 +179,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 
 	m.mu.Lock()
 	m.groups, m.groupByInstance, m.groupByNodeID, m.sizeByInstance, m.templates = groups, byInstance, byNodeID, sizes, templates
+	m.notes = notes
 	m.refreshed = true
 	m.mu.Unlock()
 
@@ -171,10 +187,26 @@ func (m *manager) Refresh(ctx context.Context) error {
 		klog.Info("cluster-autoscaler is disabled. no node pools are configured")
 	}
 	if fetched > 0 || klog.V(2).Enabled() {
-		klog.Infof("DigitalOcean refresh: %d node pools, %d autoscaled; %d templates fetched (%d failed) in %s",
-			len(pools), len(groups), fetched, failed, m.o.now().Sub(start).Round(time.Millisecond))
+		klog.Infof("DigitalOcean refresh: %d node pools, %d node groups (node_pool_selection=%s); %d templates fetched (%d failed) in %s",
+			len(pools), len(groups), m.selection, fetched, failed, m.o.now().Sub(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// logVerdict logs a pool's selection note. Warnings and new node groups
+// are logged at once, then again only when the note changes (the pool's
+// tags, flags or name changed), not at every Refresh; routine notes (a pool
+// left alone by design) only at -v=4.
+func logVerdict(v poolVerdict, previous string) {
+	switch {
+	case v.note == "":
+	case v.note == previous || (!v.warn && !v.group):
+		klog.V(4).Info(v.note)
+	case v.warn:
+		klog.Warning(v.note)
+	default:
+		klog.Info(v.note)
+	}
 }
 
 // template returns the pool's template entry, fetching it when needed.

@@ -26,7 +26,7 @@ const (
 // provider does not know (the same code upstream uses).
 const errorCodeDigitalOcean = "no-code-digitalocean"
 
-// NodeGroup is an autoscaled DOKS node pool. Its state is the pool as the
+// NodeGroup is a DOKS node pool this autoscaler manages (see selectPool). Its state is the pool as the
 // last Refresh saw it, updated by this group's own successful calls.
 type NodeGroup struct {
 	m *manager
@@ -43,8 +43,10 @@ type NodeGroup struct {
 
 var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
 
-func newNodeGroup(m *manager, p *godo.KubernetesNodePool, t *templateEntry) *NodeGroup {
-	return &NodeGroup{m: m, id: p.ID, name: p.Name, minSize: p.MinNodes, maxSize: p.MaxNodes, template: t, pool: copyPool(p)}
+// newNodeGroup makes a group of pool p with the bounds its selection gave
+// (min_nodes/max_nodes, or the pool's tags).
+func newNodeGroup(m *manager, p *godo.KubernetesNodePool, minSize, maxSize int, t *templateEntry) *NodeGroup {
+	return &NodeGroup{m: m, id: p.ID, name: p.Name, minSize: minSize, maxSize: maxSize, template: t, pool: copyPool(p)}
 }
 
 func copyPool(p *godo.KubernetesNodePool) *godo.KubernetesNodePool {
@@ -72,10 +74,10 @@ func (g *NodeGroup) Debug() string {
 	return fmt.Sprintf("cluster ID: %s (min:%d max:%d)", g.id, g.minSize, g.maxSize)
 }
 
-// MinSize is the pool's min_nodes.
+// MinSize is the pool's min_nodes, or its min tag.
 func (g *NodeGroup) MinSize() int { return g.minSize }
 
-// MaxSize is the pool's max_nodes.
+// MaxSize is the pool's max_nodes, or its max tag.
 func (g *NodeGroup) MaxSize() int { return g.maxSize }
 
 // TargetSize is the pool's count.

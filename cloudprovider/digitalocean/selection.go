@@ -1,0 +1,147 @@
+package digitalocean
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/digitalocean/godo"
+)
+
+// Node pool selection modes (cloud config field node_pool_selection).
+const (
+	// SelectByAutoScale makes every pool with auto_scale on a node group,
+	// bounded by its min_nodes/max_nodes. DOKS's managed autoscaler acts on
+	// the same pools, so it must be left off for them.
+	SelectByAutoScale = "auto_scale"
+	// SelectByTags makes pools with auto_scale off and the tags below node
+	// groups, so this autoscaler owns pools the managed one ignores.
+	SelectByTags = "tags"
+)
+
+// DOKS pool tags read in SelectByTags mode. DigitalOcean tags are plain
+// strings of letters, digits, colons, dashes and underscores, so the bounds
+// are written as name:value.
+const (
+	TagAutoscalerEnabled = "k8s-cluster-autoscaler-enabled"
+	TagPrefixMinNodes    = "k8s-cluster-autoscaler-min:"
+	TagPrefixMaxNodes    = "k8s-cluster-autoscaler-max:"
+	// tagFamilyPrefix is shared by the tags above; a pool carrying one of
+	// its tags without the enabled tag is probably a typo worth a warning.
+	tagFamilyPrefix = "k8s-cluster-autoscaler-"
+)
+
+// selectionRule states a mode's rule for the start-up log.
+func selectionRule(mode string) string {
+	if mode == SelectByTags {
+		return fmt.Sprintf("pools with auto_scale off and tags %s, %s<n>, %s<n> are node groups", TagAutoscalerEnabled, TagPrefixMinNodes, TagPrefixMaxNodes)
+	}
+	return "pools with auto_scale on are node groups; DOKS's managed autoscaler also acts on such pools, node_pool_selection=tags avoids that"
+}
+
+// tagBound reads the one tag with the given prefix: its value must be a
+// non-negative whole number. Several tags with the prefix are accepted only
+// when they agree.
+func tagBound(tags []string, prefix string) (int, error) {
+	found, value := "", 0
+	for _, t := range tags {
+		if !strings.HasPrefix(t, prefix) {
+			continue
+		}
+		raw := t[len(prefix):]
+		n, err := strconv.Atoi(raw)
+		// Atoi takes signs; a tag value is digits only.
+		if err != nil || raw == "" || raw[0] < '0' || raw[0] > '9' {
+			return 0, fmt.Errorf("tag %q: %q is not a non-negative whole number", t, raw)
+		}
+		if found != "" && n != value {
+			return 0, fmt.Errorf("tags %q and %q disagree", found, t)
+		}
+		found, value = t, n
+	}
+	if found == "" {
+		return 0, fmt.Errorf("tag %s<n> is missing", prefix)
+	}
+	return value, nil
+}
+
+// tagBounds reads min and max from a pool's tags; the error names the tag
+// at fault.
+func tagBounds(tags []string) (minSize, maxSize int, err error) {
+	if minSize, err = tagBound(tags, TagPrefixMinNodes); err != nil {
+		return 0, 0, err
+	}
+	if maxSize, err = tagBound(tags, TagPrefixMaxNodes); err != nil {
+		return 0, 0, err
+	}
+	if minSize > maxSize {
+		return 0, 0, fmt.Errorf("min %d (tag %s%d) is greater than max %d (tag %s%d)", minSize, TagPrefixMinNodes, minSize, maxSize, TagPrefixMaxNodes, maxSize)
+	}
+	return minSize, maxSize, nil
+}
+
+func hasTag(tags []string, want string) bool {
+	for _, t := range tags {
+		if t == want {
+			return true
+		}
+	}
+	return false
+}
+
+// familyTags lists the pool's tags that look like this autoscaler's.
+func familyTags(tags []string) []string {
+	var out []string
+	for _, t := range tags {
+		if strings.HasPrefix(t, tagFamilyPrefix) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// poolVerdict is whether a pool is a node group, and why.
+type poolVerdict struct {
+	group            bool
+	minSize, maxSize int
+	// note explains the verdict to an operator; warn says it likely needs
+	// their attention. A note is logged when it changes (see manager), so
+	// it must be stable while the pool does not change.
+	note string
+	warn bool
+}
+
+// selectPool applies the selection mode to one pool.
+func selectPool(mode string, p *godo.KubernetesNodePool) poolVerdict {
+	if mode != SelectByTags {
+		if !p.AutoScale {
+			return poolVerdict{note: fmt.Sprintf("node pool %s (%s) has auto_scale off: not a node group", p.Name, p.ID)}
+		}
+		return poolVerdict{group: true, minSize: p.MinNodes, maxSize: p.MaxNodes}
+	}
+	ours := familyTags(p.Tags)
+	if p.AutoScale {
+		if len(ours) > 0 {
+			return poolVerdict{warn: true, note: fmt.Sprintf(
+				"node pool %s (%s) carries tags %s but has auto_scale on: DOKS's managed autoscaler owns it, so it is not a node group (turn auto_scale off to hand it to this autoscaler)",
+				p.Name, p.ID, strings.Join(ours, ","))}
+		}
+		return poolVerdict{warn: true, note: fmt.Sprintf(
+			"node pool %s (%s) has auto_scale on: DOKS's managed autoscaler owns it, so it is ignored with node_pool_selection=tags",
+			p.Name, p.ID)}
+	}
+	if !hasTag(p.Tags, TagAutoscalerEnabled) {
+		if len(ours) > 0 {
+			return poolVerdict{warn: true, note: fmt.Sprintf(
+				"node pool %s (%s) carries tags %s but not the tag %s: not a node group",
+				p.Name, p.ID, strings.Join(ours, ","), TagAutoscalerEnabled)}
+		}
+		return poolVerdict{note: fmt.Sprintf("node pool %s (%s) has no tag %s: not a node group", p.Name, p.ID, TagAutoscalerEnabled)}
+	}
+	minSize, maxSize, err := tagBounds(p.Tags)
+	if err != nil {
+		return poolVerdict{warn: true, note: fmt.Sprintf("node pool %s (%s) has tag %s but %v: not a node group", p.Name, p.ID, TagAutoscalerEnabled, err)}
+	}
+	return poolVerdict{group: true, minSize: minSize, maxSize: maxSize, note: fmt.Sprintf(
+		"node pool %s (%s) is a node group by its tags: min %d, max %d", p.Name, p.ID, minSize, maxSize)}
+}
