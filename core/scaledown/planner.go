@@ -254,13 +254,17 @@ func resourceLabel(u utilization.Info) string {
 	return "cpu/memory"
 }
 
-// Unneeded returns the unneeded nodes, oldest first.
+// Unneeded returns the unneeded nodes: empty ones first (removing them
+// disrupts nothing), then the longest unneeded.
 func (p *Planner) Unneeded() []*Candidate {
 	out := make([]*Candidate, 0, len(p.unneeded))
 	for _, c := range p.unneeded {
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool {
+		if out[i].Empty != out[j].Empty {
+			return out[i].Empty
+		}
 		if !out[i].Since.Equal(out[j].Since) {
 			return out[i].Since.Before(out[j].Since)
 		}

@@ -130,7 +130,7 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	return res, nil
 }
 
-// choose picks, oldest unneeded first, the empty nodes (up to
+// choose picks, in Unneeded's order, the empty nodes (up to
 // --max-empty-bulk-delete) and at most one node to drain (none while a drain
 // runs), keeping every group above its min size and the cluster above
 // --cores-total / --memory-total minimums.

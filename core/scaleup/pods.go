@@ -4,6 +4,7 @@ package scaleup
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -61,6 +62,18 @@ func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now ti
 		}
 		out.Eligible = append(out.Eligible, p)
 	}
+	// Oldest first, in a stable order: when not every pod can be helped the
+	// ones waiting longest are, and events go to the same pods each loop.
+	sort.Slice(out.Eligible, func(i, j int) bool {
+		a, b := out.Eligible[i], out.Eligible[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
 	return out
 }
 

@@ -1,0 +1,262 @@
+// Package core runs the autoscaler: one iteration (RunOnce) refreshes the
+// cloud, snapshots the cluster from informer caches, updates the cluster
+// state, gives up on nodes that never came, scales up for pending pods,
+// scales down unneeded nodes and publishes status; Run repeats it every
+// scan interval and when new pods become unschedulable.
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+)
+
+// podNodeNameIndex indexes the pod cache by spec.nodeName, for the drain's
+// final look at a node's pods.
+const podNodeNameIndex = "spec.nodeName"
+
+// apiTimeout bounds the autoscaler's own Kubernetes writes (status, taints).
+const apiTimeout = 30 * time.Second
+
+// Autoscaler is the autoscaling loop.
+type Autoscaler struct {
+	opts     config.AutoscalingOptions
+	kube     kubernetes.Interface
+	provider cloudprovider.CloudProvider
+	recorder record.EventRecorder
+	health   *metrics.HealthCheck
+
+	factory   informers.SharedInformerFactory
+	nsFactory informers.SharedInformerFactory
+	nodes     corelisters.NodeLister
+	pods      corelisters.PodLister
+	podIndex  cache.Indexer
+	pdbs      policylisters.PodDisruptionBudgetLister
+	dss       appslisters.DaemonSetLister
+	synced    []cache.InformerSynced
+
+	checker   *simulator.PredicateChecker
+	snapshot  *simulator.ClusterSnapshot
+	registry  *clusterstate.Registry
+	scaleUp   *scaleup.Orchestrator
+	scaleDown *scaledown.ScaleDown
+	trigger   *Trigger
+
+	ctx           context.Context
+	lastScaleUp   time.Time
+	acted         bool // the last iteration changed the cluster
+	statusWritten bool
+}
+
+// NewAutoscaler wires informers (nodes, pods, PDBs, DaemonSets, ConfigMaps in
+// opts.Namespace for the priority expander), the provider, the simulator,
+// clusterstate, expanders and the status writer.
+func NewAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, provider cloudprovider.CloudProvider,
+	recorder record.EventRecorder, health *metrics.HealthCheck) (*Autoscaler, error) {
+	return newAutoscaler(opts, kube, provider, recorder, health, clock.RealClock{})
+}
+
+func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, provider cloudprovider.CloudProvider,
+	recorder record.EventRecorder, health *metrics.HealthCheck, clk clock.Clock) (*Autoscaler, error) {
+	if kube == nil || provider == nil {
+		return nil, fmt.Errorf("core: a Kubernetes client and a cloud provider are required")
+	}
+	if recorder == nil {
+		recorder = &record.FakeRecorder{}
+	}
+	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health, ctx: context.Background()}
+
+	// Managed fields are dropped from cached objects: with tens of thousands
+	// of pods they are a large share of the cache's memory.
+	a.factory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields))
+	a.nsFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace))
+
+	nodeInf := a.factory.Core().V1().Nodes()
+	podInf := a.factory.Core().V1().Pods()
+	pdbInf := a.factory.Policy().V1().PodDisruptionBudgets()
+	dsInf := a.factory.Apps().V1().DaemonSets()
+	cmInf := a.nsFactory.Core().V1().ConfigMaps()
+	if err := podInf.Informer().AddIndexers(cache.Indexers{podNodeNameIndex: func(obj interface{}) ([]string, error) {
+		if p, ok := obj.(*apiv1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("core: pod index: %w", err)
+	}
+	a.nodes, a.pods, a.pdbs, a.dss = nodeInf.Lister(), podInf.Lister(), pdbInf.Lister(), dsInf.Lister()
+	a.podIndex = podInf.Informer().GetIndexer()
+	a.synced = []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced,
+		pdbInf.Informer().HasSynced, dsInf.Informer().HasSynced, cmInf.Informer().HasSynced}
+
+	a.trigger = NewTrigger(clk, opts.TriggerIdleWindow, opts.TriggerMaxWindow, opts.FrequentLoopsEnabled)
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if p, ok := obj.(*apiv1.Pod); ok && scaleup.IsUnschedulable(p) {
+				a.trigger.Notify()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			o, ok1 := oldObj.(*apiv1.Pod)
+			n, ok2 := newObj.(*apiv1.Pod)
+			// Only the transition counts: the scheduler rewrites the condition
+			// of a pod it keeps failing to place.
+			if ok1 && ok2 && scaleup.IsUnschedulable(n) && !scaleup.IsUnschedulable(o) {
+				a.trigger.Notify()
+			}
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("core: pod event handler: %w", err)
+	}
+
+	checker, err := simulator.NewPredicateChecker()
+	if err != nil {
+		return nil, fmt.Errorf("core: scheduler framework: %w", err)
+	}
+	a.checker = checker
+	a.snapshot = simulator.NewClusterSnapshot()
+	a.registry = clusterstate.NewRegistry(provider, opts)
+
+	strategy, err := factory.Build(opts.ExpanderNames, provider, cmInf.Lister().ConfigMaps(opts.Namespace), recorder, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("core: --expander: %w", err)
+	}
+	a.scaleUp = scaleup.New(opts, provider, a.registry, strategy, checker, recorder)
+	planner := scaledown.NewPlanner(opts, provider, a.registry, checker)
+	actuator := scaledown.NewActuator(opts, kube, provider, recorder, scaleup.StatusConfigMapRef(opts), a.podsOnNode)
+	a.scaleDown = scaledown.New(opts, provider, a.registry, planner, actuator)
+	return a, nil
+}
+
+// stripManagedFields drops managedFields from objects entering the caches.
+func stripManagedFields(obj interface{}) (interface{}, error) {
+	if acc, err := meta.Accessor(obj); err == nil && acc.GetManagedFields() != nil {
+		acc.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+func (a *Autoscaler) podsOnNode(name string) ([]*apiv1.Pod, error) {
+	objs, err := a.podIndex.ByIndex(podNodeNameIndex, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*apiv1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*apiv1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Run starts the informers, waits for their sync, removes
+// ToBeDeletedByClusterAutoscaler taints left by an earlier run, writes the
+// Initializing status, then runs RunOnce every opts.ScanInterval and when the
+// pending-pod trigger fires, until ctx ends.
+func (a *Autoscaler) Run(ctx context.Context) error {
+	a.ctx = ctx
+	a.factory.Start(ctx.Done())
+	a.nsFactory.Start(ctx.Done())
+	klog.Infof("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, ConfigMaps in %s)", a.opts.Namespace)
+	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("core: informer caches did not sync")
+	}
+	if err := scaledown.CleanUpStaleTaints(ctx, a.kube); err != nil {
+		// Not fatal: the nodes stay tainted, which an operator can see, and
+		// the next restart tries again.
+		klog.Errorf("Start-up: stale taint clean-up incomplete: %v", err)
+		metrics.RegisterError(metrics.APICallError)
+	}
+	if a.opts.WriteStatusConfigMap {
+		wctx, cancel := context.WithTimeout(ctx, apiTimeout)
+		if _, err := utils.WriteStatusConfigMap(wctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName,
+			clusterstate.InitializingStatus(time.Now(), ""), a.recorder); err != nil {
+			klog.Errorf("Start-up: writing Initializing status: %v", err)
+		} else {
+			a.statusWritten = true
+		}
+		cancel()
+	}
+	klog.Infof("Autoscaler running: scan interval %s, frequent loops %v (idle %s, max %s), expanders %v",
+		a.opts.ScanInterval, a.opts.FrequentLoopsEnabled, a.opts.TriggerIdleWindow, a.opts.TriggerMaxWindow, a.opts.ExpanderNames)
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := a.RunOnce(time.Now()); err != nil {
+			klog.Errorf("Iteration failed: %v", err)
+		}
+		waitStart := time.Now()
+		reason := a.trigger.Wait(ctx, a.opts.ScanInterval, a.acted)
+		metrics.UpdateDurationFromStart(metrics.LoopWait, waitStart)
+		if reason == WakeDone {
+			return nil
+		}
+		klog.V(4).Infof("Starting iteration (%s)", reason)
+	}
+}
+
+// ExitCleanUp deletes the status ConfigMap (when written) and calls
+// provider.Cleanup.
+func (a *Autoscaler) ExitCleanUp() {
+	if a.opts.WriteStatusConfigMap && a.statusWritten {
+		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+		if err := utils.DeleteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName); err != nil {
+			klog.Errorf("Exit: deleting status ConfigMap: %v", err)
+		}
+		cancel()
+	}
+	if err := a.provider.Cleanup(); err != nil {
+		klog.Errorf("Exit: provider clean-up: %v", err)
+	}
+}
+
+// clusterObjects reads the informer caches.
+func (a *Autoscaler) clusterObjects() ([]*apiv1.Node, []*apiv1.Pod, []*policyv1.PodDisruptionBudget, []*appsv1.DaemonSet, error) {
+	nodes, err := a.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	pods, err := a.pods.List(labels.Everything())
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("listing pods: %w", err)
+	}
+	pdbs, err := a.pdbs.List(labels.Everything())
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
+	}
+	dss, err := a.dss.List(labels.Everything())
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("listing DaemonSets: %w", err)
+	}
+	return nodes, pods, pdbs, dss, nil
+}

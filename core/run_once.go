@@ -1,0 +1,242 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+)
+
+// RunOnce is one iteration at time now.
+func (a *Autoscaler) RunOnce(now time.Time) (err error) {
+	start := time.Now()
+	a.acted = false
+	if a.health != nil {
+		a.health.UpdateLastActivity(now)
+	}
+	metrics.UpdateLastTime(metrics.ActivityMain, now)
+	defer func() {
+		metrics.UpdateDurationFromStart(metrics.Main, start)
+		if err == nil {
+			if a.health != nil {
+				a.health.UpdateLastSuccessfulRun(now)
+			}
+			metrics.UpdateLastTime(metrics.ActivityMainSuccessful, now)
+		}
+	}()
+	stateKnown := false
+	defer func() {
+		// Status is written whatever the outcome, as upstream does, once the
+		// registry has seen the cluster at least once.
+		if stateKnown || a.statusWritten {
+			a.writeStatus(now)
+		}
+	}()
+
+	refreshStart := time.Now()
+	if err := a.provider.Refresh(); err != nil {
+		metrics.RegisterError(metrics.CloudProviderError)
+		return fmt.Errorf("cloud provider refresh: %w", err)
+	}
+	metrics.UpdateDurationFromStart(metrics.CloudProviderRefresh, refreshStart)
+
+	nodes, pods, pdbs, dss, err := a.clusterObjects()
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return err
+	}
+
+	csStart := time.Now()
+	if err := a.registry.UpdateNodes(nodes, now); err != nil {
+		metrics.RegisterError(metrics.CloudProviderError)
+		return fmt.Errorf("updating cluster state: %w", err)
+	}
+	stateKnown = true
+	metrics.UpdateDurationFromStart(metrics.UpdateClusterState, csStart)
+	groups := a.registry.NodeGroups()
+	if len(groups) == 0 {
+		klog.Infof("No node groups to autoscale (provider %s lists none); nothing to do", a.provider.Name())
+		metrics.UpdateClusterSafeToAutoscale(true)
+		return nil
+	}
+	total := a.registry.TotalReadiness()
+	if !a.registry.IsClusterHealthy() {
+		klog.Warningf("Cluster unhealthy: %d unready and %d long-unregistered node(s) of %d (--ok-total-unready-count=%d, --max-total-unready-percentage=%.0f); not scaling",
+			total.Unready, total.LongUnregistered, total.Registered, a.opts.OkTotalUnreadyCount, a.opts.MaxTotalUnreadyPercentage)
+		metrics.UpdateClusterSafeToAutoscale(false)
+		return nil
+	}
+	metrics.UpdateClusterSafeToAutoscale(true)
+	metrics.UpdateLastTime(metrics.ActivityAutoscaling, now)
+
+	gaveUp, err := a.registry.FixNodeGroupSizes(now)
+	if err != nil {
+		metrics.RegisterError(metrics.CloudProviderError)
+		klog.Errorf("%v", err)
+	}
+	if len(gaveUp) > 0 {
+		a.acted = true
+		for _, g := range gaveUp {
+			klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", g.GroupID, g.Decreased, g.Reason,
+				map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[g.BackedOff])
+		}
+		// The targets changed: recount upcoming nodes before scaling up.
+		if err := a.registry.UpdateNodes(nodes, now); err != nil {
+			metrics.RegisterError(metrics.CloudProviderError)
+			return fmt.Errorf("updating cluster state: %w", err)
+		}
+		groups = a.registry.NodeGroups()
+	}
+
+	// The snapshot holds real nodes except those being removed: their
+	// capacity is going away.
+	beingDeleted := a.scaleDown.Actuator.BeingDeleted()
+	live := make([]*apiv1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if !beingDeleted[n.Name] && !clusterstate.HasToBeDeletedTaint(n) {
+			live = append(live, n)
+		}
+	}
+	a.updateResourceMetrics(live)
+	if err := a.snapshot.SetClusterState(live, pods); err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return fmt.Errorf("building cluster snapshot: %w", err)
+	}
+
+	scaledUp, err := a.scaleUpPhase(nodes, pods, dss, groups, total, now)
+	if err != nil {
+		return err
+	}
+	if scaledUp {
+		a.acted = true
+		a.lastScaleUp = now
+		metrics.UpdateLastTime(metrics.ActivityScaleUp, now)
+		klog.V(1).Infof("Scale-down skipped: this iteration scaled up")
+		return nil
+	}
+
+	if !a.opts.ScaleDownEnabled {
+		klog.V(2).Infof("Scale-down disabled (--scale-down-enabled=false)")
+		a.registry.SetScaleDownCandidates(nil)
+		return nil
+	}
+	res, err := a.scaleDown.RunOnce(a.ctx, scaledown.PlannerInput{
+		Snapshot: a.snapshot, Nodes: nodes, PDBs: pdbs, BeingDeleted: beingDeleted, Now: now,
+	}, a.lastScaleUp)
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return fmt.Errorf("scale-down: %w", err)
+	}
+	if res.Started() {
+		a.acted = true
+		metrics.UpdateLastTime(metrics.ActivityScaleDown, now)
+	}
+	return nil
+}
+
+// scaleUpPhase: pending pods that fit neither existing nor upcoming nodes
+// cause a scale-up. Pods that fit existing nodes stay placed in the snapshot
+// (the scheduler will bind them there), so scale-down sees that load too.
+func (a *Autoscaler) scaleUpPhase(nodes []*apiv1.Node, pods []*apiv1.Pod, dss []*appsv1.DaemonSet, groups []clusterstate.NodeGroupState,
+	total clusterstate.Readiness, now time.Time) (bool, error) {
+	pending := scaleup.FilterPendingPods(pods, a.opts, now)
+	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung, 0)
+	if len(pending.Eligible) == 0 {
+		if pending.TooYoung > 0 || pending.Expendable > 0 {
+			klog.V(1).Infof("Scale-up: no unschedulable pods old enough to act on (%d younger than their scale-up delay, %d expendable)", pending.TooYoung, pending.Expendable)
+		} else {
+			klog.V(1).Infof("Scale-up: no unschedulable pods")
+		}
+		return false, nil
+	}
+
+	filterStart := time.Now()
+	_, stillPending, err := simulator.TrySchedulePods(a.checker, a.snapshot, pending.Eligible)
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return false, fmt.Errorf("filtering schedulable pods: %w", err)
+	}
+	if fit := len(pending.Eligible) - len(stillPending); fit > 0 {
+		klog.Infof("Scale-up: %d pending pod(s) fit existing nodes (the scheduler has not placed them yet)", fit)
+	}
+	if len(stillPending) == 0 {
+		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
+		return false, nil
+	}
+
+	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, nodes, a.registry.NodeGroupIDForNode, dss, a.checker)
+	a.snapshot.Fork()
+	defer a.snapshot.Revert()
+	added, err := scaleup.AddUpcomingNodes(a.snapshot, groups, templates)
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return false, err
+	}
+	upcoming := 0
+	for _, n := range added {
+		upcoming += n
+	}
+	if upcoming > 0 {
+		before := len(stillPending)
+		_, stillPending, err = simulator.TrySchedulePods(a.checker, a.snapshot, stillPending)
+		if err != nil {
+			metrics.RegisterError(metrics.InternalError)
+			return false, fmt.Errorf("filtering pods for upcoming nodes: %w", err)
+		}
+		if fit := before - len(stillPending); fit > 0 {
+			klog.Infof("Scale-up: %d pending pod(s) will fit on %d upcoming node(s) %v; no new request for them", fit, upcoming, added)
+		}
+	}
+	metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
+	if len(stillPending) == 0 {
+		return false, nil
+	}
+	if !a.opts.ScaleUpFromZero && total.Ready == 0 {
+		klog.Infof("Scale-up: %d pending pod(s) but the cluster has no ready node and --scale-up-from-zero=false", len(stillPending))
+		return false, nil
+	}
+	res, err := a.scaleUp.ScaleUp(scaleup.Input{
+		Snapshot: a.snapshot, Pods: stillPending, Nodes: nodes, Templates: templates, TemplateErrors: templateErrs, Now: now,
+	})
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return false, fmt.Errorf("scale-up: %w", err)
+	}
+	return res.ScaledUp(), nil
+}
+
+func (a *Autoscaler) updateResourceMetrics(live []*apiv1.Node) {
+	var milliCPU, mem int64
+	for _, n := range live {
+		milliCPU += n.Status.Capacity.Cpu().MilliValue()
+		mem += n.Status.Capacity.Memory().Value()
+	}
+	metrics.UpdateClusterCPUCurrentCores(milliCPU / 1000)
+	metrics.UpdateClusterMemoryCurrentBytes(mem)
+	metrics.UpdateCPULimitsCores(a.opts.MinCoresTotal, a.opts.MaxCoresTotal)
+	metrics.UpdateMemoryLimitsBytes(a.opts.MinMemoryTotal, a.opts.MaxMemoryTotal)
+}
+
+func (a *Autoscaler) writeStatus(now time.Time) {
+	if !a.opts.WriteStatusConfigMap {
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, apiTimeout)
+	defer cancel()
+	if _, err := utils.WriteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName, a.registry.GetStatus(now), a.recorder); err != nil {
+		metrics.RegisterError(metrics.APICallError)
+		klog.Errorf("Writing status ConfigMap: %v", err)
+		return
+	}
+	a.statusWritten = true
+}

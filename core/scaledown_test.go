@@ -1,0 +1,325 @@
+package core
+
+import (
+	"context"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+)
+
+// Three 2-cpu nodes: n0 busy (1500m), n1 lightly used (one 200m pod that
+// fits on n0), n2 empty. n1 and n2 are unneeded.
+func scaleDownFixture(min int) (*test.Provider, []runtime.Object, *apiv1.Pod) {
+	p, nodes := cluster(groupSpec{id: "g1", min: min, max: 10, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB})
+	light := test.BuildScheduledPod("light", 200, 256*test.MiB, "rs-light", "g1-n1")
+	light.Labels = map[string]string{"app": "light"}
+	busy := test.BuildScheduledPod("busy", 1500, test.GiB, "rs-busy", "g1-n0")
+	return p, join(nodes, []runtime.Object{light, busy}), light
+}
+
+func TestScaleDownAfterUnneededTimeOnly(t *testing.T) {
+	p, objs, _ := scaleDownFixture(1)
+	h := newHarness(t, testOptions(), p, objs...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(5 * time.Minute))
+	h.runOnce(t0.Add(10*time.Minute - time.Second))
+	if d := deletions(p); len(d) != 0 {
+		t.Fatalf("deleted before the unneeded time: %v", d)
+	}
+	h.runOnce(t0.Add(10*time.Minute + time.Second))
+	d := deletions(p)
+	sort.Strings(d)
+	if !reflect.DeepEqual(d, []string{"g1:g1-n1", "g1:g1-n2"}) {
+		t.Fatalf("DeleteNodes calls = %v, want n1 and n2", d)
+	}
+	if !reflect.DeepEqual(h.evictions, []string{"default/light"}) {
+		t.Fatalf("evictions = %v", h.evictions)
+	}
+	ev := h.events()
+	if n := countEvents(ev, "ScaleDown node removed by cluster autoscaler"); n != 2 {
+		t.Errorf("ScaleDown node events = %d: %v", n, ev)
+	}
+	if n := countEvents(ev, "ScaleDown deleting pod for node scale down"); n != 1 {
+		t.Errorf("pod eviction events = %d: %v", n, ev)
+	}
+	if n := countEvents(ev, "ScaleDownEmpty Scale-down: removing empty node(s) g1-n2 involvedObject{kind=ConfigMap"); n != 1 {
+		t.Errorf("ScaleDownEmpty events = %d: %v", n, ev)
+	}
+	// The drained node keeps its taint until the cloud removes it.
+	if !hasTaint(h.node("g1-n1"), clusterstate.ToBeDeletedTaint) {
+		t.Error("drained node lost its taint")
+	}
+	if h.podExists("default", "busy") == false || h.podExists("default", "light") {
+		t.Error("wrong pods evicted")
+	}
+}
+
+func TestScaleDownRespectsMinSize(t *testing.T) {
+	p, objs, _ := scaleDownFixture(2)
+	h := newHarness(t, testOptions(), p, objs...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(11 * time.Minute))
+	h.runOnce(t0.Add(12 * time.Minute))
+	if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n2"}) {
+		t.Fatalf("DeleteNodes calls = %v, want only the empty node", d)
+	}
+}
+
+func TestScaleDownBlockedNodes(t *testing.T) {
+	zero := intstr.FromInt32(0)
+	cases := []struct {
+		name   string
+		modify func(light *apiv1.Pod, objs *[]runtime.Object)
+	}{
+		{name: "safe-to-evict=false", modify: func(light *apiv1.Pod, _ *[]runtime.Object) {
+			light.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+		}},
+		{name: "PDB allows no disruption", modify: func(_ *apiv1.Pod, objs *[]runtime.Object) {
+			*objs = append(*objs, &policyv1.PodDisruptionBudget{
+				ObjectMeta: metav1.ObjectMeta{Name: "light", Namespace: "default"},
+				Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "light"}}},
+				Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, ExpectedPods: 1},
+			})
+		}},
+		{name: "bare pod", modify: func(light *apiv1.Pod, _ *[]runtime.Object) { light.OwnerReferences = nil }},
+		{name: "local storage", modify: func(light *apiv1.Pod, _ *[]runtime.Object) {
+			light.Spec.Volumes = []apiv1.Volume{{Name: "scratch", VolumeSource: apiv1.VolumeSource{EmptyDir: &apiv1.EmptyDirVolumeSource{}}}}
+		}},
+		{name: "no room elsewhere", modify: func(light *apiv1.Pod, _ *[]runtime.Object) {
+			light.Spec.Containers[0].Resources.Requests[apiv1.ResourceCPU] = *resourceMilli(900)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, objs, light := scaleDownFixture(0)
+			tc.modify(light, &objs)
+			h := newHarness(t, testOptions(), p, objs...)
+			h.runOnce(t0)
+			h.runOnce(t0.Add(11 * time.Minute))
+			if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n2"}) {
+				t.Fatalf("DeleteNodes calls = %v, want only the empty node", d)
+			}
+			if len(h.evictions) != 0 {
+				t.Fatalf("evictions = %v", h.evictions)
+			}
+		})
+	}
+}
+
+func TestScaleDownSkipsProtectedNodes(t *testing.T) {
+	cases := []struct {
+		name   string
+		modify func(n *apiv1.Node)
+	}{
+		{name: "scale-down-disabled annotation", modify: func(n *apiv1.Node) {
+			n.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
+		}},
+		{name: "tainted for deletion by someone else", modify: func(n *apiv1.Node) {
+			n.Spec.Taints = []apiv1.Taint{{Key: clusterstate.ToBeDeletedTaint, Value: "1", Effect: apiv1.TaintEffectNoSchedule}}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, objs, _ := scaleDownFixture(0)
+			for _, o := range objs {
+				if n, ok := o.(*apiv1.Node); ok && n.Name == "g1-n2" {
+					tc.modify(n)
+				}
+			}
+			h := newHarness(t, testOptions(), p, objs...)
+			h.runOnce(t0)
+			h.runOnce(t0.Add(11 * time.Minute))
+			if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n1"}) {
+				t.Fatalf("DeleteNodes calls = %v, want only n1", d)
+			}
+		})
+	}
+}
+
+func TestFailedDrainUntaintsAndCoolsDown(t *testing.T) {
+	p, objs, _ := scaleDownFixture(0)
+	// Only n1 is a candidate: keep n2 out.
+	for _, o := range objs {
+		if n, ok := o.(*apiv1.Node); ok && n.Name == "g1-n2" {
+			n.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
+		}
+	}
+	h := newHarness(t, testOptions(), p, objs...)
+	h.evict = func(ns, name string) error {
+		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 1)
+	}
+	h.runOnce(t0)
+	h.runOnce(t0.Add(11 * time.Minute))
+	if d := deletions(p); len(d) != 0 {
+		t.Fatalf("node deleted despite a failed drain: %v", d)
+	}
+	if len(h.evictions) < 2 {
+		t.Fatalf("eviction not retried: %v", h.evictions)
+	}
+	if hasTaint(h.node("g1-n1"), clusterstate.ToBeDeletedTaint) {
+		t.Fatal("taint left on a node whose drain failed")
+	}
+	if n := countEvents(h.events(), "Warning ScaleDownFailed"); n != 1 {
+		t.Fatalf("ScaleDownFailed events = %d", n)
+	}
+	// Within --scale-down-delay-after-failure nothing is tried. The failed
+	// node starts a new unneeded period, so it goes 10 minutes later.
+	h.mu.Lock()
+	h.evict = nil
+	h.evictions = nil
+	h.mu.Unlock()
+	h.waitCache("untainted node", func() bool { n, _ := h.a.nodes.Get("g1-n1"); return !hasTaint(n, clusterstate.ToBeDeletedTaint) })
+	h.runOnce(t0.Add(13 * time.Minute))
+	if len(h.evictions) != 0 || len(deletions(p)) != 0 {
+		t.Fatalf("acted during the failure cooldown: %v %v", h.evictions, deletions(p))
+	}
+	h.runOnce(t0.Add(15 * time.Minute))
+	if len(deletions(p)) != 0 {
+		t.Fatalf("removed before a new unneeded period: %v", deletions(p))
+	}
+	h.runOnce(t0.Add(23*time.Minute + time.Second))
+	if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n1"}) {
+		t.Fatalf("after the cooldown: %v", d)
+	}
+}
+
+func TestScaleDownCooldownAfterScaleUp(t *testing.T) {
+	p, objs, _ := scaleDownFixture(0)
+	// A pod that fits no node of g1 (3 cpu) triggers a scale-up in "big".
+	p.AddNodeGroup("big", 0, 3, 0, test.BuildTemplate("big", 4000, 8*test.GiB, nil))
+	objs = append(objs, test.BuildPendingPod("huge", 3000, test.GiB, ""))
+	h := newHarness(t, testOptions(), p, objs...)
+	h.runOnce(t0)
+	if got := increases(p); !reflect.DeepEqual(got, []string{"big+1"}) {
+		t.Fatalf("scale-up = %v", got)
+	}
+	h.runOnce(t0.Add(time.Minute))
+	h.runOnce(t0.Add(9 * time.Minute))
+	if d := deletions(p); len(d) != 0 {
+		t.Fatalf("scale-down within --scale-down-delay-after-add: %v", d)
+	}
+	h.runOnce(t0.Add(11 * time.Minute))
+	if d := deletions(p); len(d) != 2 {
+		t.Fatalf("scale-down after the delay: %v", d)
+	}
+}
+
+func TestScaleDownOptions(t *testing.T) {
+	cases := []struct {
+		name   string
+		modify func(*config.AutoscalingOptions)
+		want   int
+	}{
+		{name: "disabled", modify: func(o *config.AutoscalingOptions) { o.ScaleDownEnabled = false }, want: 0},
+		{name: "longer unneeded time", modify: func(o *config.AutoscalingOptions) { o.NodeGroupDefaults.ScaleDownUnneededTime = time.Hour }, want: 0},
+		{name: "low threshold keeps n1", modify: func(o *config.AutoscalingOptions) { o.NodeGroupDefaults.ScaleDownUtilizationThreshold = 0.05 }, want: 1},
+		{name: "min cores", modify: func(o *config.AutoscalingOptions) { o.MinCoresTotal = 4 }, want: 1},
+		{name: "no non-empty candidates", modify: func(o *config.AutoscalingOptions) { o.ScaleDownNonEmptyCandidatesCount = 0 }, want: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, objs, _ := scaleDownFixture(0)
+			o := testOptions()
+			tc.modify(&o)
+			h := newHarness(t, o, p, objs...)
+			h.runOnce(t0)
+			h.runOnce(t0.Add(11 * time.Minute))
+			if d := deletions(p); len(d) != tc.want {
+				t.Fatalf("DeleteNodes calls = %v, want %d", d, tc.want)
+			}
+		})
+	}
+}
+
+func TestEmptyNodesBulkLimit(t *testing.T) {
+	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 5, milliCPU: 2000, mem: 4 * test.GiB})
+	o := testOptions()
+	o.MaxEmptyBulkDelete = 2
+	h := newHarness(t, o, p, nodes...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(11 * time.Minute))
+	calls := p.CallsOf("DeleteNodes")
+	if len(calls) != 1 || len(calls[0].Nodes) != 2 {
+		t.Fatalf("DeleteNodes calls = %+v, want one call with 2 nodes", calls)
+	}
+}
+
+func TestUnreadyNodeRemovedAfterUnreadyTime(t *testing.T) {
+	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB})
+	busy := fill(nodes[:2], 1500)
+	test.SetNodeReady(nodes[2].(*apiv1.Node), false, t0.Add(-time.Hour))
+	h := newHarness(t, testOptions(), p, join(nodes, busy)...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(11 * time.Minute))
+	if d := deletions(p); len(d) != 0 {
+		t.Fatalf("unready node removed after the unneeded time: %v", d)
+	}
+	h.runOnce(t0.Add(21 * time.Minute))
+	if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n2"}) {
+		t.Fatalf("DeleteNodes calls = %v", d)
+	}
+}
+
+func TestStaleTaintsRemovedAtStart(t *testing.T) {
+	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 2, milliCPU: 2000, mem: 4 * test.GiB})
+	stale := nodes[0].(*apiv1.Node)
+	stale.Spec.Taints = []apiv1.Taint{
+		{Key: clusterstate.ToBeDeletedTaint, Value: "1700000000", Effect: apiv1.TaintEffectNoSchedule},
+		{Key: clusterstate.DeletionCandidateTaint, Value: "1700000000", Effect: apiv1.TaintEffectPreferNoSchedule},
+		{Key: "dedicated", Value: "x", Effect: apiv1.TaintEffectNoSchedule},
+	}
+	kube := fake.NewClientset(join(nodes, fill(nodes, 1800))...)
+	o := testOptions()
+	o.ScanInterval = time.Hour
+	a, err := newAutoscaler(o, kube, p, nil, nil, clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, _ := kube.CoreV1().Nodes().Get(ctx, stale.Name, metav1.GetOptions{})
+		if len(n.Spec.Taints) == 1 && n.Spec.Taints[0].Key == "dedicated" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stale taints not removed: %+v", n.Spec.Taints)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Run wrote the status and ran an iteration; ExitCleanUp removes it.
+	for time.Now().Before(deadline) && len(p.CallsOf("Refresh")) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "cluster-autoscaler-status", metav1.GetOptions{}); err != nil {
+		t.Fatalf("status ConfigMap not written: %v", err)
+	}
+	a.ExitCleanUp()
+	if _, err := kube.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "cluster-autoscaler-status", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("status ConfigMap left after ExitCleanUp: %v", err)
+	}
+	if len(p.CallsOf("Cleanup")) != 1 {
+		t.Fatal("provider Cleanup not called")
+	}
+}

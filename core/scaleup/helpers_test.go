@@ -1,0 +1,14 @@
+package scaleup
+
+import (
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+func resourceBytes(b int64) *resource.Quantity { return resource.NewQuantity(b, resource.BinarySI) }
+func resourceMilli(m int64) *resource.Quantity {
+	return resource.NewMilliQuantity(m, resource.DecimalSI)
+}
+func frameworkInfo(n *apiv1.Node) *framework.NodeInfo { return framework.NewNodeInfo(n) }
