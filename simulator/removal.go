@@ -49,6 +49,22 @@ type UnremovableNode struct {
 	BlockingPod *drain.BlockingPod
 }
 
+// String describes the node and why it stays, for logs.
+func (u *UnremovableNode) String() string {
+	if u == nil {
+		return "<removable>"
+	}
+	name := ""
+	if u.Node != nil {
+		name = u.Node.Name
+	}
+	s := name + ": " + u.Reason
+	if u.BlockingPod != nil && u.BlockingPod.Pod != nil {
+		s += " (pod " + u.BlockingPod.Pod.Namespace + "/" + u.BlockingPod.Pod.Name + ": " + u.BlockingPod.Reason.String() + ")"
+	}
+	return s
+}
+
 // SimulateNodeRemoval checks that every pod that must leave nodeName (per
 // drain.PodsToMove) fits some other node: one in destinations when it is
 // non-nil, any node still in the snapshot otherwise (nodes removed by earlier

@@ -1,0 +1,148 @@
+package simulator
+
+import (
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
+)
+
+var defaultDrain = drain.Options{SkipNodesWithLocalStorage: true, SkipNodesWithSystemPods: true, SkipNodesWithCustomControllerPods: true}
+
+func rsPod(name string, cpu int64, node string) *apiv1.Pod {
+	p := BoundPod(name, cpu, MiB, node)
+	p.Labels["app"] = "web"
+	return OwnedBy(p, "ReplicaSet", "web", types.UID("rs-web"))
+}
+
+func dsPod(name string, cpu int64, node string) *apiv1.Pod {
+	p := BoundPod(name, cpu, MiB, node)
+	p.Namespace = "kube-system"
+	return OwnedBy(p, "DaemonSet", "agent", types.UID("ds-agent"))
+}
+
+func TestSimulateNodeRemoval(t *testing.T) {
+	c := testChecker(t)
+	now := time.Now()
+	nodes := []*apiv1.Node{Node("n1", 2000, 4*GiB), Node("n2", 2000, 4*GiB), Node("n3", 2000, 4*GiB)}
+	pods := []*apiv1.Pod{
+		rsPod("a", 500, "n1"), rsPod("b", 500, "n1"), dsPod("ds1", 100, "n1"),
+		rsPod("c", 1500, "n2"), dsPod("ds2", 100, "n2"),
+		rsPod("d", 800, "n3"), dsPod("ds3", 100, "n3"),
+	}
+
+	t.Run("pods fit elsewhere", func(t *testing.T) {
+		s := snapshotOf(t, nodes, pods)
+		r := NewRemovalSimulator(c, s, defaultDrain)
+		ok, bad := r.SimulateNodeRemoval("n1", nil, nil, now)
+		if bad != nil {
+			t.Fatalf("n1 should be removable: %v", bad)
+		}
+		if len(ok.PodsToReschedule) != 2 || ok.Node.Name != "n1" {
+			t.Errorf("to reschedule %d pods of %s, want 2 of n1 (the DaemonSet pod stays)", len(ok.PodsToReschedule), ok.Node.Name)
+		}
+		if s.HasNode("n1") {
+			t.Errorf("on success the node is removed from the snapshot")
+		}
+		// a and b (0.5 cpu each) only fit n3 (0.9 cpu used of 2).
+		if got := requestedCPU(t, s, "n3"); got != 1900 {
+			t.Errorf("n3 requested = %d, want 1900 (both moved pods)", got)
+		}
+		// Later candidates see that load: n3's pod has nowhere to go now.
+		_, bad = r.SimulateNodeRemoval("n3", nil, nil, now)
+		if bad == nil || bad.Reason != NoPlaceToMovePods {
+			t.Errorf("n3 after n1's removal: %v, want NoPlaceToMovePods", bad)
+		}
+		if !s.HasNode("n3") || requestedCPU(t, s, "n3") != 1900 {
+			t.Errorf("a failed simulation must leave the snapshot unchanged")
+		}
+	})
+
+	t.Run("no place to move", func(t *testing.T) {
+		s := snapshotOf(t, nodes, pods)
+		r := NewRemovalSimulator(c, s, defaultDrain)
+		// c (1.5 cpu) fits neither n1 (1.1 used) nor n3 (0.9 used).
+		_, bad := r.SimulateNodeRemoval("n2", nil, nil, now)
+		if bad == nil || bad.Reason != NoPlaceToMovePods || bad.Node.Name != "n2" {
+			t.Fatalf("got %v, want NoPlaceToMovePods", bad)
+		}
+		if !s.HasNode("n2") || s.ForkDepth() != 0 {
+			t.Errorf("snapshot changed by a failed simulation")
+		}
+	})
+
+	t.Run("destinations restrict", func(t *testing.T) {
+		s := snapshotOf(t, nodes, pods)
+		r := NewRemovalSimulator(c, s, defaultDrain)
+		_, bad := r.SimulateNodeRemoval("n1", map[string]bool{"n2": true}, nil, now)
+		if bad == nil || bad.Reason != NoPlaceToMovePods {
+			t.Errorf("only n2 allowed (no room): got %v", bad)
+		}
+		ok, bad := r.SimulateNodeRemoval("n1", map[string]bool{"n3": true, "n1": true}, nil, now)
+		if bad != nil || len(ok.PodsToReschedule) != 2 {
+			t.Errorf("n3 allowed: got %v %v", ok, bad)
+		}
+	})
+
+	t.Run("blocked by pod", func(t *testing.T) {
+		bare := BoundPod("bare", 100, MiB, "n1")
+		s := snapshotOf(t, nodes, append([]*apiv1.Pod{bare}, pods...))
+		r := NewRemovalSimulator(c, s, defaultDrain)
+		_, bad := r.SimulateNodeRemoval("n1", nil, nil, now)
+		if bad == nil || bad.Reason != BlockedByPod || bad.BlockingPod == nil || bad.BlockingPod.Reason != drain.NotReplicated || bad.BlockingPod.Pod.Name != "bare" {
+			t.Errorf("got %v, want BlockedByPod/NotReplicated by bare", bad)
+		}
+	})
+
+	t.Run("blocked by pdb", func(t *testing.T) {
+		s := snapshotOf(t, nodes, pods)
+		r := NewRemovalSimulator(c, s, defaultDrain)
+		pdb := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+			Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1},
+		}
+		_, bad := r.SimulateNodeRemoval("n1", nil, []*policyv1.PodDisruptionBudget{pdb}, now)
+		if bad == nil || bad.BlockingPod == nil || bad.BlockingPod.Reason != drain.NotEnoughPdb {
+			t.Errorf("two pods under a PDB allowing one disruption: got %v", bad)
+		}
+	})
+
+	t.Run("anti-affinity keeps moved pods apart", func(t *testing.T) {
+		// Three nodes each running one anti-affine replica: removing one leaves
+		// its replica nowhere to go even though there is plenty of cpu.
+		var ps []*apiv1.Pod
+		for i, n := range []string{"n1", "n2", "n3"} {
+			p := WithAntiAffinity(rsPod(string(rune('x'+i)), 100, n), apiv1.LabelHostname)
+			ps = append(ps, p)
+		}
+		s := snapshotOf(t, nodes, ps)
+		r := NewRemovalSimulator(c, s, defaultDrain)
+		if _, bad := r.SimulateNodeRemoval("n2", nil, nil, now); bad == nil || bad.Reason != NoPlaceToMovePods {
+			t.Errorf("got %v, want NoPlaceToMovePods", bad)
+		}
+	})
+
+	t.Run("unknown node", func(t *testing.T) {
+		s := snapshotOf(t, nodes, pods)
+		r := NewRemovalSimulator(c, s, defaultDrain)
+		if _, bad := r.SimulateNodeRemoval("ghost", nil, nil, now); bad == nil || bad.Reason != UnexpectedError || bad.Node.Name != "ghost" {
+			t.Errorf("got %v", bad)
+		}
+	})
+
+	t.Run("empty node", func(t *testing.T) {
+		s := snapshotOf(t, nodes, []*apiv1.Pod{dsPod("only-ds", 100, "n1")})
+		r := NewRemovalSimulator(c, s, defaultDrain)
+		ok, bad := r.SimulateNodeRemoval("n1", nil, nil, now)
+		if bad != nil || len(ok.PodsToReschedule) != 0 {
+			t.Errorf("a node with only DaemonSet pods is removable with nothing to move: %v %v", ok, bad)
+		}
+	})
+}

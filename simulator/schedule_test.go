@@ -1,0 +1,158 @@
+package simulator
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
+)
+
+func groupSizes(groups []PodEquivalenceGroup) []int {
+	out := []int{}
+	for _, g := range groups {
+		out = append(out, len(g.Pods))
+	}
+	return out
+}
+
+func TestGroupPods(t *testing.T) {
+	web := ReplicaSetPods("web", 3, 100, MiB)
+	api := ReplicaSetPods("api", 2, 200, MiB)
+	bare1, bare2 := Pod("bare1", 100, MiB), Pod("bare2", 100, MiB)
+	// Same owner, different request: a different group.
+	odd := ReplicaSetPods("web", 1, 100, MiB)[0]
+	odd.Name = "web-odd"
+	odd.Spec.Containers[0].Resources.Requests[apiv1.ResourceCPU] = *resource.NewMilliQuantity(900, resource.DecimalSI)
+	// Same owner, different toleration.
+	tol := ReplicaSetPods("web", 1, 100, MiB)[0]
+	tol.Name = "web-tol"
+	tol.Spec.Tolerations = []apiv1.Toleration{{Key: "x", Operator: apiv1.TolerationOpExists}}
+
+	groups := GroupPods([]*apiv1.Pod{web[0], api[0], bare1, web[1], odd, bare2, api[1], web[2], tol})
+	if got, want := groupSizes(groups), []int{3, 2, 1, 1, 1, 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("group sizes = %v, want %v", got, want)
+	}
+	if groups[0].Exemplar() != web[0] || groups[2].Pods[0] != bare1 || groups[4].Pods[0] != bare2 {
+		t.Errorf("groups out of first-appearance order")
+	}
+	if (PodEquivalenceGroup{}).Exemplar() != nil {
+		t.Errorf("empty group has no exemplar")
+	}
+}
+
+func TestTrySchedulePods(t *testing.T) {
+	c := testChecker(t)
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 2000, 4*GiB), Node("n2", 2000, 4*GiB)},
+		[]*apiv1.Pod{BoundPod("running", 1000, GiB, "n1")})
+	pods := ReplicaSetPods("web", 4, 1000, MiB) // room for 3: one on n1, two on n2
+	big := Pod("big", 3000, MiB)
+
+	scheduled, unschedulable, err := TrySchedulePods(c, s, append(pods, big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := map[string]string{}
+	for _, sp := range scheduled {
+		where[sp.Pod.Name] = sp.NodeName
+	}
+	want := map[string]string{"web-0": "n1", "web-1": "n2", "web-2": "n2"}
+	if !reflect.DeepEqual(where, want) {
+		t.Errorf("placements = %v, want %v", where, want)
+	}
+	var names []string
+	for _, p := range unschedulable {
+		names = append(names, p.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"web-3", "big"}) {
+		t.Errorf("unschedulable = %v", names)
+	}
+	// The placements are in the snapshot; the caller's pods are untouched.
+	if got := requestedCPU(t, s, "n2"); got != 2000 {
+		t.Errorf("n2 requested cpu = %d, want 2000", got)
+	}
+	if pods[1].Spec.NodeName != "" {
+		t.Errorf("caller's pod object was modified")
+	}
+	ni, _ := s.GetNodeInfo("n2")
+	for _, p := range ni.Pods() {
+		if p.Spec.NodeName != "n2" {
+			t.Errorf("pod %s stored on n2 says nodeName %q", p.Name, p.Spec.NodeName)
+		}
+	}
+}
+
+func TestTrySchedulePodsEquivalenceShortCut(t *testing.T) {
+	c := testChecker(t)
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 1000, GiB)}, nil)
+	// Counting filter calls: after the first failure the group is not tried.
+	pods := ReplicaSetPods("huge", 100, 5000, MiB)
+	before := len(s.NodeNames())
+	scheduled, unschedulable, err := TrySchedulePods(c, s, pods)
+	if err != nil || len(scheduled) != 0 || len(unschedulable) != 100 {
+		t.Fatalf("got %d scheduled, %d unschedulable, %v", len(scheduled), len(unschedulable), err)
+	}
+	if len(s.NodeNames()) != before {
+		t.Errorf("snapshot nodes changed")
+	}
+}
+
+func TestTrySchedulePodsAntiAffinityOnePerNode(t *testing.T) {
+	c := testChecker(t)
+	var nodes []*apiv1.Node
+	for i := 0; i < 3; i++ {
+		nodes = append(nodes, Node(fmt.Sprintf("n%d", i), 4000, 4*GiB))
+	}
+	s := snapshotOf(t, nodes, nil)
+	pods := ReplicaSetPods("db", 5, 100, MiB)
+	for _, p := range pods {
+		WithAntiAffinity(p, apiv1.LabelHostname)
+	}
+	scheduled, unschedulable, err := TrySchedulePods(c, s, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scheduled) != 3 || len(unschedulable) != 2 {
+		t.Fatalf("scheduled %d, unschedulable %d; want 3 and 2", len(scheduled), len(unschedulable))
+	}
+	seen := map[string]bool{}
+	for _, sp := range scheduled {
+		if seen[sp.NodeName] {
+			t.Errorf("two anti-affine pods on %s", sp.NodeName)
+		}
+		seen[sp.NodeName] = true
+	}
+}
+
+func TestTrySchedulePodsTopologySpreadAcrossZones(t *testing.T) {
+	c := testChecker(t)
+	const zone = apiv1.LabelTopologyZone
+	nodes := []*apiv1.Node{
+		WithLabel(Node("a1", 8000, 8*GiB), zone, "a"),
+		WithLabel(Node("a2", 8000, 8*GiB), zone, "a"),
+		WithLabel(Node("b1", 8000, 8*GiB), zone, "b"),
+	}
+	s := snapshotOf(t, nodes, nil)
+	pods := ReplicaSetPods("web", 6, 100, MiB)
+	for _, p := range pods {
+		WithTopologySpread(p, zone, 1)
+	}
+	scheduled, unschedulable, err := TrySchedulePods(c, s, pods)
+	if err != nil || len(unschedulable) != 0 {
+		t.Fatalf("unschedulable %d, err %v", len(unschedulable), err)
+	}
+	perZone := map[string]int{}
+	for _, sp := range scheduled {
+		if sp.NodeName == "b1" {
+			perZone["b"]++
+		} else {
+			perZone["a"]++
+		}
+	}
+	if perZone["a"] != 3 || perZone["b"] != 3 {
+		t.Errorf("per zone = %v, want 3/3 with maxSkew 1", perZone)
+	}
+}
