@@ -11,13 +11,17 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
@@ -58,7 +62,10 @@ type Autoscaler struct {
 	podIndex  cache.Indexer
 	pdbs      policylisters.PodDisruptionBudgetLister
 	dss       appslisters.DaemonSetLister
-	synced    []cache.InformerSynced
+	rss       appslisters.ReplicaSetLister
+	sss       appslisters.StatefulSetLister
+	rcs       corelisters.ReplicationControllerLister
+	jobs      batchlisters.JobLister
 
 	checker   *simulator.PredicateChecker
 	snapshot  *simulator.ClusterSnapshot
@@ -111,8 +118,13 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	}
 	a.nodes, a.pods, a.pdbs, a.dss = nodeInf.Lister(), podInf.Lister(), pdbInf.Lister(), dsInf.Lister()
 	a.podIndex = podInf.Informer().GetIndexer()
-	a.synced = []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced,
-		pdbInf.Informer().HasSynced, dsInf.Informer().HasSynced, cmInf.Informer().HasSynced}
+	// Controllers, for the drain rules' "controller exists" and
+	// --min-replica-count checks.
+	a.rss = a.factory.Apps().V1().ReplicaSets().Lister()
+	a.sss = a.factory.Apps().V1().StatefulSets().Lister()
+	a.rcs = a.factory.Core().V1().ReplicationControllers().Lister()
+	a.jobs = a.factory.Batch().V1().Jobs().Lister()
+	_ = cmInf.Informer()
 
 	a.trigger = NewTrigger(clk, opts.TriggerIdleWindow, opts.TriggerMaxWindow, opts.FrequentLoopsEnabled)
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -134,7 +146,10 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 		return nil, fmt.Errorf("core: pod event handler: %w", err)
 	}
 
-	checker, err := simulator.NewPredicateChecker()
+	// With the factory, the volume plugins (PVCs, PVs, storage classes,
+	// CSI limits) take part in the simulation; they register their informers
+	// on it now and start with the others in Run.
+	checker, err := simulator.NewPredicateCheckerWithInformers(a.factory)
 	if err != nil {
 		return nil, fmt.Errorf("core: scheduler framework: %w", err)
 	}
@@ -148,7 +163,9 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	}
 	a.scaleUp = scaleup.New(opts, provider, a.registry, strategy, checker, recorder)
 	planner := scaledown.NewPlanner(opts, provider, a.registry, checker)
+	planner.ControllerReplicas = a.controllerReplicas
 	actuator := scaledown.NewActuator(opts, kube, provider, recorder, scaleup.StatusConfigMapRef(opts), a.podsOnNode)
+	actuator.ControllerReplicas = a.controllerReplicas
 	a.scaleDown = scaledown.New(opts, provider, a.registry, planner, actuator)
 	return a, nil
 }
@@ -175,16 +192,75 @@ func (a *Autoscaler) podsOnNode(name string) ([]*apiv1.Pod, error) {
 	return out, nil
 }
 
+// controllerReplicas looks up a pod's controller in the caches: whether it
+// still exists (same UID) and how many replicas it wants.
+func (a *Autoscaler) controllerReplicas(ns string, ref metav1.OwnerReference) (int32, bool) {
+	var (
+		uid      types.UID
+		replicas *int32
+		err      error
+	)
+	switch ref.Kind {
+	case "ReplicaSet":
+		var o *appsv1.ReplicaSet
+		if o, err = a.rss.ReplicaSets(ns).Get(ref.Name); err == nil {
+			uid, replicas = o.UID, o.Spec.Replicas
+		}
+	case "StatefulSet":
+		var o *appsv1.StatefulSet
+		if o, err = a.sss.StatefulSets(ns).Get(ref.Name); err == nil {
+			uid, replicas = o.UID, o.Spec.Replicas
+		}
+	case "ReplicationController":
+		var o *apiv1.ReplicationController
+		if o, err = a.rcs.ReplicationControllers(ns).Get(ref.Name); err == nil {
+			uid, replicas = o.UID, o.Spec.Replicas
+		}
+	case "Job":
+		var o *batchv1.Job
+		if o, err = a.jobs.Jobs(ns).Get(ref.Name); err == nil {
+			uid, replicas = o.UID, o.Spec.Parallelism
+		}
+	default:
+		return 0, true
+	}
+	if err != nil || (ref.UID != "" && uid != ref.UID) {
+		return 0, false
+	}
+	if replicas == nil {
+		return 1, true // the API's default
+	}
+	return *replicas, true
+}
+
+// startInformers starts the caches and waits for them; false if ctx ended
+// first.
+func (a *Autoscaler) startInformers(ctx context.Context) bool {
+	a.factory.Start(ctx.Done())
+	a.nsFactory.Start(ctx.Done())
+	for typ, ok := range a.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			klog.Errorf("Informer cache for %v did not sync", typ)
+			return false
+		}
+	}
+	for typ, ok := range a.nsFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			klog.Errorf("Informer cache for %v did not sync", typ)
+			return false
+		}
+	}
+	return true
+}
+
 // Run starts the informers, waits for their sync, removes
 // ToBeDeletedByClusterAutoscaler taints left by an earlier run, writes the
 // Initializing status, then runs RunOnce every opts.ScanInterval and when the
 // pending-pod trigger fires, until ctx ends.
 func (a *Autoscaler) Run(ctx context.Context) error {
 	a.ctx = ctx
-	a.factory.Start(ctx.Done())
-	a.nsFactory.Start(ctx.Done())
-	klog.Infof("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, ConfigMaps in %s)", a.opts.Namespace)
-	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
+	klog.Infof("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, controllers, storage, ConfigMaps in %s)", a.opts.Namespace)
+	if !a.startInformers(ctx) {
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -51,7 +51,7 @@ type harness struct {
 // test.
 func newHarness(t *testing.T, opts config.AutoscalingOptions, provider *test.Provider, objs ...runtime.Object) *harness {
 	t.Helper()
-	kube := fake.NewClientset(objs...)
+	kube := fake.NewClientset(withReplicaSets(objs)...)
 	rec := record.NewFakeRecorder(100000)
 	rec.IncludeObject = true
 	h := &harness{t: t, kube: kube, provider: provider, recorder: rec}
@@ -83,9 +83,7 @@ func newHarness(t *testing.T, opts config.AutoscalingOptions, provider *test.Pro
 	t.Cleanup(cancel)
 	h.ctx = ctx
 	a.ctx = ctx
-	a.factory.Start(ctx.Done())
-	a.nsFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
+	if !a.startInformers(ctx) {
 		t.Fatal("caches did not sync")
 	}
 	h.a = a
@@ -277,4 +275,31 @@ func TestMain(m *testing.M) {
 	klog.InitFlags(nil)
 	flag.Parse()
 	os.Exit(m.Run())
+}
+
+// withReplicaSets adds the ReplicaSets the pods in objs say they belong to
+// (3 replicas each, none for names starting with "gone-"), so the drain
+// rules find their controllers.
+func withReplicaSets(objs []runtime.Object) []runtime.Object {
+	seen := map[string]bool{}
+	out := append([]runtime.Object(nil), objs...)
+	for _, o := range objs {
+		p, ok := o.(*apiv1.Pod)
+		if !ok {
+			continue
+		}
+		for _, ref := range p.OwnerReferences {
+			key := p.Namespace + "/" + ref.Name
+			if ref.Kind != "ReplicaSet" || seen[key] || strings.HasPrefix(ref.Name, "gone-") {
+				continue
+			}
+			seen[key] = true
+			replicas := int32(3)
+			out = append(out, &appsv1.ReplicaSet{
+				ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: p.Namespace, UID: ref.UID},
+				Spec:       appsv1.ReplicaSetSpec{Replicas: &replicas},
+			})
+		}
+	}
+	return out
 }

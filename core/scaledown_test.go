@@ -84,7 +84,13 @@ func TestScaleDownBlockedNodes(t *testing.T) {
 	cases := []struct {
 		name   string
 		modify func(light *apiv1.Pod, objs *[]runtime.Object)
+		opts   func(*config.AutoscalingOptions)
 	}{
+		{name: "controller gone", modify: func(light *apiv1.Pod, _ *[]runtime.Object) {
+			light.OwnerReferences[0].Name = "gone-rs"
+		}},
+		{name: "fewer replicas than --min-replica-count", modify: func(*apiv1.Pod, *[]runtime.Object) {},
+			opts: func(o *config.AutoscalingOptions) { o.MinReplicaCount = 5 }},
 		{name: "safe-to-evict=false", modify: func(light *apiv1.Pod, _ *[]runtime.Object) {
 			light.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 		}},
@@ -108,7 +114,11 @@ func TestScaleDownBlockedNodes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, objs, light := scaleDownFixture(0)
 			tc.modify(light, &objs)
-			h := newHarness(t, testOptions(), p, objs...)
+			o := testOptions()
+			if tc.opts != nil {
+				tc.opts(&o)
+			}
+			h := newHarness(t, o, p, objs...)
 			h.runOnce(t0)
 			h.runOnce(t0.Add(11 * time.Minute))
 			if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n2"}) {
@@ -246,6 +256,25 @@ func TestScaleDownOptions(t *testing.T) {
 	}
 }
 
+func TestScaleDownDelayAfterDelete(t *testing.T) {
+	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 4, milliCPU: 2000, mem: 4 * test.GiB})
+	o := testOptions()
+	o.MaxEmptyBulkDelete = 1
+	o.ScaleDownDelayAfterDelete = 5 * time.Minute
+	h := newHarness(t, o, p, nodes...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(11 * time.Minute))
+	h.runOnce(t0.Add(12 * time.Minute))
+	h.runOnce(t0.Add(15 * time.Minute))
+	if d := deletions(p); len(d) != 1 {
+		t.Fatalf("DeleteNodes calls within the delay after delete = %v", d)
+	}
+	h.runOnce(t0.Add(16*time.Minute + time.Second))
+	if d := deletions(p); len(d) != 2 {
+		t.Fatalf("DeleteNodes calls after the delay = %v", d)
+	}
+}
+
 func TestEmptyNodesBulkLimit(t *testing.T) {
 	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 5, milliCPU: 2000, mem: 4 * test.GiB})
 	o := testOptions()
@@ -283,7 +312,7 @@ func TestStaleTaintsRemovedAtStart(t *testing.T) {
 		{Key: clusterstate.DeletionCandidateTaint, Value: "1700000000", Effect: apiv1.TaintEffectPreferNoSchedule},
 		{Key: "dedicated", Value: "x", Effect: apiv1.TaintEffectNoSchedule},
 	}
-	kube := fake.NewClientset(join(nodes, fill(nodes, 1800))...)
+	kube := fake.NewClientset(withReplicaSets(join(nodes, fill(nodes, 1800)))...)
 	o := testOptions()
 	o.ScanInterval = time.Hour
 	a, err := newAutoscaler(o, kube, p, nil, nil, clock.RealClock{})

@@ -38,6 +38,10 @@ type Actuator struct {
 	// podsOnNode lists the pods bound to a node (from the informer cache).
 	podsOnNode func(nodeName string) ([]*apiv1.Pod, error)
 
+	// ControllerReplicas: as Planner.ControllerReplicas, for the final check
+	// of a node's pods before it is drained.
+	ControllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
+
 	// Clock and pacing; tests shorten the intervals.
 	Clock                 func() time.Time
 	EvictionRetryInterval time.Duration
@@ -279,7 +283,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 		current, err := a.podsOnNode(n.Name)
 		if err == nil {
 			// PDBs are left to the Eviction API, whose refusals are retried.
-			toMove, blocking := drain.PodsToMove(current, nil, drainOptions(a.opts), start)
+			toMove, blocking := drain.PodsToMove(current, nil, a.drainOptions(), start)
 			if blocking != nil && blocking.Pod != nil {
 				a.fail(ctx, n, metrics.TransientError, fmt.Errorf("pod %s/%s blocks the drain: %s", blocking.Pod.Namespace, blocking.Pod.Name, blocking.Reason.String()))
 				failed = true
@@ -309,12 +313,13 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 		n.Name, c.GroupID, len(pods), a.Clock().Sub(start).Round(time.Second))
 }
 
-func drainOptions(o config.AutoscalingOptions) drain.Options {
+func (a *Actuator) drainOptions() drain.Options {
 	return drain.Options{
-		SkipNodesWithLocalStorage:         o.SkipNodesWithLocalStorage,
-		SkipNodesWithSystemPods:           o.SkipNodesWithSystemPods,
-		SkipNodesWithCustomControllerPods: o.SkipNodesWithCustomControllerPods,
-		MinReplicaCount:                   o.MinReplicaCount,
+		SkipNodesWithLocalStorage:         a.opts.SkipNodesWithLocalStorage,
+		SkipNodesWithSystemPods:           a.opts.SkipNodesWithSystemPods,
+		SkipNodesWithCustomControllerPods: a.opts.SkipNodesWithCustomControllerPods,
+		MinReplicaCount:                   a.opts.MinReplicaCount,
+		ControllerReplicas:                a.ControllerReplicas,
 	}
 }
 

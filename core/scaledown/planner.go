@@ -10,6 +10,7 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
@@ -46,6 +47,10 @@ type Planner struct {
 	registry *clusterstate.Registry
 	checker  *simulator.PredicateChecker
 
+	// ControllerReplicas looks up pods' controllers for the drain rules
+	// (controller gone, --min-replica-count); nil skips those checks.
+	ControllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
+
 	unneeded    map[string]*Candidate
 	unremovable map[string]string // node → last reason, to log changes only
 }
@@ -74,6 +79,7 @@ func (p *Planner) drainOptions() drain.Options {
 		SkipNodesWithSystemPods:           p.opts.SkipNodesWithSystemPods,
 		SkipNodesWithCustomControllerPods: p.opts.SkipNodesWithCustomControllerPods,
 		MinReplicaCount:                   p.opts.MinReplicaCount,
+		ControllerReplicas:                p.ControllerReplicas,
 	}
 }
 
