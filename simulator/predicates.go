@@ -3,6 +3,7 @@ package simulator
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -133,7 +134,9 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		schedruntime.WithInformerFactory(factory),
 		schedruntime.WithSnapshotSharedLister(lister),
 		schedruntime.WithMetricsRecorder(sharedRecorder),
-		schedruntime.WithParallelism(1),
+		// PreFilter's per-node counting is CPU-bound: more workers than
+		// processors only adds scheduling overhead.
+		schedruntime.WithParallelism(runtime.GOMAXPROCS(0)),
 	}
 	if withCSI {
 		opts = append(opts, schedruntime.WithSharedCSIManager(csiManager{factory.Storage().V1().CSINodes().Lister()}))

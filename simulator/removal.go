@@ -80,8 +80,12 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 	}
 	node := info.Node()
 	pods := make([]*apiv1.Pod, 0, len(info.Pods))
+	podInfos := make(map[*apiv1.Pod]*schedframework.PodInfo, len(info.Pods))
 	for _, pi := range info.Pods {
 		pods = append(pods, pi.GetPod())
+		if concrete, ok := pi.(*schedframework.PodInfo); ok {
+			podInfos[pi.GetPod()] = concrete
+		}
 	}
 
 	toMove, blocking := drain.PodsToMove(pods, pdbs, r.opts, now)
@@ -116,7 +120,14 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 			return nil, &UnremovableNode{Node: node, Reason: NoPlaceToMovePods}
 		}
 		hints[h] = idx
-		if err := r.snapshot.AddPod(withNodeName(p, dest), dest); err != nil {
+		// The pod's scheduler bookkeeping from its current node is reused.
+		var addErr error
+		if src, ok := podInfos[p]; ok {
+			addErr = r.snapshot.addPodInfo(sharePodInfo(src, withNodeName(p, dest)), dest)
+		} else {
+			addErr = r.snapshot.AddEquivalentPod(p, nil, dest)
+		}
+		if err := addErr; err != nil {
 			r.snapshot.Revert()
 			klog.Errorf("Scale-down simulation of node %s: %v", nodeName, fmt.Errorf("placing pod %s/%s on %s: %w", p.Namespace, p.Name, dest, err))
 			return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}

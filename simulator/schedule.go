@@ -149,7 +149,7 @@ func TrySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod)
 				unschedulable = append(unschedulable, p)
 				continue
 			}
-			if err := s.AddPod(withNodeName(p, nodeName), nodeName); err != nil {
+			if err := s.AddEquivalentPod(p, g.Pods[0], nodeName); err != nil {
 				return scheduled, unschedulable, err
 			}
 			hint = idx

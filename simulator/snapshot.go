@@ -41,6 +41,11 @@ type ClusterSnapshot struct {
 	antiAffinityList      []fwk.NodeInfo
 	nonHostAntiAffinity   []fwk.NodeInfo
 	affinityListsAreValid bool
+
+	// podInfoTemplates: per exemplar pod, the scheduler PodInfo whose
+	// computed data AddEquivalentPod shares. A cache only: not part of the
+	// forked state, dropped by SetClusterState.
+	podInfoTemplates map[*apiv1.Pod]*schedframework.PodInfo
 }
 
 // snapshotLayer remembers, for every node first changed while this layer was
@@ -61,6 +66,7 @@ func NewClusterSnapshot() *ClusterSnapshot {
 func (s *ClusterSnapshot) SetClusterState(nodes []*apiv1.Node, scheduledPods []*apiv1.Pod) error {
 	s.nodes = make(map[string]*schedframework.NodeInfo, len(nodes))
 	s.layers = nil
+	s.podInfoTemplates = nil
 	s.invalidateAll()
 	for _, n := range nodes {
 		if n == nil {
@@ -134,12 +140,50 @@ func (s *ClusterSnapshot) AddPod(pod *apiv1.Pod, nodeName string) error {
 	if pod == nil {
 		return fmt.Errorf("nil pod")
 	}
+	return s.addPodInfo(newPodInfo(pod), nodeName)
+}
+
+// AddEquivalentPod places pod on nodeName, stored with spec.nodeName set (a
+// shallow copy when it differs; the caller's object is not changed). pod must
+// be equivalent to exemplar as GroupPods decides (same controller, same
+// scheduling spec): the scheduler's per-pod bookkeeping (resource requests,
+// parsed affinity terms) is computed once per exemplar and shared, which
+// halves the cost of placing thousands of replicas.
+func (s *ClusterSnapshot) AddEquivalentPod(pod, exemplar *apiv1.Pod, nodeName string) error {
+	if pod == nil {
+		return fmt.Errorf("nil pod")
+	}
+	stored := withNodeName(pod, nodeName)
+	if exemplar == nil {
+		return s.addPodInfo(newPodInfo(stored), nodeName)
+	}
+	if tmpl, found := s.podInfoTemplates[exemplar]; found {
+		return s.addPodInfo(sharePodInfo(tmpl, stored), nodeName)
+	}
+	pi := newPodInfo(stored)
+	pi.CalculateResource() // cached inside pi, then shared by its copies
+	if s.podInfoTemplates == nil {
+		s.podInfoTemplates = map[*apiv1.Pod]*schedframework.PodInfo{}
+	}
+	s.podInfoTemplates[exemplar] = pi
+	return s.addPodInfo(pi, nodeName)
+}
+
+// sharePodInfo returns a copy of tmpl for pod, keeping tmpl's computed
+// requests and affinity terms. Only valid for a pod equivalent to tmpl's.
+func sharePodInfo(tmpl *schedframework.PodInfo, pod *apiv1.Pod) *schedframework.PodInfo {
+	cp := *tmpl
+	cp.Pod = pod
+	return &cp
+}
+
+func (s *ClusterSnapshot) addPodInfo(pi *schedframework.PodInfo, nodeName string) error {
 	info, err := s.mutable(nodeName)
 	if err != nil {
 		return err
 	}
 	before := hasAffinityPods(info)
-	info.AddPodInfo(newPodInfo(pod))
+	info.AddPodInfo(pi)
 	if before || hasAffinityPods(info) {
 		s.affinityListsAreValid = false
 	}

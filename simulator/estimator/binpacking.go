@@ -76,7 +76,7 @@ func (e *BinpackingEstimator) Estimate(groups []simulator.PodEquivalenceGroup, t
 					}
 				}
 				if err == nil {
-					if aerr := e.snapshot.AddPod(p, name); aerr != nil {
+					if aerr := e.snapshot.AddEquivalentPod(p, g.Pods[0], name); aerr != nil {
 						klog.Errorf("Estimation for %s: %v", template.Node().Name, aerr)
 						return len(open), placed
 					}
@@ -110,7 +110,7 @@ func (e *BinpackingEstimator) Estimate(groups []simulator.PodEquivalenceGroup, t
 					template.Node().Name, p.Namespace, p.Name, len(g.Pods)-i-1, perr)
 				break
 			}
-			if aerr := e.snapshot.AddPod(p, name); aerr != nil {
+			if aerr := e.snapshot.AddEquivalentPod(p, g.Pods[0], name); aerr != nil {
 				klog.Errorf("Estimation for %s: %v", template.Node().Name, aerr)
 				return len(open), placed
 			}
