@@ -83,7 +83,7 @@ func run(args []string) int {
 	// Kubernetes or the cloud, so a bad file fails fast with a clear message.
 	provider, err := builder.NewCloudProvider(opts)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "error: cloud provider %q: %v\n", opts.CloudProviderName, err)
+		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
 	}
 
