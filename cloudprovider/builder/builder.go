@@ -83,7 +83,7 @@ func NewCloudProvider(opts config.AutoscalingOptions) (cloudprovider.CloudProvid
 	klog.Infof("building cloud provider %s with resource limits %s", name, rl)
 	provider, err := factory(opts, rl)
 	if err != nil {
-		return nil, err // the provider names itself in its errors
+		return nil, fmt.Errorf("building cloud provider %s: %w", name, err)
 	}
 	return provider, nil
 }
