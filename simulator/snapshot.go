@@ -44,9 +44,13 @@ type ClusterSnapshot struct {
 
 	// podInfoTemplates: per exemplar pod, the scheduler PodInfo whose
 	// computed data AddEquivalentPod shares. A cache only: not part of the
-	// forked state, dropped by SetClusterState.
+	// forked state; dropped by SetClusterState and whenever the last fork
+	// ends (a loop's pending pods are not the next loop's), and bounded.
 	podInfoTemplates map[*apiv1.Pod]*schedframework.PodInfo
 }
+
+// maxPodInfoTemplates bounds the exemplar cache for callers that never fork.
+const maxPodInfoTemplates = 10000
 
 // snapshotLayer remembers, for every node first changed while this layer was
 // on top, the NodeInfo it had before (nil when the node did not exist).
@@ -162,7 +166,7 @@ func (s *ClusterSnapshot) AddEquivalentPod(pod, exemplar *apiv1.Pod, nodeName st
 	}
 	pi := newPodInfo(stored)
 	pi.CalculateResource() // cached inside pi, then shared by its copies
-	if s.podInfoTemplates == nil {
+	if s.podInfoTemplates == nil || len(s.podInfoTemplates) >= maxPodInfoTemplates {
 		s.podInfoTemplates = map[*apiv1.Pod]*schedframework.PodInfo{}
 	}
 	s.podInfoTemplates[exemplar] = pi
@@ -271,6 +275,9 @@ func (s *ClusterSnapshot) Revert() {
 	}
 	top := s.layers[len(s.layers)-1]
 	s.layers = s.layers[:len(s.layers)-1]
+	if len(s.layers) == 0 {
+		s.podInfoTemplates = nil
+	}
 	for name, old := range top.saved {
 		cur, exists := s.nodes[name]
 		if old == nil {
@@ -300,6 +307,7 @@ func (s *ClusterSnapshot) Commit() error {
 	top := s.layers[len(s.layers)-1]
 	s.layers = s.layers[:len(s.layers)-1]
 	if len(s.layers) == 0 {
+		s.podInfoTemplates = nil
 		return nil
 	}
 	parent := s.layers[len(s.layers)-1]

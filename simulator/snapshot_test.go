@@ -244,3 +244,38 @@ func TestFrameworkListsFollowForks(t *testing.T) {
 		t.Errorf("Get of an unknown node must fail")
 	}
 }
+
+func TestAddEquivalentPod(t *testing.T) {
+	s := snapshotOf(t, []*apiv1.Node{Node("n1", 4000, 4*GiB), Node("n2", 4000, 4*GiB)}, nil)
+	pods := ReplicaSetPods("web", 3, 300, 64*MiB)
+	s.Fork()
+	for i, p := range pods {
+		node := "n1"
+		if i == 2 {
+			node = "n2"
+		}
+		if err := s.AddEquivalentPod(p, pods[0], node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := requestedCPU(t, s, "n1"); got != 600 {
+		t.Errorf("n1 requested cpu = %d, want 600", got)
+	}
+	if got := s.nodes["n2"].Requested.Memory; got != 64*MiB {
+		t.Errorf("n2 requested memory = %d, want %d", got, 64*MiB)
+	}
+	ni, _ := s.GetNodeInfo("n2")
+	if len(ni.Pods()) != 1 || ni.Pods()[0].Name != "web-2" || ni.Pods()[0].Spec.NodeName != "n2" {
+		t.Errorf("n2 holds %v", ni.Pods())
+	}
+	if pods[2].Spec.NodeName != "" {
+		t.Errorf("caller's pod was modified")
+	}
+	if err := s.RemovePod("default", "web-0", "n1"); err != nil || requestedCPU(t, s, "n1") != 300 {
+		t.Errorf("removing a shared-data pod: %v, requested %d", err, requestedCPU(t, s, "n1"))
+	}
+	s.Revert()
+	if len(s.podInfoTemplates) != 0 {
+		t.Errorf("the exemplar cache outlives the forks")
+	}
+}
