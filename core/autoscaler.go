@@ -69,6 +69,7 @@ type Autoscaler struct {
 
 	checker   *simulator.PredicateChecker
 	snapshot  *simulator.ClusterSnapshot
+	sync      *snapshotSync
 	registry  *clusterstate.Registry
 	scaleUp   *scaleup.Orchestrator
 	scaleDown *scaledown.ScaleDown
@@ -155,6 +156,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	}
 	a.checker = checker
 	a.snapshot = simulator.NewClusterSnapshot()
+	a.sync = newSnapshotSync(a.snapshot)
 	a.registry = clusterstate.NewRegistry(provider, opts)
 
 	strategy, err := factory.Build(opts.ExpanderNames, provider, cmInf.Lister().ConfigMaps(opts.Namespace), recorder, nil, nil)

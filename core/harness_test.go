@@ -33,7 +33,7 @@ import (
 var t0 = time.Unix(1_700_000_000, 0).Add(2 * time.Hour)
 
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	kube     *fake.Clientset
 	provider *test.Provider
 	a        *Autoscaler
@@ -49,7 +49,7 @@ type harness struct {
 // newHarness builds an autoscaler on a fake clientset holding objs and the
 // given provider. Informers are started and synced; RunOnce is called by the
 // test.
-func newHarness(t *testing.T, opts config.AutoscalingOptions, provider *test.Provider, objs ...runtime.Object) *harness {
+func newHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, objs ...runtime.Object) *harness {
 	t.Helper()
 	kube := fake.NewClientset(withReplicaSets(objs)...)
 	rec := record.NewFakeRecorder(100000)

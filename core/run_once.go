@@ -108,12 +108,24 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 		}
 	}
 	a.updateResourceMetrics(live)
-	if err := a.snapshot.SetClusterState(live, pods); err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return fmt.Errorf("building cluster snapshot: %w", err)
+	// The snapshot (every pod through the scheduler framework's bookkeeping)
+	// is the costliest part of an iteration; it is built only when pending
+	// pods or scale-down candidates need a simulation.
+	snapshotBuilt := false
+	defer a.sync.end()
+	snapshot := func() (*simulator.ClusterSnapshot, error) {
+		if !snapshotBuilt {
+			if err := a.sync.begin(live, pods); err != nil {
+				a.sync.invalidate()
+				metrics.RegisterError(metrics.InternalError)
+				return nil, fmt.Errorf("building cluster snapshot: %w", err)
+			}
+			snapshotBuilt = true
+		}
+		return a.snapshot, nil
 	}
 
-	scaledUp, err := a.scaleUpPhase(nodes, pods, dss, groups, total, now)
+	scaledUp, err := a.scaleUpPhase(snapshot, nodes, pods, dss, groups, total, now)
 	if err != nil {
 		return err
 	}
@@ -131,7 +143,7 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 		return nil
 	}
 	res, err := a.scaleDown.RunOnce(a.ctx, scaledown.PlannerInput{
-		Snapshot: a.snapshot, Nodes: nodes, PDBs: pdbs, BeingDeleted: beingDeleted, Now: now,
+		Snapshot: snapshot, PodsByNode: podsByNode(pods), Nodes: nodes, PDBs: pdbs, BeingDeleted: beingDeleted, Now: now,
 	}, a.lastScaleUp)
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
@@ -147,7 +159,7 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 // scaleUpPhase: pending pods that fit neither existing nor upcoming nodes
 // cause a scale-up. Pods that fit existing nodes stay placed in the snapshot
 // (the scheduler will bind them there), so scale-down sees that load too.
-func (a *Autoscaler) scaleUpPhase(nodes []*apiv1.Node, pods []*apiv1.Pod, dss []*appsv1.DaemonSet, groups []clusterstate.NodeGroupState,
+func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, error), nodes []*apiv1.Node, pods []*apiv1.Pod, dss []*appsv1.DaemonSet, groups []clusterstate.NodeGroupState,
 	total clusterstate.Readiness, now time.Time) (bool, error) {
 	pending := scaleup.FilterPendingPods(pods, a.opts, now)
 	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung, 0)
@@ -161,6 +173,9 @@ func (a *Autoscaler) scaleUpPhase(nodes []*apiv1.Node, pods []*apiv1.Pod, dss []
 	}
 
 	filterStart := time.Now()
+	if _, err := snapshot(); err != nil {
+		return false, err
+	}
 	_, stillPending, err := simulator.TrySchedulePods(a.checker, a.snapshot, pending.Eligible)
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
@@ -213,6 +228,17 @@ func (a *Autoscaler) scaleUpPhase(nodes []*apiv1.Node, pods []*apiv1.Pod, dss []
 		return false, fmt.Errorf("scale-up: %w", err)
 	}
 	return res.ScaledUp(), nil
+}
+
+// podsByNode groups bound pods by node name.
+func podsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
+	out := map[string][]*apiv1.Pod{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+		}
+	}
+	return out
 }
 
 func (a *Autoscaler) updateResourceMetrics(live []*apiv1.Node) {

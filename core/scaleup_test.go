@@ -55,6 +55,9 @@ func TestScaleUpNotRepeatedForUpcomingNodes(t *testing.T) {
 	if got := increases(p); !reflect.DeepEqual(got, []string{"g1+3"}) {
 		t.Fatalf("IncreaseSize calls = %v, want exactly one g1+3", got)
 	}
+	if h.a.sync.rebuilds != 1 {
+		t.Fatalf("snapshot rebuilt %d times; later loops should update it in place", h.a.sync.rebuilds)
+	}
 }
 
 func TestScaleUpLimits(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
 )
 
@@ -53,21 +54,26 @@ type Planner struct {
 
 	unneeded    map[string]*Candidate
 	unremovable map[string]string // node → last reason, to log changes only
+	requests    *requestsCache
 }
 
 // NewPlanner returns a planner.
 func NewPlanner(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry, checker *simulator.PredicateChecker) *Planner {
 	return &Planner{opts: opts, provider: provider, registry: registry, checker: checker,
-		unneeded: map[string]*Candidate{}, unremovable: map[string]string{}}
+		unneeded: map[string]*Candidate{}, unremovable: map[string]string{}, requests: newRequestsCache()}
 }
 
 // PlannerInput is the cluster as the planner sees it.
 type PlannerInput struct {
-	// Snapshot: registered nodes and their pods (plus pending pods that fit
-	// existing nodes). The planner forks and reverts it.
-	Snapshot *simulator.ClusterSnapshot
-	Nodes    []*apiv1.Node
-	PDBs     []*policyv1.PodDisruptionBudget
+	// Snapshot returns the registered nodes and their pods (plus pending
+	// pods that fit existing nodes), building it on first use: when no node
+	// passes the cheap filters, no snapshot is needed. The planner forks and
+	// reverts it.
+	Snapshot func() (*simulator.ClusterSnapshot, error)
+	// PodsByNode: the pods bound to each node.
+	PodsByNode map[string][]*apiv1.Pod
+	Nodes      []*apiv1.Node
+	PDBs       []*policyv1.PodDisruptionBudget
 	// BeingDeleted: nodes the actuator is removing.
 	BeingDeleted map[string]bool
 	Now          time.Time
@@ -109,6 +115,7 @@ func (p *Planner) Update(in PlannerInput) error {
 	defer metrics.UpdateDurationFromStart(metrics.FindUnneeded, start)
 
 	cands := p.candidates(in)
+	p.requests.sweep()
 	// Empty nodes first (they add no load elsewhere), then nodes already
 	// unneeded (so the non-empty limit does not reset their timers), then
 	// the least utilized.
@@ -138,10 +145,17 @@ func (p *Planner) Update(in PlannerInput) error {
 		}
 	}
 
-	in.Snapshot.Fork()
-	defer in.Snapshot.Revert()
-	rs := simulator.NewRemovalSimulator(p.checker, in.Snapshot, p.drainOptions())
 	next := map[string]*Candidate{}
+	var rs *simulator.RemovalSimulator
+	if len(cands) > 0 {
+		snap, err := in.Snapshot()
+		if err != nil {
+			return fmt.Errorf("cluster snapshot: %w", err)
+		}
+		snap.Fork()
+		defer snap.Revert()
+		rs = simulator.NewRemovalSimulator(p.checker, snap, p.drainOptions())
+	}
 	nonEmpty := 0
 	for _, c := range cands {
 		if !c.empty {
@@ -222,16 +236,22 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 			p.notRemovable(name, "unready and --scale-down-unready-enabled=false")
 			continue
 		}
-		ni, err := in.Snapshot.GetNodeInfo(name)
-		if err != nil {
-			continue
-		}
+		pods := in.PodsByNode[name]
 		var gpuResource apiv1.ResourceName
 		threshold := gs.Options.ScaleDownUtilizationThreshold
 		if gpu := p.provider.GetNodeGpuConfig(n); gpu != nil && gpu.ExtendedResourceName != "" {
 			gpuResource = gpu.ExtendedResourceName
 			threshold = gs.Options.ScaleDownGpuUtilizationThreshold
 		}
+		// Most nodes are busy: a cached estimate rules them out without
+		// recomputing every pod's requests each loop.
+		if ready && gpuResource == "" {
+			if quick, ok := p.requests.utilization(n, pods, p.opts.IgnoreDaemonSetsUtilization); ok && quick >= threshold {
+				p.notRemovable(name, fmt.Sprintf("cpu/memory utilization %.2f is above the threshold %.2f", quick, threshold))
+				continue
+			}
+		}
+		ni := framework.NewNodeInfo(n, pods...)
 		util, err := utilization.Calculate(ni, p.opts.IgnoreDaemonSetsUtilization, gpuResource)
 		if err != nil {
 			p.notRemovable(name, fmt.Sprintf("cannot compute utilization: %v", err))

@@ -1,0 +1,126 @@
+package core
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
+)
+
+// benchCluster: 20 groups × 50 nodes (4 cpu, 16 GiB), 30 pods per node
+// (100m, 256 MiB: 75% cpu, so no node is a scale-down candidate) owned by
+// 300 ReplicaSets, i.e. 1,000 nodes and 30,000 pods; plus `pending`
+// unschedulable pods of 1200m (too big for the 1000m left on any node) in
+// deployments of 100.
+func benchCluster(pendingPods int) (*test.Provider, []runtime.Object) {
+	const groups, nodesPerGroup, podsPerNode = 20, 50, 30
+	p := test.NewProvider()
+	var objs []runtime.Object
+	podIdx := 0
+	for g := 0; g < groups; g++ {
+		id := fmt.Sprintf("pool-%02d", g)
+		p.AddNodeGroup(id, 1, 200, nodesPerGroup, test.BuildTemplate(id, 4000, 16*test.GiB, map[string]string{"pool": id}))
+		for n := 0; n < nodesPerGroup; n++ {
+			node := test.BuildNode(fmt.Sprintf("%s-n%03d", id, n), 4000, 16*test.GiB)
+			node.Labels["pool"] = id
+			p.AddNode(id, node)
+			objs = append(objs, node)
+			for i := 0; i < podsPerNode; i++ {
+				objs = append(objs, test.BuildScheduledPod(fmt.Sprintf("app-%05d", podIdx), 100, 256*test.MiB,
+					fmt.Sprintf("rs-%03d", podIdx%300), node.Name))
+				podIdx++
+			}
+		}
+	}
+	for i := 0; i < pendingPods; i++ {
+		objs = append(objs, test.BuildPendingPod(fmt.Sprintf("pending-%05d", i), 1200, 512*test.MiB, fmt.Sprintf("batch-%02d", i/100)))
+	}
+	return p, objs
+}
+
+func benchHarness(b *testing.B, pendingPods int) *harness {
+	b.Helper()
+	klog.SetOutput(discard{})
+	klog.LogToStderr(false)
+	b.Cleanup(func() { klog.LogToStderr(true) })
+	p, objs := benchCluster(pendingPods)
+	o := testOptions()
+	h := newHarness(b, o, p, objs...)
+	// Events are dropped: a real recorder is rate limited and asynchronous.
+	h.a.recorder = &record.FakeRecorder{}
+	h.a.rebuild()
+	return h
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// rebuild replaces the per-run state (cluster state, scale-up and
+// scale-down bookkeeping) so each benchmark iteration starts alike.
+func (a *Autoscaler) rebuild() {
+	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
+	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace), a.recorder, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, a.recorder)
+	planner := scaledown.NewPlanner(a.opts, a.provider, a.registry, a.checker)
+	planner.ControllerReplicas = a.controllerReplicas
+	actuator := scaledown.NewActuator(a.opts, a.kube, a.provider, a.recorder, scaleup.StatusConfigMapRef(a.opts), a.podsOnNode)
+	actuator.ControllerReplicas = a.controllerReplicas
+	actuator.Async = false
+	a.scaleDown = scaledown.New(a.opts, a.provider, a.registry, planner, actuator)
+	a.lastScaleUp = t0.Add(-24 * 60 * 60 * 1e9)
+}
+
+// BenchmarkRunOnceSteadyState: 1,000 nodes, 30,000 pods, 20 groups, nothing
+// to do.
+func BenchmarkRunOnceSteadyState(b *testing.B) {
+	h := benchHarness(b, 0)
+	h.runOnce(t0) // warm caches (templates, first status write)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.runOnce(t0)
+	}
+	b.StopTimer()
+	if len(increases(h.provider)) != 0 || len(deletions(h.provider)) != 0 {
+		b.Fatalf("steady state acted: %v %v", increases(h.provider), deletions(h.provider))
+	}
+}
+
+// BenchmarkRunOnceScaleUp: the same cluster with 5,000 pending pods; every
+// iteration scales up from the same starting point.
+func BenchmarkRunOnceScaleUp(b *testing.B) {
+	h := benchHarness(b, 5000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.runOnce(t0)
+		b.StopTimer()
+		incs := h.provider.CallsOf("IncreaseSize")
+		if len(incs) == 0 {
+			b.Fatal("no scale-up")
+		}
+		if i == 0 {
+			b.Logf("scale-up: %v", increases(h.provider))
+		}
+		for _, c := range incs {
+			if err := h.provider.Group(c.Group).DecreaseTargetSize(-c.Delta); err != nil {
+				b.Fatal(err)
+			}
+		}
+		h.provider.ResetCalls()
+		h.a.rebuild()
+		b.StartTimer()
+	}
+}

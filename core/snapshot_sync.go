@@ -1,0 +1,191 @@
+package core
+
+import (
+	"fmt"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// snapshotSync keeps the cluster snapshot's base layer equal to the
+// cluster between iterations, applying only what changed (by
+// resourceVersion) instead of rebuilding it: rebuilding runs every pod
+// through the scheduler's bookkeeping, which at 30,000 pods costs about a
+// second per loop, while a loop's changes are usually a few dozen objects.
+// Each iteration works in a fork on top (see begin/end), so the base never
+// holds simulated pods or nodes.
+type snapshotSync struct {
+	snap  *simulator.ClusterSnapshot
+	valid bool
+	nodes map[string]syncedNode
+	pods  map[types.UID]syncedPod
+	// rebuilds counts full rebuilds (tests check steady loops do none).
+	rebuilds int
+}
+
+// An object is unchanged when the cache hands back the same pointer (an
+// informer replaces the object on every update) or, failing that, the same
+// UID and non-empty resourceVersion.
+type syncedNode struct {
+	obj *apiv1.Node
+	uid types.UID
+	rv  string
+}
+
+type syncedPod struct {
+	obj                 *apiv1.Pod
+	rv                  string
+	namespace, name, on string
+}
+
+func (sn syncedNode) same(n *apiv1.Node) bool {
+	return n == sn.obj || (n.UID == sn.uid && n.ResourceVersion == sn.rv && sn.rv != "")
+}
+
+func (sp syncedPod) same(p *apiv1.Pod) bool {
+	return p.Spec.NodeName == sp.on && (p == sp.obj || (p.ResourceVersion == sp.rv && sp.rv != ""))
+}
+
+func newSnapshotSync(s *simulator.ClusterSnapshot) *snapshotSync {
+	return &snapshotSync{snap: s}
+}
+
+// invalidate forces the next sync to rebuild.
+func (s *snapshotSync) invalidate() { s.valid = false }
+
+// begin brings the base up to date with nodes and the pods bound to them,
+// then forks the iteration's layer.
+func (s *snapshotSync) begin(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
+	for s.snap.ForkDepth() > 0 {
+		s.snap.Revert()
+	}
+	if s.valid {
+		if err := s.apply(nodes, pods); err != nil {
+			klog.Warningf("Snapshot: incremental update failed (%v); rebuilding", err)
+			s.valid = false
+		}
+	}
+	if !s.valid {
+		if err := s.rebuild(nodes, pods); err != nil {
+			return err
+		}
+	}
+	s.snap.Fork()
+	return nil
+}
+
+// end drops the iteration's layer.
+func (s *snapshotSync) end() {
+	for s.snap.ForkDepth() > 0 {
+		s.snap.Revert()
+	}
+}
+
+func counted(p *apiv1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase != apiv1.PodSucceeded && p.Status.Phase != apiv1.PodFailed
+}
+
+func (s *snapshotSync) rebuild(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
+	s.valid = false
+	s.rebuilds++
+	if err := s.snap.SetClusterState(nodes, pods); err != nil {
+		return err
+	}
+	s.nodes = make(map[string]syncedNode, len(nodes))
+	for _, n := range nodes {
+		s.nodes[n.Name] = syncedNode{obj: n, uid: n.UID, rv: n.ResourceVersion}
+	}
+	s.pods = make(map[types.UID]syncedPod, len(pods))
+	for _, p := range pods {
+		if !counted(p) {
+			continue
+		}
+		if _, ok := s.nodes[p.Spec.NodeName]; ok {
+			s.pods[p.UID] = syncedPod{obj: p, rv: p.ResourceVersion, namespace: p.Namespace, name: p.Name, on: p.Spec.NodeName}
+		}
+	}
+	s.valid = true
+	return nil
+}
+
+func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
+	want := make(map[string]*apiv1.Node, len(nodes))
+	for _, n := range nodes {
+		want[n.Name] = n
+	}
+	byNode := map[string][]*apiv1.Pod{}
+	wantPods := make(map[types.UID]*apiv1.Pod, len(pods))
+	for _, p := range pods {
+		if !counted(p) || want[p.Spec.NodeName] == nil {
+			continue
+		}
+		if p.UID == "" {
+			return fmt.Errorf("pod %s/%s has no UID", p.Namespace, p.Name)
+		}
+		wantPods[p.UID] = p
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+
+	// Nodes gone or changed: removed with their pods (changed ones come back
+	// below with their current pods).
+	fresh := map[string]bool{}
+	for name, sn := range s.nodes {
+		n := want[name]
+		if n != nil && sn.same(n) {
+			continue
+		}
+		if err := s.snap.RemoveNode(name); err != nil {
+			return err
+		}
+		delete(s.nodes, name)
+		if n != nil {
+			fresh[name] = true
+		}
+	}
+	for name := range want {
+		if _, ok := s.nodes[name]; !ok {
+			fresh[name] = true
+		}
+	}
+	for uid, sp := range s.pods {
+		if fresh[sp.on] {
+			delete(s.pods, uid)
+		}
+	}
+	for name := range fresh {
+		n := want[name]
+		if err := s.snap.AddNodeInfo(framework.NewNodeInfo(n, byNode[name]...)); err != nil {
+			return err
+		}
+		s.nodes[name] = syncedNode{obj: n, uid: n.UID, rv: n.ResourceVersion}
+		for _, p := range byNode[name] {
+			s.pods[p.UID] = syncedPod{obj: p, rv: p.ResourceVersion, namespace: p.Namespace, name: p.Name, on: name}
+		}
+	}
+
+	// Pods on unchanged nodes.
+	for uid, sp := range s.pods {
+		p := wantPods[uid]
+		if p != nil && sp.same(p) {
+			continue
+		}
+		if err := s.snap.RemovePod(sp.namespace, sp.name, sp.on); err != nil {
+			return err
+		}
+		delete(s.pods, uid)
+	}
+	for uid, p := range wantPods {
+		if _, ok := s.pods[uid]; ok {
+			continue
+		}
+		if err := s.snap.AddPod(p, p.Spec.NodeName); err != nil {
+			return err
+		}
+		s.pods[uid] = syncedPod{obj: p, rv: p.ResourceVersion, namespace: p.Namespace, name: p.Name, on: p.Spec.NodeName}
+	}
+	return nil
+}
