@@ -1,0 +1,337 @@
+// Package sandbox is a local DOKS cluster in one process: an in-process Kubernetes
+// control plane (sandbox/controlplane), the DOKS API simulator (sandbox/doks) and a node
+// agent (sandbox/nodeagent) that turns simulated droplets into Nodes. The autoscaler runs
+// against it unchanged, with the kubeconfig and cloud-config files the sandbox writes.
+// Only sandbox tooling, e2e tests, demos and benchmarks import it.
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/digitalocean/godo"
+	"golang.org/x/oauth2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/controlplane"
+	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
+	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
+)
+
+// Defaults of Options.
+const (
+	DefaultBootDelay   = 2 * time.Second
+	DefaultDeleteDelay = time.Second
+	DefaultRegion      = "nyc1"
+)
+
+// Options configures Start.
+type Options struct {
+	// Dir receives kubeconfig, cloud-config, token and log files. A temp dir, removed by
+	// Stop, when empty.
+	Dir string
+	// ClusterID of the simulated cluster; a random UUID when empty.
+	ClusterID string
+	// Region of the simulated nodes; DefaultRegion when empty.
+	Region string
+	// BootDelay is how long a new droplet provisions before it runs; DefaultBootDelay when 0.
+	BootDelay time.Duration
+	// DeleteDelay is how long a deleted droplet lingers; DefaultDeleteDelay when 0.
+	DeleteDelay time.Duration
+	// Pools are created before Start returns; their nodes are registered by then.
+	Pools []doks.PoolSpec
+	// LogOutput receives control-plane and sandbox logs (all of klog). When nil they go to
+	// <Dir>/sandbox.log.
+	LogOutput io.Writer
+	// ExtraTokens are more apiserver identities (see controlplane.TokenUser).
+	ExtraTokens []controlplane.TokenUser
+	// Agent tunes the node agent; its Region is taken from Region.
+	Agent nodeagent.Options
+}
+
+// Sandbox is a running local DOKS cluster.
+type Sandbox struct {
+	Dir       string
+	ClusterID string
+	// KubeconfigPath: admin kubeconfig for kubectl and --kubeconfig.
+	KubeconfigPath string
+	// CloudConfigPath: JSON for --cloud-config (cluster_id, token_file, url).
+	CloudConfigPath string
+	// TokenPath: the DigitalOcean API token file the cloud-config names.
+	TokenPath string
+	// LogPath is the log file when Options.LogOutput was nil.
+	LogPath string
+
+	ControlPlane *controlplane.ControlPlane
+	Kube         kubernetes.Interface
+	DOKS         *doks.Server
+	Agent        *nodeagent.Agent
+
+	doToken   string
+	removeDir bool
+	logFile   *os.File
+}
+
+// CloudConfig is the --cloud-config JSON the sandbox writes.
+type CloudConfig struct {
+	ClusterID string `json:"cluster_id"`
+	TokenFile string `json:"token_file"`
+	URL       string `json:"url"`
+}
+
+// Start brings the sandbox up; on error everything started is stopped again.
+func Start(opts Options) (sb *Sandbox, err error) {
+	begin := time.Now()
+	s := &Sandbox{Dir: opts.Dir, ClusterID: opts.ClusterID}
+	if s.Dir == "" {
+		dir, err := os.MkdirTemp("", "doks-sandbox-")
+		if err != nil {
+			return nil, err
+		}
+		s.Dir, s.removeDir = dir, true
+	} else if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	if s.ClusterID == "" {
+		s.ClusterID = newUUID()
+	}
+	logOut := opts.LogOutput
+	if logOut == nil {
+		s.LogPath = filepath.Join(s.Dir, "sandbox.log")
+		if s.logFile, err = os.Create(s.LogPath); err != nil {
+			return s, err
+		}
+		logOut = s.logFile
+	}
+
+	s.ControlPlane, err = controlplane.Start(controlplane.Options{
+		Dir: filepath.Join(s.Dir, "controlplane"), ExtraTokens: opts.ExtraTokens, LogOutput: logOut,
+	})
+	if err != nil {
+		return s, err
+	}
+	s.Kube = s.ControlPlane.Client
+	s.KubeconfigPath = filepath.Join(s.Dir, "kubeconfig")
+	if err := copyFile(s.ControlPlane.KubeconfigPath, s.KubeconfigPath); err != nil {
+		return s, err
+	}
+
+	s.doToken = "sandbox-" + newUUID()
+	bootDelay, deleteDelay := opts.BootDelay, opts.DeleteDelay
+	if bootDelay == 0 {
+		bootDelay = DefaultBootDelay
+	}
+	if deleteDelay == 0 {
+		deleteDelay = DefaultDeleteDelay
+	}
+	s.DOKS = doks.NewServer(doks.Options{ClusterID: s.ClusterID, Token: s.doToken, BootDelay: bootDelay, DeleteDelay: deleteDelay})
+	if err := s.DOKS.Start("127.0.0.1:0"); err != nil {
+		return s, err
+	}
+	s.TokenPath = filepath.Join(s.Dir, "do-token")
+	if err := os.WriteFile(s.TokenPath, []byte(s.doToken+"\n"), 0o600); err != nil {
+		return s, err
+	}
+	s.CloudConfigPath = filepath.Join(s.Dir, "cloud-config.json")
+	cc, _ := json.MarshalIndent(CloudConfig{ClusterID: s.ClusterID, TokenFile: s.TokenPath, URL: s.DOKS.URL()}, "", "  ")
+	if err := os.WriteFile(s.CloudConfigPath, append(cc, '\n'), 0o600); err != nil {
+		return s, err
+	}
+
+	agentOpts := opts.Agent
+	agentOpts.Region = opts.Region
+	if agentOpts.Region == "" {
+		agentOpts.Region = DefaultRegion
+	}
+	s.Agent = nodeagent.New(s.Kube, s.DOKS, agentOpts)
+	if err := s.Agent.Start(); err != nil {
+		return s, err
+	}
+	for _, p := range opts.Pools {
+		if _, err := s.CreatePool(p); err != nil {
+			return s, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, p := range opts.Pools {
+		if err := s.WaitForNodes(ctx, p.Name, p.Count); err != nil {
+			return s, err
+		}
+	}
+	klog.Infof("sandbox: cluster %s up in %v (control plane %v), simulator at %s", s.ClusterID, time.Since(begin),
+		s.ControlPlane.Timings.Total, s.DOKS.URL())
+	return s, nil
+}
+
+// CreatePool adds a node pool to the simulated cluster; its nodes register shortly after.
+func (s *Sandbox) CreatePool(spec doks.PoolSpec) (godo.KubernetesNodePool, error) {
+	p, err := s.DOKS.CreatePool(spec)
+	if err != nil {
+		return p, fmt.Errorf("pool %s: %w", spec.Name, err)
+	}
+	klog.Infof("sandbox: created pool %s (%s, %d × %s, autoscale %v [%d,%d])", p.Name, p.ID, p.Count, p.Size, p.AutoScale, p.MinNodes, p.MaxNodes)
+	return p, nil
+}
+
+// Pool returns the simulator's view of the named pool.
+func (s *Sandbox) Pool(name string) (godo.KubernetesNodePool, bool) {
+	for _, p := range s.DOKS.Pools() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return godo.KubernetesNodePool{}, false
+}
+
+// RegisteredNodes counts the Nodes of a pool in the cluster.
+func (s *Sandbox) RegisteredNodes(ctx context.Context, pool string) (int, error) {
+	l, err := s.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodeagent.LabelNodePool + "=" + pool})
+	if err != nil {
+		return 0, err
+	}
+	return len(l.Items), nil
+}
+
+// WaitForNodes waits until the pool has exactly n registered Nodes.
+func (s *Sandbox) WaitForNodes(ctx context.Context, pool string, n int) error {
+	for {
+		got, err := s.RegisteredNodes(ctx, pool)
+		if err == nil && got == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pool %s: %d nodes registered, want %d: %w", pool, got, n, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// GodoClient is a DigitalOcean client for the simulator, for changing pools through the
+// API the way a user would (auto_scale, min/max, count).
+func (s *Sandbox) GodoClient() *godo.Client {
+	hc := oauth2.NewClient(context.Background(), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: s.doToken}))
+	c, err := godo.New(hc, godo.SetBaseURL(s.DOKS.URL()), godo.SetUserAgent("doks-sandbox"))
+	if err != nil {
+		// Only a malformed base URL fails, and the simulator's own URL is well formed.
+		panic(err)
+	}
+	return c
+}
+
+// AutoscalerArgs are the flags that point the production binary at this sandbox.
+func (s *Sandbox) AutoscalerArgs() []string {
+	return []string{
+		"--cloud-provider=digitalocean",
+		"--cloud-config=" + s.CloudConfigPath,
+		"--kubeconfig=" + s.KubeconfigPath,
+	}
+}
+
+// Stop tears the sandbox down: node agent, simulator, control plane.
+func (s *Sandbox) Stop() {
+	if s.Agent != nil {
+		s.Agent.Stop()
+	}
+	if s.DOKS != nil {
+		_ = s.DOKS.Close()
+	}
+	if s.ControlPlane != nil {
+		s.ControlPlane.Stop()
+	}
+	if s.logFile != nil {
+		_ = s.logFile.Close()
+	}
+	if s.removeDir {
+		_ = os.RemoveAll(s.Dir)
+	}
+}
+
+// ParsePools reads pool specs of the form
+//
+//	name:size:count[:min-max][,name:size:count[:min-max]...]
+//
+// A pool with a min-max range is autoscaled; one without is not.
+func ParsePools(spec string) ([]doks.PoolSpec, error) {
+	var out []doks.PoolSpec
+	seen := map[string]bool{}
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, ":")
+		if len(parts) != 3 && len(parts) != 4 {
+			return nil, fmt.Errorf("pool %q: want name:size:count or name:size:count:min-max", item)
+		}
+		p := doks.PoolSpec{Name: parts[0], Size: parts[1]}
+		if p.Name == "" || p.Size == "" {
+			return nil, fmt.Errorf("pool %q: name and size are required", item)
+		}
+		if seen[p.Name] {
+			return nil, fmt.Errorf("pool %q: name used twice", p.Name)
+		}
+		seen[p.Name] = true
+		if _, _, ok := doks.SizeResources(p.Size); !ok {
+			return nil, fmt.Errorf("pool %q: unknown size %q", p.Name, p.Size)
+		}
+		var err error
+		if p.Count, err = strconv.Atoi(parts[2]); err != nil || p.Count < 0 {
+			return nil, fmt.Errorf("pool %q: count %q is not a non-negative number", p.Name, parts[2])
+		}
+		if len(parts) == 4 {
+			lo, hi, ok := strings.Cut(parts[3], "-")
+			if !ok {
+				return nil, fmt.Errorf("pool %q: range %q is not min-max", p.Name, parts[3])
+			}
+			minN, err1 := strconv.Atoi(lo)
+			maxN, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil || minN < 0 || maxN < minN {
+				return nil, fmt.Errorf("pool %q: range %q is not min-max with 0 <= min <= max", p.Name, parts[3])
+			}
+			if p.Count < minN || p.Count > maxN {
+				return nil, fmt.Errorf("pool %q: count %d is outside %d-%d", p.Name, p.Count, minN, maxN)
+			}
+			p.AutoScale, p.MinNodes, p.MaxNodes = true, minN, maxN
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no pools in %q", spec)
+	}
+	return out, nil
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
+}
+
+func newUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
