@@ -352,3 +352,51 @@ func TestStaleTaintsRemovedAtStart(t *testing.T) {
 		t.Fatal("provider Cleanup not called")
 	}
 }
+
+// Drains run in the background; meanwhile the node counts as being
+// deleted: not a candidate again, not capacity for pending pods, and
+// counted against the group's min size.
+func TestBackgroundDrainTracksNode(t *testing.T) {
+	p, objs, _ := scaleDownFixture(1)
+	o := testOptions()
+	o.MaxPodEvictionTime = time.Minute
+	h := newHarness(t, o, p, objs...)
+	h.a.scaleDown.Actuator.Async = true
+	// The fake clientset holds its lock while a reactor runs, so the
+	// eviction is refused (as a PDB would) until released, not blocked.
+	release := make(chan struct{})
+	h.evict = func(ns, name string) error {
+		select {
+		case <-release:
+			return nil
+		default:
+			return apierrors.NewTooManyRequests("disruption budget", 1)
+		}
+	}
+	h.runOnce(t0)
+	h.runOnce(t0.Add(11 * time.Minute)) // n2 (empty) and n1 (drain) start
+	deadline := time.Now().Add(5 * time.Second)
+	for !h.a.scaleDown.Actuator.DrainInProgress() || len(deletions(p)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("drain not started: %v", deletions(p))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !h.a.scaleDown.Actuator.BeingDeleted()["g1-n1"] {
+		t.Fatal("draining node not tracked")
+	}
+	h.waitCache("taint on n1", func() bool { n, _ := h.a.nodes.Get("g1-n1"); return hasTaint(n, clusterstate.ToBeDeletedTaint) })
+	// Another loop while the drain runs: n1 is neither re-planned nor
+	// counted for scale-up; with n2 gone and n1 leaving, g1 is at its min.
+	h.runOnce(t0.Add(12 * time.Minute))
+	if un := h.a.scaleDown.Planner.Unneeded(); len(un) != 0 {
+		t.Fatalf("unneeded while draining: %d", len(un))
+	}
+	close(release)
+	h.a.scaleDown.Actuator.Wait()
+	d := deletions(p)
+	sort.Strings(d)
+	if !reflect.DeepEqual(d, []string{"g1:g1-n1", "g1:g1-n2"}) {
+		t.Fatalf("DeleteNodes calls = %v", d)
+	}
+}
