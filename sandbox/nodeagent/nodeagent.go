@@ -397,26 +397,39 @@ func (a *Agent) register(ctx context.Context, p godo.KubernetesNodePool, n *godo
 		return err
 	}
 	status := node.Status
+	// Managed from the moment the Node exists: the scheduler may bind pods to it before
+	// this function returns, and those must be started too.
+	a.mu.Lock()
+	a.managed[n.Name] = managedRef{poolName: p.Name, nodeID: n.ID}
+	a.mu.Unlock()
 	created, err := a.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		created, err = a.kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 	}
 	if err != nil {
+		a.mu.Lock()
+		delete(a.managed, n.Name)
+		a.mu.Unlock()
 		return err
 	}
 	// Status on create is not guaranteed to stick; set it through the subresource as a
 	// kubelet's first status update would.
 	created.Status = status
 	if _, err := a.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// Start over on the next pass rather than leave a Node without status.
+		_ = a.kube.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})
+		a.mu.Lock()
+		delete(a.managed, n.Name)
+		a.mu.Unlock()
 		return fmt.Errorf("status: %w", err)
 	}
 	if err := a.renewLease(ctx, created); err != nil {
 		klog.Warningf("node agent: lease for %s: %v", n.Name, err)
 	}
 	a.mu.Lock()
-	a.managed[n.Name] = managedRef{poolName: p.Name, nodeID: n.ID}
 	a.registered[n.Name] = time.Now()
 	a.mu.Unlock()
+	a.enqueuePodsOn(n.Name)
 	klog.Infof("node agent: registered node %s (pool %s, droplet %s, size %s)", n.Name, p.Name, n.DropletID, p.Size)
 	return nil
 }

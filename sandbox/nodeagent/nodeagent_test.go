@@ -270,3 +270,43 @@ func TestTerminationDelayKeepsPodTerminating(t *testing.T) {
 	e.resize(t, pool.ID, 0)
 	waitFor(t, "cleanup", 10*time.Second, func() bool { return len(nodesOfPool(t, "slowstop")) == 0 })
 }
+
+// The autoscaler's case: pods wait Pending, the pool grows, and they must start on the new
+// node even though the scheduler binds them the instant the Node appears.
+func TestPendingPodsRunOnNewNode(t *testing.T) {
+	e := newEnv(t, Options{})
+	pool, err := e.sim.CreatePool(doks.PoolSpec{Name: "late", Size: "s-2vcpu-4gb", Count: 0, AutoScale: true, MinNodes: 0, MaxNodes: 2,
+		Labels: map[string]string{"only": "late"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		pod := &apiv1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "waiting-" + string(rune('a'+i)), Namespace: "default"},
+			Spec: apiv1.PodSpec{
+				NodeSelector: map[string]string{"only": "late"},
+				Containers: []apiv1.Container{{Name: "app", Image: "nginx",
+					Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("500m")}}}},
+			},
+		}
+		if _, err := cp.Client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.resize(t, pool.ID, 1)
+	waitFor(t, "all three pods running", 15*time.Second, func() bool {
+		l, err := cp.Client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		running := 0
+		for _, p := range l.Items {
+			if len(p.Name) > 8 && p.Name[:8] == "waiting-" && p.Status.Phase == apiv1.PodRunning {
+				running++
+			}
+		}
+		return running == 3
+	})
+	e.resize(t, pool.ID, 0)
+	waitFor(t, "cleanup", 10*time.Second, func() bool { return len(nodesOfPool(t, "late")) == 0 })
+}
