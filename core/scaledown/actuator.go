@@ -285,7 +285,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 			// PDBs are left to the Eviction API, whose refusals are retried.
 			toMove, blocking := drain.PodsToMove(current, nil, a.drainOptions(), start)
 			if blocking != nil && blocking.Pod != nil {
-				a.fail(ctx, n, metrics.TransientError, fmt.Errorf("pod %s/%s blocks the drain: %s", blocking.Pod.Namespace, blocking.Pod.Name, blocking.Reason.String()))
+				a.fail(ctx, n, metrics.TransientError, fmt.Errorf("drain blocked: %s", describeBlocking(blocking)))
 				failed = true
 				return
 			}

@@ -172,11 +172,7 @@ func (p *Planner) Update(in PlannerInput) error {
 			if wasDest {
 				dest[c.node.Name] = true
 			}
-			reason := unremovable.Reason
-			if bp := unremovable.BlockingPod; bp != nil && bp.Pod != nil {
-				reason = fmt.Sprintf("pod %s/%s: %s", bp.Pod.Namespace, bp.Pod.Name, bp.Reason.String())
-			}
-			p.notRemovable(c.node.Name, reason)
+			p.notRemovable(c.node.Name, describeUnremovable(unremovable))
 			continue
 		}
 		delete(p.unremovable, c.node.Name)
@@ -265,7 +261,7 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 		// them before the scheduling simulation.
 		toMove, blocking := drain.PodsToMove(ni.Pods(), in.PDBs, p.drainOptions(), in.Now)
 		if blocking != nil && blocking.Pod != nil {
-			p.notRemovable(name, fmt.Sprintf("pod %s/%s: %s", blocking.Pod.Namespace, blocking.Pod.Name, blocking.Reason.String()))
+			p.notRemovable(name, describeBlocking(blocking))
 			continue
 		}
 		out = append(out, candidate{node: n, groupID: id, unready: !ready, empty: len(toMove) == 0, util: util})
