@@ -64,6 +64,9 @@ const (
 // the effect quickly.
 func (t *Trigger) Wait(ctx context.Context, interval time.Duration, soon bool) string {
 	start := t.clock.Now()
+	if interval <= 0 {
+		interval = time.Second // never spin on a zero --scan-interval
+	}
 	if soon && t.frequent && t.idle < interval {
 		interval = t.idle
 		defer t.clear()
