@@ -19,6 +19,7 @@ import (
 
 	"github.com/digitalocean/godo"
 	"golang.org/x/oauth2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -57,6 +58,10 @@ type Options struct {
 	ExtraTokens []controlplane.TokenUser
 	// Agent tunes the node agent; its Region is taken from Region.
 	Agent nodeagent.Options
+	// ControlPlane, when set, is used instead of starting one, so that many sandboxes (e2e
+	// scenarios) share its start-up cost. Stop then leaves it running and deletes the Nodes
+	// this sandbox registered, with their pods. LogOutput and ExtraTokens are ignored.
+	ControlPlane *controlplane.ControlPlane
 }
 
 // Sandbox is a running local DOKS cluster.
@@ -77,9 +82,10 @@ type Sandbox struct {
 	DOKS         *doks.Server
 	Agent        *nodeagent.Agent
 
-	doToken   string
-	removeDir bool
-	logFile   *os.File
+	doToken            string
+	removeDir          bool
+	sharedControlPlane bool
+	logFile            *os.File
 }
 
 // CloudConfig is the --cloud-config JSON the sandbox writes.
@@ -111,7 +117,7 @@ func Start(opts Options) (sb *Sandbox, err error) {
 		s.ClusterID = newUUID()
 	}
 	logOut := opts.LogOutput
-	if logOut == nil {
+	if logOut == nil && opts.ControlPlane == nil {
 		s.LogPath = filepath.Join(s.Dir, "sandbox.log")
 		if s.logFile, err = os.Create(s.LogPath); err != nil {
 			return s, err
@@ -119,11 +125,15 @@ func Start(opts Options) (sb *Sandbox, err error) {
 		logOut = s.logFile
 	}
 
-	s.ControlPlane, err = controlplane.Start(controlplane.Options{
-		Dir: filepath.Join(s.Dir, "controlplane"), ExtraTokens: opts.ExtraTokens, LogOutput: logOut,
-	})
-	if err != nil {
-		return s, err
+	if opts.ControlPlane != nil {
+		s.ControlPlane, s.sharedControlPlane = opts.ControlPlane, true
+	} else {
+		s.ControlPlane, err = controlplane.Start(controlplane.Options{
+			Dir: filepath.Join(s.Dir, "controlplane"), ExtraTokens: opts.ExtraTokens, LogOutput: logOut,
+		})
+		if err != nil {
+			return s, err
+		}
 	}
 	s.Kube = s.ControlPlane.Client
 	s.KubeconfigPath = filepath.Join(s.Dir, "kubeconfig")
@@ -253,13 +263,42 @@ func (s *Sandbox) Stop() {
 		_ = s.DOKS.Close()
 	}
 	if s.ControlPlane != nil {
-		s.ControlPlane.Stop()
+		if s.sharedControlPlane {
+			s.removeNodes()
+		} else {
+			s.ControlPlane.Stop()
+		}
 	}
 	if s.logFile != nil {
 		_ = s.logFile.Close()
 	}
 	if s.removeDir {
 		_ = os.RemoveAll(s.Dir)
+	}
+}
+
+// removeNodes deletes the Nodes this sandbox's agent registered, and their pods, from a
+// shared control plane: with the agent gone nothing else would.
+func (s *Sandbox) removeNodes() {
+	if s.Agent == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	zero := int64(0)
+	for name := range s.Agent.Registered() {
+		if err := s.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			klog.Warningf("sandbox: deleting node %s: %v", name, err)
+		}
+		pods, err := s.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+		if err != nil {
+			klog.Warningf("sandbox: listing pods of node %s: %v", name, err)
+			continue
+		}
+		for _, p := range pods.Items {
+			_ = s.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		}
+		_ = s.Kube.CoordinationV1().Leases("kube-node-lease").Delete(ctx, name, metav1.DeleteOptions{})
 	}
 }
 

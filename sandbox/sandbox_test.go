@@ -3,14 +3,17 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/digitalocean/godo"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/controlplane"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
 
@@ -108,5 +111,28 @@ func TestSandboxStartsWithPoolsAndFiles(t *testing.T) {
 	sb.Stop()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("temp dir %s left behind after Stop", dir)
+	}
+}
+
+func TestSandboxOnSharedControlPlaneCleansUpItsNodes(t *testing.T) {
+	cp, err := controlplane.Start(controlplane.Options{LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	for round := 0; round < 2; round++ {
+		sb, err := Start(Options{ControlPlane: cp, BootDelay: 50 * time.Millisecond,
+			Pools: []doks.PoolSpec{{Name: "shared", Size: "s-1vcpu-2gb", Count: 2}}})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		sb.Stop()
+		nodes, err := cp.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("control plane unusable after a sandbox stopped: %v", err)
+		}
+		if len(nodes.Items) != 0 {
+			t.Fatalf("round %d: %d nodes left after Stop", round, len(nodes.Items))
+		}
 	}
 }
