@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -96,12 +94,7 @@ func repoRoot() string {
 
 func buildBinary(dir string) (string, error) {
 	out := filepath.Join(dir, "cluster-autoscaler")
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Dir = repoRoot()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%v\n%s", err, b)
-	}
-	return out, nil
+	return out, sandbox.BuildAutoscaler(repoRoot(), out)
 }
 
 // scenario is one test's world: its own DOKS simulator and node agent on the shared
@@ -151,11 +144,11 @@ func newScenario(t *testing.T, opts scenarioOptions) *scenario {
 		cas := s.cas
 		s.mu.Unlock()
 		for _, ca := range cas {
-			ca.stop()
+			ca.Stop(15 * time.Second)
 		}
 		if t.Failed() {
 			for _, ca := range cas {
-				t.Logf("autoscaler log %s (last 150 lines):\n%s", ca.logPath, tail(ca.logPath, 150))
+				t.Logf("autoscaler log %s (last 150 lines):\n%s", ca.LogPath, tail(ca.LogPath, 150))
 			}
 		}
 		cancel()
@@ -207,13 +200,7 @@ func (s *scenario) deleteNamespace() {
 }
 
 // autoscaler is one run of the production binary.
-type autoscaler struct {
-	cmd     *exec.Cmd
-	logPath string
-	logFile *os.File
-	done    chan struct{}
-	err     error
-}
+type autoscaler = sandbox.Process
 
 // baseArgs: fast loops and short delays so that scenarios take seconds.
 func (s *scenario) baseArgs() []string {
@@ -239,57 +226,15 @@ func (s *scenario) startAutoscaler(extra ...string) *autoscaler {
 	n := len(s.cas) + 1
 	s.mu.Unlock()
 	logPath := filepath.Join(artifacts, s.ns, fmt.Sprintf("autoscaler-%d.log", n))
-	f, err := os.Create(logPath)
+	ca, err := sandbox.RunAutoscaler(caBinary, append(s.baseArgs(), extra...), logPath)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(caBinary, append(s.baseArgs(), extra...)...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		s.t.Fatalf("starting %s: %v", caBinary, err)
-	}
-	ca := &autoscaler{cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
-	go func() {
-		ca.err = cmd.Wait()
-		f.Close()
-		close(ca.done)
-	}()
 	s.mu.Lock()
 	s.cas = append(s.cas, ca)
 	s.mu.Unlock()
-	s.t.Logf("started autoscaler #%d (pid %d), log %s", n, cmd.Process.Pid, logPath)
+	s.t.Logf("started autoscaler #%d (pid %d), log %s", n, ca.Cmd.Process.Pid, logPath)
 	return ca
-}
-
-func (a *autoscaler) running() bool {
-	select {
-	case <-a.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill ends the process at once, as a crash or OOM kill would.
-func (a *autoscaler) kill() {
-	if a.running() {
-		_ = a.cmd.Process.Signal(syscall.SIGKILL)
-	}
-	<-a.done
-}
-
-// stop asks for a clean shutdown, then kills after 15s.
-func (a *autoscaler) stop() {
-	if !a.running() {
-		return
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.done:
-	case <-time.After(15 * time.Second):
-		a.kill()
-	}
 }
 
 func freePort(t *testing.T) int {

@@ -255,8 +255,8 @@ func TestAPIErrorsRecoverWithoutOvershoot(t *testing.T) {
 	s.sb.DOKS.ClearFaults()
 	s.sb.DOKS.InjectFault(doks.Fault{Status: 429, RetryAfter: time.Second, Message: "too many requests (injected)"})
 	time.Sleep(5 * time.Second)
-	if !ca.running() {
-		t.Fatalf("the autoscaler exited during API errors: %v", ca.err)
+	if !ca.Running() {
+		t.Fatalf("the autoscaler exited during API errors: %v", ca.Err())
 	}
 	s.sb.DOKS.ClearFaults()
 	s.waitTarget("flaky", 4, 90*time.Second)
@@ -265,8 +265,8 @@ func TestAPIErrorsRecoverWithoutOvershoot(t *testing.T) {
 	if m := s.maxTarget("flaky"); m != 4 {
 		t.Errorf("pool reached %d nodes, want exactly 4", m)
 	}
-	if !ca.running() {
-		t.Fatalf("the autoscaler exited: %v", ca.err)
+	if !ca.Running() {
+		t.Fatalf("the autoscaler exited: %v", ca.Err())
 	}
 }
 
@@ -297,7 +297,7 @@ func TestKilledMidDrainAndRestarted(t *testing.T) {
 		}
 		return fmt.Errorf("no tainted node with a terminating pod yet")
 	})
-	ca.kill()
+	ca.Kill()
 	t.Logf("killed the autoscaler while it drained %s", victim)
 	if tainted := strings.Join(s.taintedNodes(), ","); !strings.Contains(tainted, victim) {
 		t.Fatalf("the drained node lost its taint before the restart (tainted: %q)", tainted)
