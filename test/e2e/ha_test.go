@@ -273,9 +273,10 @@ func TestHALeaderFailover(t *testing.T) {
 		return nil
 	})
 	t.Logf("handover after SIGKILL: %v (lease duration %v, retry period %v)", took.Round(10*time.Millisecond), haLeaseDuration, haRetryPeriod)
-	// The follower observes the last renewal up to a retry period late and then waits a
-	// full lease duration; more than a few seconds beyond that means it is not trying.
-	if limit := haLeaseDuration + 4*haRetryPeriod; took > limit {
+	// The follower polls every 1 to 2.2 retry periods (client-go's jitter): it may see the
+	// last renewal one poll late and the expiry one poll late. Beyond that and some slack
+	// for a loaded machine, it is not trying.
+	if limit := haLeaseDuration + 2*22*haRetryPeriod/10 + 2*time.Second; took > limit {
 		t.Errorf("takeover took %v, more than the lease duration and margin (%v)", took, limit)
 	}
 	for _, c := range leases.since(killed) {
