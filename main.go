@@ -109,8 +109,10 @@ func run(args []string) int {
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, apiv1.EventSource{Component: componentName})
 
-	autoscale := func(ctx context.Context) error {
-		return runAutoscaler(ctx, opts, kube, provider, recorder, health)
+	// runCtx ends on shutdown or, under leader election, when the Lease is
+	// lost; only a shutdown cleans up (a new leader owns the status by then).
+	autoscale := func(runCtx context.Context) error {
+		return runAutoscaler(runCtx, ctx, opts, kube, provider, recorder, health)
 	}
 	if !opts.LeaderElect {
 		err = autoscale(ctx)
@@ -125,17 +127,20 @@ func run(args []string) int {
 	return 0
 }
 
-func runAutoscaler(ctx context.Context, opts config.AutoscalingOptions, kube kubernetes.Interface,
+func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingOptions, kube kubernetes.Interface,
 	provider cloudprovider.CloudProvider, recorder record.EventRecorder, health *metrics.HealthCheck) error {
 	autoscaler, err := core.NewAutoscaler(opts, kube, provider, recorder, health)
 	if err != nil {
 		return err
 	}
 	health.StartMonitoring()
-	err = autoscaler.Run(ctx)
-	autoscaler.ExitCleanUp()
-	if ctx.Err() != nil {
+	err = autoscaler.Run(runCtx)
+	if shutdownCtx.Err() != nil {
+		autoscaler.ExitCleanUp()
 		return nil // asked to stop
+	}
+	if err == nil && runCtx.Err() != nil {
+		err = runCtx.Err()
 	}
 	return err
 }
@@ -209,8 +214,17 @@ func runWithLeaderElection(ctx context.Context, opts config.AutoscalingOptions, 
 	}
 	var started atomic.Bool
 	done := make(chan error, 1)
-	leaderCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The Lease is held on its own context, cancelled only once the
+	// autoscaler has stopped and cleaned up; releasing it on the signal itself
+	// would let the next leader start while this one still deletes its status.
+	leaderCtx, releaseLease := context.WithCancel(context.Background())
+	defer releaseLease()
+	go func() {
+		<-ctx.Done()
+		if !started.Load() {
+			releaseLease()
+		}
+	}()
 	klog.Infof("waiting to acquire Lease %s/%s as %s", opts.Namespace, opts.LeaderElectResourceName, identity)
 	leaderelection.RunOrDie(leaderCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
@@ -220,11 +234,20 @@ func runWithLeaderElection(ctx context.Context, opts config.AutoscalingOptions, 
 		ReleaseOnCancel: true,
 		Name:            componentName,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
+			OnStartedLeading: func(leaseCtx context.Context) {
 				started.Store(true)
 				klog.Infof("acquired Lease %s/%s: this replica is the leader", opts.Namespace, opts.LeaderElectResourceName)
-				done <- autoscale(ctx)
-				cancel() // release the Lease as soon as the autoscaler stops
+				runCtx, stop := context.WithCancel(leaseCtx)
+				defer stop()
+				go func() {
+					select {
+					case <-ctx.Done():
+						stop()
+					case <-runCtx.Done():
+					}
+				}()
+				done <- autoscale(runCtx)
+				releaseLease()
 			},
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
@@ -234,22 +257,25 @@ func runWithLeaderElection(ctx context.Context, opts config.AutoscalingOptions, 
 			},
 		},
 	})
-	select {
-	case err := <-done:
-		return err
-	default:
-	}
 	if !started.Load() {
 		return nil // stopped before becoming leader
 	}
 	if ctx.Err() != nil {
-		// Shutting down: let the autoscaler finish its clean-up.
+		// Shutting down: the autoscaler has finished (the Lease is released
+		// after it); this only guards against a clean-up that hangs.
 		select {
 		case err := <-done:
 			return err
 		case <-time.After(30 * time.Second):
 			return errors.New("autoscaler did not stop within 30s of the shutdown signal")
 		}
+	}
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	default:
 	}
 	return errors.New("lost the leader election Lease; exiting so that this replica restarts as a follower")
 }
