@@ -155,3 +155,15 @@ type GpuConfig struct {
 	Type                 string
 	ExtendedResourceName apiv1.ResourceName
 }
+
+// FakeNodeReasonAnnotation marks a placeholder Node the core builds for an
+// instance that has no Node object (it never registered, or failed to
+// create), so that it can ask the provider to delete that instance. Its value
+// says why (FakeNodeUnregistered, FakeNodeCreateError). The key is upstream's.
+const FakeNodeReasonAnnotation = "k8s.io/cluster-autoscaler-fake-node-reason"
+
+// Reasons for FakeNodeReasonAnnotation.
+const (
+	FakeNodeUnregistered = "unregistered"
+	FakeNodeCreateError  = "create-error"
+)

@@ -593,14 +593,19 @@ func (r *Registry) fixGroup(gs *groupState, now time.Time) (*GiveUp, error) {
 	var firstErr error
 	deleted := 0
 	if len(instances) > 0 {
-		// DeleteNodes needs Node objects; build placeholders carrying the
-		// provider ID. Providers that need more (DOKS wants its node-id
-		// label) refuse, and the target is lowered instead.
+		// DeleteNodes takes Node objects: build placeholders carrying the
+		// provider ID, marked as such so the provider can match them by it.
+		// A provider that still refuses gets its target lowered instead.
 		fake := make([]*apiv1.Node, 0, len(instances))
 		for _, in := range instances {
 			n := &apiv1.Node{}
 			n.Name = in.Id
 			n.Spec.ProviderID = in.Id
+			reason := cloudprovider.FakeNodeUnregistered
+			if in.Status != nil && in.Status.ErrorInfo != nil {
+				reason = cloudprovider.FakeNodeCreateError
+			}
+			n.Annotations = map[string]string{cloudprovider.FakeNodeReasonAnnotation: reason}
 			fake = append(fake, n)
 		}
 		if err := gs.Group.DeleteNodes(fake); err != nil {

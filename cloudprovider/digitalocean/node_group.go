@@ -160,6 +160,16 @@ func (g *NodeGroup) DecreaseTargetSize(delta int) error {
 // node-id label, else by provider ID.
 func (g *NodeGroup) findNodeLocked(node *apiv1.Node) (*godo.KubernetesNode, error) {
 	nodeID := node.Labels[LabelNodeID]
+	if nodeID == "" && node.Annotations[cloudprovider.FakeNodeReasonAnnotation] != "" {
+		// A placeholder for an instance that never became a Node: only its
+		// provider ID is known, and it must match one of this pool's droplets.
+		for _, n := range g.pool.Nodes {
+			if node.Spec.ProviderID != "" && instanceID(n) == node.Spec.ProviderID {
+				return n, nil
+			}
+		}
+		return nil, fmt.Errorf("unregistered instance %q is not a node of node pool %s (%s)", node.Spec.ProviderID, g.name, g.id)
+	}
 	if nodeID == "" {
 		return nil, fmt.Errorf("node %s has no %s label: it is not a DOKS node (or not registered yet) and cannot be deleted", node.Name, LabelNodeID)
 	}

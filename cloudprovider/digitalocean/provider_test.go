@@ -369,6 +369,36 @@ func TestDeleteNodes(t *testing.T) {
 	}
 }
 
+// The core deletes instances that never became Nodes through placeholders
+// that carry only the provider ID and upstream's fake-node annotation.
+func TestDeleteNodesUnregisteredPlaceholder(t *testing.T) {
+	e := newEnv(t, doks.Options{DeleteDelay: -1})
+	p := e.pool(autoscaled("a", 3, 1, 5))
+	other := e.pool(autoscaled("b", 1, 0, 5))
+	e.refresh()
+	g := e.group(p.ID)
+	placeholder := func(n *godo.KubernetesNode) *apiv1.Node {
+		node := &apiv1.Node{}
+		node.Name = "digitalocean://" + n.DropletID
+		node.Spec.ProviderID = node.Name
+		node.Annotations = map[string]string{cloudprovider.FakeNodeReasonAnnotation: cloudprovider.FakeNodeUnregistered}
+		return node
+	}
+	before := e.sim.TotalRequests()
+	if err := g.DeleteNodes([]*apiv1.Node{placeholder(other.Nodes[0])}); err == nil || !strings.Contains(err.Error(), "is not a node of node pool a") {
+		t.Errorf("placeholder of another pool: %v", err)
+	}
+	if e.sim.TotalRequests() != before {
+		t.Error("refused placeholder made API calls")
+	}
+	if err := g.DeleteNodes([]*apiv1.Node{placeholder(p.Nodes[2])}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.simPool(p.ID).Count; got != 2 {
+		t.Errorf("DOKS count %d after deleting the unregistered instance, want 2", got)
+	}
+}
+
 func TestDeleteNodesFailureMidway(t *testing.T) {
 	e := newEnv(t, doks.Options{DeleteDelay: -1})
 	p := e.pool(autoscaled("a", 4, 0, 5))
