@@ -4,40 +4,27 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
 
 // BuildNode returns a ready, schedulable node with the given cpu (millicores)
-// and memory (bytes) as both capacity and allocatable, and room for 110 pods.
+// and memory (bytes) as both capacity and allocatable, and room for 110 pods:
+// the simulator's test node, with a provider ID and a creation time.
 func BuildNode(name string, milliCPU, memBytes int64) *apiv1.Node {
-	res := apiv1.ResourceList{
-		apiv1.ResourceCPU:    *resource.NewMilliQuantity(milliCPU, resource.DecimalSI),
-		apiv1.ResourceMemory: *resource.NewQuantity(memBytes, resource.BinarySI),
-		apiv1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
-	}
-	return &apiv1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              name,
-			UID:               types.UID("uid-" + name),
-			Labels:            map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
-			CreationTimestamp: metav1.NewTime(time.Unix(1_700_000_000, 0)),
-		},
-		Spec: apiv1.NodeSpec{ProviderID: "test://" + name},
-		Status: apiv1.NodeStatus{
-			Capacity:    res,
-			Allocatable: res.DeepCopy(),
-			Phase:       apiv1.NodeRunning,
-			Conditions: []apiv1.NodeCondition{{
-				Type: apiv1.NodeReady, Status: apiv1.ConditionTrue,
-				LastTransitionTime: metav1.NewTime(time.Unix(1_700_000_000, 0)),
-			}},
-		},
-	}
+	n := testutil.Node(name, milliCPU, memBytes)
+	n.CreationTimestamp = metav1.NewTime(referenceTime)
+	n.Spec.ProviderID = "test://" + name
+	n.Status.Phase = apiv1.NodeRunning
+	n.Status.Conditions[0].LastTransitionTime = metav1.NewTime(referenceTime)
+	return n
 }
+
+// referenceTime is when test objects were created.
+var referenceTime = time.Unix(1_700_000_000, 0)
 
 // SetNodeReady sets the node's Ready condition, with the transition time.
 func SetNodeReady(node *apiv1.Node, ready bool, since time.Time) {
@@ -72,25 +59,9 @@ func BuildTemplate(group string, milliCPU, memBytes int64, labels map[string]str
 // memBytes, owned by a ReplicaSet named owner (no owner when empty),
 // created an hour before the reference time.
 func BuildPod(name string, milliCPU, memBytes int64, owner string) *apiv1.Pod {
-	p := &apiv1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              name,
-			Namespace:         "default",
-			UID:               types.UID("uid-" + name),
-			CreationTimestamp: metav1.NewTime(time.Unix(1_700_000_000, 0)),
-		},
-		Spec: apiv1.PodSpec{
-			Containers: []apiv1.Container{{
-				Name:  "c",
-				Image: "registry.example/app:1",
-				Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
-					apiv1.ResourceCPU:    *resource.NewMilliQuantity(milliCPU, resource.DecimalSI),
-					apiv1.ResourceMemory: *resource.NewQuantity(memBytes, resource.BinarySI),
-				}},
-			}},
-		},
-		Status: apiv1.PodStatus{Phase: apiv1.PodRunning},
-	}
+	p := testutil.Pod(name, milliCPU, memBytes)
+	p.CreationTimestamp = metav1.NewTime(referenceTime)
+	p.Status.Phase = apiv1.PodRunning
 	if owner != "" {
 		ctrl := true
 		p.OwnerReferences = []metav1.OwnerReference{{
