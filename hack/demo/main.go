@@ -43,10 +43,47 @@ func main() {
 }
 
 type demo struct {
-	out   io.Writer
-	sb    *sandbox.Sandbox
-	start time.Time
-	last  string
+	out     io.Writer
+	sb      *sandbox.Sandbox
+	start   time.Time
+	last    string
+	logPath string // the autoscaler's log, read for its decisions
+	logRead int64
+}
+
+// decisionMarkers pick the autoscaler's decision lines out of its log; the
+// per-loop "unneeded for" progress lines stay in the log file.
+var decisionMarkers = []string{"Scale-up: node group", "fit no node group", "Scale-down: removing", "Scale-down: removed", "gave up on"}
+
+// decisions prints the autoscaler's decisions logged since the last call.
+func (d *demo) decisions() {
+	f, err := os.Open(d.logPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(d.logRead, io.SeekStart); err != nil {
+		return
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return
+	}
+	// Only whole lines; a partial last line is read again next time.
+	end := strings.LastIndexByte(string(data), '\n') + 1
+	d.logRead += int64(end)
+	for _, line := range strings.Split(string(data[:end]), "\n") {
+		msg := line
+		if i := strings.Index(line, "] "); i >= 0 {
+			msg = line[i+2:] // drop klog's header
+		}
+		for _, m := range decisionMarkers {
+			if strings.Contains(msg, m) {
+				d.say("autoscaler: %s", msg)
+				break
+			}
+		}
+	}
 }
 
 func (d *demo) say(format string, args ...any) {
@@ -86,6 +123,7 @@ func (d *demo) podCounts(ctx context.Context) (running, pending int) {
 func (d *demo) watch(ctx context.Context, timeout time.Duration, done func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for {
+		d.decisions()
 		if s := d.state(ctx); s != d.last {
 			d.say("%s", s)
 			d.last = s
@@ -145,6 +183,7 @@ func run(ctx context.Context, out io.Writer, dir string, keep bool) error {
 	defer ca.Stop(15 * time.Second)
 	d.say("autoscaler started: %s %s", binary, strings.Join(args, " "))
 	d.say("autoscaler log: %s", ca.LogPath)
+	d.logPath = ca.LogPath
 
 	// Six pods of 1.5 CPU: one fits on each node; two nodes exist, so four wait.
 	d.say("creating Deployment demo: 6 pods × 1500m CPU (one per s-2vcpu-4gb node)")
