@@ -260,18 +260,7 @@ func TestHALeaderFailover(t *testing.T) {
 	// A crash: no release, the follower must wait for the Lease to expire.
 	killed := time.Now()
 	leader.Kill()
-	var took time.Duration
-	s.eventually("the follower to take the Lease", haLeaseDuration+15*time.Second, func() error {
-		h, err := s.leaseHolder(s.ns)
-		if err != nil {
-			return err
-		}
-		if h != followerID {
-			return fmt.Errorf("Lease held by %q", h)
-		}
-		took = time.Since(killed)
-		return nil
-	})
+	took := s.waitForLeaseHolder(followerID, killed)
 	t.Logf("handover after SIGKILL: %v (lease duration %v, retry period %v)", took.Round(10*time.Millisecond), haLeaseDuration, haRetryPeriod)
 	// The follower polls every 1 to 2.2 retry periods (client-go's jitter): it may see the
 	// last renewal one poll late and the expiry one poll late. Beyond that and some slack
@@ -322,18 +311,7 @@ func TestHAGracefulRelease(t *testing.T) {
 	if err := leader.Err(); err != nil {
 		t.Errorf("the leader did not exit cleanly on SIGTERM: %v", err)
 	}
-	var took time.Duration
-	s.eventually("the follower to take the Lease", haLeaseDuration+15*time.Second, func() error {
-		h, err := s.leaseHolder(s.ns)
-		if err != nil {
-			return err
-		}
-		if h != followerID {
-			return fmt.Errorf("Lease held by %q", h)
-		}
-		took = time.Since(stopped)
-		return nil
-	})
+	took := s.waitForLeaseHolder(followerID, stopped)
 	t.Logf("handover after SIGTERM: %v (the old leader exited in %v; lease duration %v)",
 		took.Round(10*time.Millisecond), exited.Round(10*time.Millisecond), haLeaseDuration)
 
@@ -361,4 +339,22 @@ func TestHAGracefulRelease(t *testing.T) {
 	if l := scaleUpLines(follower.LogPath); len(l) == 0 {
 		t.Errorf("the new leader's log has no scale-up line")
 	}
+}
+
+// waitForLeaseHolder waits until id holds the Lease and returns how long that
+// took from since.
+func (s *scenario) waitForLeaseHolder(id string, since time.Time) time.Duration {
+	var took time.Duration
+	s.eventually("the follower to take the Lease", haLeaseDuration+15*time.Second, func() error {
+		h, err := s.leaseHolder(s.ns)
+		if err != nil {
+			return err
+		}
+		if h != id {
+			return fmt.Errorf("Lease held by %q", h)
+		}
+		took = time.Since(since)
+		return nil
+	})
+	return took
 }
