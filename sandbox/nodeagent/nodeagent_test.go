@@ -149,9 +149,12 @@ func TestPoolGrowthRegistersNodeAndRunsPod(t *testing.T) {
 	if !ready {
 		t.Errorf("node is not Ready: %v", node.Status.Conditions)
 	}
-	if _, err := cp.Client.CoordinationV1().Leases(apiv1.NamespaceNodeLease).Get(context.Background(), node.Name, metav1.GetOptions{}); err != nil {
-		t.Errorf("no node lease: %v", err)
-	}
+	// The agent creates the Lease right after the Node's first status, as a kubelet's
+	// lease controller starts after registration: wait for it rather than race it.
+	waitFor(t, "the node's Lease", 5*time.Second, func() bool {
+		_, err := cp.Client.CoordinationV1().Leases(apiv1.NamespaceNodeLease).Get(context.Background(), node.Name, metav1.GetOptions{})
+		return err == nil
+	})
 
 	// A pod tolerating the pool's taint lands there and is reported Running and Ready.
 	pod := &apiv1.Pod{
