@@ -131,6 +131,37 @@ func TestScaleDownBlockedNodes(t *testing.T) {
 	}
 }
 
+// n1 and n2 each hold one pod of a PDB that allows a single disruption; both
+// pods fit on n0. Only one of the two nodes may be planned away: the other
+// is not counted as unneeded.
+func TestUnneededNodesShareOnePDBBudget(t *testing.T) {
+	one := intstr.FromInt32(1)
+	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB})
+	objs := join(nodes, []runtime.Object{
+		test.BuildScheduledPod("busy", 1000, test.GiB, "rs-busy", "g1-n0"),
+		&policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1, ExpectedPods: 2, CurrentHealthy: 2, DesiredHealthy: 1},
+		},
+	})
+	for _, n := range []string{"g1-n1", "g1-n2"} {
+		web := test.BuildScheduledPod("web-"+n, 200, 256*test.MiB, "rs-web", n)
+		web.Labels = map[string]string{"app": "web"}
+		objs = append(objs, web)
+	}
+	h := newHarness(t, testOptions(), p, objs...)
+	h.runOnce(t0)
+	var unneeded []string
+	for _, c := range h.a.scaleDown.Planner.Unneeded() {
+		unneeded = append(unneeded, c.Node.Name)
+	}
+	if !reflect.DeepEqual(unneeded, []string{"g1-n1"}) {
+		t.Fatalf("unneeded = %v, want only g1-n1 (the PDB allows one eviction)", unneeded)
+	}
+}
+
 func TestScaleDownSkipsProtectedNodes(t *testing.T) {
 	cases := []struct {
 		name   string

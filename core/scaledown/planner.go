@@ -157,6 +157,9 @@ func (p *Planner) Update(in PlannerInput) error {
 		rs = simulator.NewRemovalSimulator(p.checker, snap, p.drainOptions())
 	}
 	nonEmpty := 0
+	// Each node found removable spends the PDB disruptions its evictions need,
+	// so the unneeded set as a whole stays within every budget.
+	pdbs := in.PDBs
 	for _, c := range cands {
 		if !c.empty {
 			if nonEmpty >= p.opts.ScaleDownNonEmptyCandidatesCount {
@@ -167,7 +170,7 @@ func (p *Planner) Update(in PlannerInput) error {
 		}
 		wasDest := dest[c.node.Name]
 		delete(dest, c.node.Name)
-		removal, unremovable := rs.SimulateNodeRemoval(c.node.Name, dest, in.PDBs, in.Now)
+		removal, unremovable := rs.SimulateNodeRemoval(c.node.Name, dest, pdbs, in.Now)
 		if unremovable != nil {
 			if wasDest {
 				dest[c.node.Name] = true
@@ -176,6 +179,7 @@ func (p *Planner) Update(in PlannerInput) error {
 			continue
 		}
 		delete(p.unremovable, c.node.Name)
+		pdbs = drain.SpendDisruptions(pdbs, removal.PodsToReschedule)
 		since := in.Now
 		if prev := p.unneeded[c.node.Name]; prev != nil {
 			since = prev.Since

@@ -154,6 +154,37 @@ func PodsToMove(pods []*apiv1.Pod, pdbs []*policyv1.PodDisruptionBudget, opts Op
 	return toMove, nil
 }
 
+// SpendDisruptions returns pdbs with the disruptions the eviction of pods would
+// use taken off each covering PDB's status.disruptionsAllowed (never below
+// zero). A planner that removes several nodes in one pass passes the result to
+// the next node's check, so the nodes together never need more evictions than
+// a PDB allows. PDBs that pods do not touch are returned as they are; the
+// others are copies, so the caller's objects are never changed.
+func SpendDisruptions(pdbs []*policyv1.PodDisruptionBudget, pods []*apiv1.Pod) []*policyv1.PodDisruptionBudget {
+	matchers, _ := newPDBMatchers(pdbs) // bad selectors were reported by PodsToMove
+	spent := map[*policyv1.PodDisruptionBudget]int32{}
+	for _, pod := range pods {
+		for _, i := range matchingPDBs(matchers, pod) {
+			spent[matchers[i].pdb]++
+		}
+	}
+	if len(spent) == 0 {
+		return pdbs
+	}
+	out := make([]*policyv1.PodDisruptionBudget, len(pdbs))
+	for i, pdb := range pdbs {
+		n, touched := spent[pdb]
+		if !touched {
+			out[i] = pdb
+			continue
+		}
+		c := pdb.DeepCopy()
+		c.Status.DisruptionsAllowed = max(0, c.Status.DisruptionsAllowed-n)
+		out[i] = c
+	}
+	return out
+}
+
 func block(pod *apiv1.Pod, reason BlockingPodReason) *BlockingPod {
 	klog.V(4).Infof("Drain: pod %s/%s blocks node removal: %s", pod.Namespace, pod.Name, reason)
 	return &BlockingPod{Pod: pod, Reason: reason}

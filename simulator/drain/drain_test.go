@@ -234,6 +234,40 @@ func TestControllerReplicas(t *testing.T) {
 	}
 }
 
+// Two nodes each holding one pod of a PDB that allows one disruption: the
+// first node's removal spends the budget and the second is then blocked.
+func TestSpendDisruptions(t *testing.T) {
+	web := pdb("default", 1, map[string]string{"app": "web"})
+	other := pdb("default", 2, map[string]string{"app": "db"})
+	pdbs := []*policyv1.PodDisruptionBudget{web, other}
+
+	first := []*apiv1.Pod{pod("web-1")}
+	if _, blocking := PodsToMove(first, pdbs, strict, now); blocking != nil {
+		t.Fatalf("first node blocked by %s", blocking.Reason)
+	}
+	left := SpendDisruptions(pdbs, first)
+	if got := left[0].Status.DisruptionsAllowed; got != 0 {
+		t.Errorf("web PDB has %d disruptions left, want 0", got)
+	}
+	if left[1] != other {
+		t.Error("a PDB the pods do not match was copied or changed")
+	}
+	if web.Status.DisruptionsAllowed != 1 {
+		t.Error("the caller's PDB was changed")
+	}
+	_, blocking := PodsToMove([]*apiv1.Pod{pod("web-2")}, left, strict, now)
+	if blocking == nil || blocking.Reason != NotEnoughPdb {
+		t.Fatalf("second node: blocking %v, want NotEnoughPdb", blocking)
+	}
+	// Spending more than is left stops at zero rather than going negative.
+	if got := SpendDisruptions(left, []*apiv1.Pod{pod("web-2"), pod("web-3")})[0].Status.DisruptionsAllowed; got != 0 {
+		t.Errorf("overspent budget = %d, want 0", got)
+	}
+	if got := SpendDisruptions(pdbs, nil); &got[0] != &pdbs[0] {
+		t.Error("no pods: the slice should come back as it is")
+	}
+}
+
 func TestBlockingPodReasonString(t *testing.T) {
 	want := map[BlockingPodReason]string{
 		NoReason: "NoReason", ControllerNotFound: "ControllerNotFound", MinReplicasReached: "MinReplicasReached",
