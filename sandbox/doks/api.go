@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -117,7 +118,9 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 			writeError(w, http.StatusUnauthorized, "Unauthorized", "Unable to authenticate you", reqID)
 			return
 		case limited:
-			w.Header().Set("retry-after", strconv.Itoa(retryAfter))
+			if retryAfter > 0 {
+				w.Header().Set("retry-after", strconv.Itoa(retryAfter))
+			}
 			writeError(w, http.StatusTooManyRequests, "too_many_requests", "API Rate limit exceeded.", reqID)
 			return
 		}
@@ -151,28 +154,29 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 }
 
 // takeRateLimitLocked records the request in the sliding one-hour window
-// and writes the rate-limit headers. Over the limit the request is not
-// counted and the caller answers 429, retry-after seconds from now.
+// and writes the rate-limit headers, which describe the hourly budget. Over
+// either limit the request is not counted and the caller answers 429; as
+// DigitalOcean does, only a per-minute refusal says when to come back
+// (retryAfter seconds), an hourly one leaves that to ratelimit-reset.
 func (s *Server) takeRateLimitLocked(now time.Time, h http.Header) (limited bool, retryAfter int) {
-	cut := now.Add(-time.Hour)
+	hourAgo, minuteAgo := now.Add(-time.Hour), now.Add(-time.Minute)
 	i := 0
-	for i < len(s.window) && !s.window[i].After(cut) {
+	for i < len(s.window) && !s.window[i].After(hourAgo) {
 		i++
 	}
 	s.window = s.window[i:]
-	if len(s.window) >= s.rateLimit {
+	inLastMinute := len(s.window) - sort.Search(len(s.window), func(i int) bool { return s.window[i].After(minuteAgo) })
+	switch {
+	case len(s.window) >= s.rateLimit:
 		limited = true
-		retryAfter = int(math.Ceil(s.window[0].Add(time.Hour).Sub(now).Seconds()))
-		if retryAfter < 1 {
-			retryAfter = 1
-		}
-	} else {
+	case inLastMinute >= s.minuteLimit:
+		limited = true
+		oldest := s.window[len(s.window)-inLastMinute]
+		retryAfter = max(1, int(math.Ceil(oldest.Add(time.Minute).Sub(now).Seconds())))
+	default:
 		s.window = append(s.window, now)
 	}
-	remaining := s.rateLimit - len(s.window)
-	if remaining < 0 {
-		remaining = 0
-	}
+	remaining := max(0, s.rateLimit-len(s.window))
 	reset := now.Add(time.Hour)
 	if len(s.window) > 0 {
 		reset = s.window[0].Add(time.Hour)

@@ -45,6 +45,10 @@ const (
 // DefaultRateLimit is DigitalOcean's per-token hourly request budget.
 const DefaultRateLimit = 5000
 
+// DefaultMinuteLimit is DigitalOcean's per-token burst limit: requests in
+// any 60 seconds.
+const DefaultMinuteLimit = 250
+
 // Options configure a simulator.
 type Options struct {
 	ClusterID string
@@ -118,6 +122,7 @@ type Server struct {
 	total       int
 	faults      []*Fault
 	rateLimit   int
+	minuteLimit int
 	window      []time.Time // request times within the last hour, oldest first
 	subs        map[int]chan struct{}
 	nextSub     int
@@ -135,6 +140,7 @@ func NewServer(opts Options) *Server {
 		nextDroplet: 400000000,
 		counts:      map[string]int{},
 		rateLimit:   DefaultRateLimit,
+		minuteLimit: DefaultMinuteLimit,
 		subs:        map[int]chan struct{}{},
 		timers:      map[*time.Timer]struct{}{},
 	}
@@ -202,6 +208,14 @@ func (s *Server) SetRateLimit(limit int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rateLimit = limit
+}
+
+// SetMinuteLimit changes the per-minute request limit (DefaultMinuteLimit
+// at start).
+func (s *Server) SetMinuteLimit(limit int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.minuteLimit = limit
 }
 
 // CreatePool adds a node pool whose Count nodes are already running.

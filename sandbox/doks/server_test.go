@@ -396,9 +396,31 @@ func TestFaultsAndRateLimit(t *testing.T) {
 	if last.Rate.Remaining != 0 {
 		t.Errorf("remaining %d, want 0", last.Rate.Remaining)
 	}
+	// Over the hourly budget: 429, and the time to come back is ratelimit-reset.
 	_, resp, err = c.Sizes.List(ctx, nil)
-	if statusOf(err) != 429 || resp.Header.Get("retry-after") == "" {
-		t.Errorf("over the limit: %v", err)
+	if statusOf(err) != 429 || resp.Header.Get("retry-after") != "" || !resp.Rate.Reset.After(time.Now()) {
+		t.Errorf("over the hourly limit: %v, retry-after %q, reset %v", err, resp.Header.Get("retry-after"), resp.Rate.Reset)
+	}
+}
+
+// Over the per-minute limit with hourly budget left: 429 with retry-after
+// counting down to when the oldest request of the minute ages out.
+func TestPerMinuteLimit(t *testing.T) {
+	s, c, _ := newTestServer(t, Options{BootDelay: -1})
+	ctx := context.Background()
+	s.SetMinuteLimit(2)
+	for i := 0; i < 2; i++ {
+		if _, _, err := c.Sizes.List(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, resp, err := c.Sizes.List(ctx, nil)
+	ra, _ := strconv.Atoi(resp.Header.Get("retry-after"))
+	if statusOf(err) != 429 || ra < 1 || ra > 60 {
+		t.Errorf("over the per-minute limit: %v, retry-after %q", err, resp.Header.Get("retry-after"))
+	}
+	if resp.Rate.Remaining == 0 {
+		t.Error("a per-minute refusal reported the hourly budget as spent")
 	}
 }
 
