@@ -277,16 +277,39 @@ func (s *Sandbox) Stop() {
 	}
 }
 
-// removeNodes deletes the Nodes this sandbox's agent registered, and their pods, from a
-// shared control plane: with the agent gone nothing else would.
+// removeNodes deletes the Nodes of this sandbox's pools, and their pods, from a shared
+// control plane: with the agent gone nothing else would. The Nodes are found by pool ID
+// as well as from the agent, because a registration cut short by Stop can leave a Node
+// the agent never recorded.
 func (s *Sandbox) removeNodes() {
 	if s.Agent == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	zero := int64(0)
+	names := map[string]bool{}
 	for name := range s.Agent.Registered() {
+		names[name] = true
+	}
+	if s.DOKS != nil {
+		var ids []string
+		for _, p := range s.DOKS.Pools() {
+			ids = append(ids, p.ID)
+		}
+		if len(ids) > 0 {
+			sel := nodeagent.LabelNodePoolID + " in (" + strings.Join(ids, ",") + ")"
+			nodes, err := s.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				klog.Warningf("sandbox: listing the nodes of its pools: %v", err)
+			} else {
+				for _, n := range nodes.Items {
+					names[n.Name] = true
+				}
+			}
+		}
+	}
+	zero := int64(0)
+	for name := range names {
 		if err := s.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			klog.Warningf("sandbox: deleting node %s: %v", name, err)
 		}
