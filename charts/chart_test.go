@@ -289,7 +289,6 @@ func TestChartDefaults(t *testing.T) {
 	wantArgs := []string{
 		"--cloud-provider=digitalocean", "--cloud-config=/etc/do/cloud.json", "--namespace=kube-system",
 		"--leader-elect=true", "--scan-interval=10s", "--expander=least-waste",
-		"--scale-down-unneeded-time=10m", "--scale-down-utilization-threshold=0.5",
 		"--max-node-provision-time=15m", "--balance-similar-node-groups=false", "--v=4",
 	}
 	if !reflect.DeepEqual(b.Container().Args, wantArgs) {

@@ -62,10 +62,10 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", d.ScaleDownDelayAfterAdd, "How long after a scale-up scale-down evaluation resumes.")
 	fs.DurationVar(&o.ScaleDownDelayAfterDelete, "scale-down-delay-after-delete", d.ScaleDownDelayAfterDelete, "How long after a node deletion scale-down evaluation resumes.")
 	fs.DurationVar(&o.ScaleDownDelayAfterFailure, "scale-down-delay-after-failure", d.ScaleDownDelayAfterFailure, "How long after a failed scale-down evaluation resumes.")
-	fs.DurationVar(&ng.ScaleDownUnneededTime, "scale-down-unneeded-time", d.NodeGroupDefaults.ScaleDownUnneededTime, "How long a node must be unneeded before it is removed.")
+	fs.DurationVar(&ng.ScaleDownUnneededTime, "scale-down-unneeded-time", d.NodeGroupDefaults.ScaleDownUnneededTime, "How long a node must be unneeded before it is removed. When not given, the DOKS cluster's scale_down_unneeded_time applies if it sets one.")
 	fs.DurationVar(&ng.ScaleDownUnreadyTime, "scale-down-unready-time", d.NodeGroupDefaults.ScaleDownUnreadyTime, "How long an unready node must be unneeded before it is removed.")
 	fs.BoolVar(&o.ScaleDownUnreadyEnabled, "scale-down-unready-enabled", d.ScaleDownUnreadyEnabled, "Whether unready nodes may be removed.")
-	fs.Float64Var(&ng.ScaleDownUtilizationThreshold, "scale-down-utilization-threshold", d.NodeGroupDefaults.ScaleDownUtilizationThreshold, "Node utilization (max of cpu and memory requests over allocatable) below which a node may be removed.")
+	fs.Float64Var(&ng.ScaleDownUtilizationThreshold, "scale-down-utilization-threshold", d.NodeGroupDefaults.ScaleDownUtilizationThreshold, "Node utilization (max of cpu and memory requests over allocatable) below which a node may be removed. When not given, the DOKS cluster's scale_down_utilization_threshold applies if it sets one.")
 	fs.Float64Var(&ng.ScaleDownGpuUtilizationThreshold, "scale-down-gpu-utilization-threshold", d.NodeGroupDefaults.ScaleDownGpuUtilizationThreshold, "GPU utilization below which a GPU node may be removed.")
 	fs.IntVar(&o.ScaleDownNonEmptyCandidatesCount, "scale-down-non-empty-candidates-count", d.ScaleDownNonEmptyCandidatesCount, "Maximum number of non-empty nodes checked for removal in one iteration.")
 	fs.IntVar(&o.MaxEmptyBulkDelete, "max-empty-bulk-delete", d.MaxEmptyBulkDelete, "Maximum number of empty nodes deleted at once.")
@@ -99,6 +99,8 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 // naming the flag at fault.
 func (f *Flags) Options() (AutoscalingOptions, error) {
 	o := f.opts
+	o.FlagsGiven = map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { o.FlagsGiven[fl.Name] = true })
 	var err error
 	if o.MinCoresTotal, o.MaxCoresTotal, err = parseMinMax(f.coresTotal); err != nil {
 		return o, fmt.Errorf("--cores-total: %v", err)

@@ -76,6 +76,21 @@ func TestFlagValues(t *testing.T) {
 	}
 }
 
+// A flag given with its default value still counts as given: the provider
+// must not replace an operator's explicit choice with the cluster's setting.
+func TestFlagsGivenAreRecorded(t *testing.T) {
+	o, err := parse(t, "--scale-down-utilization-threshold=0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.FlagsGiven["scale-down-utilization-threshold"] || !o.FlagsGiven["cloud-config"] {
+		t.Errorf("given flags %v", o.FlagsGiven)
+	}
+	if o.FlagsGiven["scale-down-unneeded-time"] {
+		t.Error("a flag left at its default is recorded as given")
+	}
+}
+
 func TestInvalidFlagsNameTheFlag(t *testing.T) {
 	cases := []struct {
 		args    []string

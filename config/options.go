@@ -23,6 +23,10 @@ type NodeGroupAutoscalingOptions struct {
 // AutoscalingOptions are all the options of one autoscaler process.
 type AutoscalingOptions struct {
 	NodeGroupDefaults NodeGroupAutoscalingOptions
+	// FlagsGiven names the flags set on the command line, so a provider can
+	// tell an operator's explicit choice from a default it may replace with
+	// the cloud's own setting.
+	FlagsGiven map[string]bool
 
 	CloudProviderName string
 	CloudConfig       string

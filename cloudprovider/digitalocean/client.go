@@ -26,6 +26,7 @@ const (
 	opUpdateNodePool      = "UpdateNodePool"
 	opDeleteNode          = "DeleteNode"
 	opListSizes           = "ListSizes"
+	opGetCluster          = "GetCluster"
 )
 
 // clientOptions tune the API client and the caches; tests shorten them.
@@ -48,6 +49,8 @@ type clientOptions struct {
 	pageSize int
 	// templateTTL: a cached template older than this is fetched again.
 	templateTTL time.Duration
+	// settingsTTL: the cluster's autoscaler settings are read again after this.
+	settingsTTL time.Duration
 	// pricesTTL: the size price list is fetched again after this.
 	pricesTTL time.Duration
 	// transport is the base HTTP transport (nil: a clone of the default).
@@ -66,6 +69,7 @@ func defaultClientOptions() clientOptions {
 		paceMax:        10 * time.Second,
 		pageSize:       200,
 		templateTTL:    time.Hour,
+		settingsTTL:    5 * time.Minute,
 		pricesTTL:      24 * time.Hour,
 		now:            time.Now,
 		sleep:          sleepContext,
@@ -387,6 +391,22 @@ func (c *apiClient) getNodePoolTemplate(ctx context.Context, poolName string) (*
 		return nil, fmt.Errorf("%s: the answer for node pool %q holds no template", opGetNodePoolTemplate, poolName)
 	}
 	return out.Template, nil
+}
+
+// getClusterAutoscalerConfiguration reads the cluster's
+// cluster_autoscaler_configuration; nil when the cluster has none.
+func (c *apiClient) getClusterAutoscalerConfiguration(ctx context.Context) (*godo.KubernetesClusterAutoscalerConfiguration, error) {
+	var out *godo.KubernetesCluster
+	err := c.call(ctx, opGetCluster, true, func(ctx context.Context) (*godo.Response, error) {
+		var resp *godo.Response
+		var err error
+		out, resp, err = c.godo.Kubernetes.Get(ctx, c.clusterID)
+		return resp, err
+	})
+	if err != nil || out == nil {
+		return nil, err
+	}
+	return out.ClusterAutoscalerConfiguration, nil
 }
 
 // updateNodePoolCount sets a pool's count. A PUT with an absolute count is

@@ -54,6 +54,7 @@ func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *c
 		rl = cloudprovider.NewResourceLimiter(nil, nil)
 	}
 	m := newManager(client, o, gpuLabel, cfg.selection)
+	m.flagsGiven = opts.FlagsGiven
 	endpoint := cfg.baseURL
 	if endpoint == "" {
 		endpoint = client.godo.BaseURL.String()

@@ -52,6 +52,13 @@ type manager struct {
 	// about a pool is logged when it changes rather than every Refresh.
 	notes     map[string]string
 	refreshed bool
+
+	// flagsGiven names the flags set on the command line: the cluster's
+	// settings never override those.
+	flagsGiven map[string]bool
+	// settings are the cluster's autoscaler settings, read at settingsAt.
+	settings   clusterSettings
+	settingsAt time.Time
 }
 
 func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) *manager {
@@ -176,6 +183,8 @@ func (m *manager) Refresh(ctx context.Context) error {
 			klog.V(2).Infof("node pool %s is gone or no longer autoscaled: dropping its cached template", id)
 		}
 	}
+
+	m.refreshSettings(ctx, now)
 
 	m.mu.Lock()
 	m.groups, m.groupByInstance, m.groupByNodeID, m.sizeByInstance, m.templates = groups, byInstance, byNodeID, sizes, templates

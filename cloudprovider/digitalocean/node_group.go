@@ -302,7 +302,11 @@ func (g *NodeGroup) Delete() error { return cloudprovider.ErrNotImplemented }
 // Autoprovisioned is false: no pool is created by the autoscaler.
 func (g *NodeGroup) Autoprovisioned() bool { return false }
 
-// GetOptions returns ErrNotImplemented: the defaults apply to every pool.
-func (g *NodeGroup) GetOptions(config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
-	return nil, cloudprovider.ErrNotImplemented
+// GetOptions returns the process defaults with the cluster's own autoscaler
+// settings (cluster_autoscaler_configuration) in place of the defaults of
+// flags not given on the command line. They are the same for every pool:
+// DOKS has no per-pool autoscaler settings.
+func (g *NodeGroup) GetOptions(defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
+	o := g.m.nodeGroupOptions(defaults)
+	return &o, nil
 }

@@ -495,8 +495,9 @@ func TestNodeGroupBasics(t *testing.T) {
 	if g.Delete() != cloudprovider.ErrNotImplemented || g.ForceDeleteNodes(nil) != cloudprovider.ErrNotImplemented {
 		t.Error("Delete/ForceDeleteNodes")
 	}
-	if _, err := g.GetOptions(config.NodeGroupAutoscalingOptions{}); err != cloudprovider.ErrNotImplemented {
-		t.Error("GetOptions")
+	defaults := config.Defaults().NodeGroupDefaults
+	if o, err := g.GetOptions(defaults); err != nil || *o != defaults {
+		t.Errorf("GetOptions with no cluster settings = %+v, %v; want the defaults", o, err)
 	}
 	if e.p.Name() != "digitalocean" {
 		t.Error("Name")
@@ -628,9 +629,9 @@ func TestRetryAfterCappedAtMaxWait(t *testing.T) {
 func TestSlowsDownWhenRateLimitLow(t *testing.T) {
 	e := newEnv(t, doks.Options{})
 	e.pool(autoscaled("a", 1, 0, 3))
-	e.sim.SetRateLimit(14) // pacing starts at 10 remaining
+	e.sim.SetRateLimit(15) // pacing starts at 10 remaining
 	for i := 0; i < 3; i++ {
-		e.refresh() // 2 requests first, then 1 each
+		e.refresh() // 3 requests first (pools, template, cluster settings), then 1 each
 	}
 	if s := e.recordedSleeps(); len(s) != 0 {
 		t.Fatalf("paced with plenty left: %v", s)
@@ -639,7 +640,7 @@ func TestSlowsDownWhenRateLimitLow(t *testing.T) {
 	if s := e.recordedSleeps(); len(s) != 1 || s[0] != 5*time.Millisecond {
 		t.Errorf("waits %v, want one pacing delay capped at paceMax 5ms", s)
 	}
-	if e.obs.lastLimit != 14 || e.obs.lastRem != 9 {
+	if e.obs.lastLimit != 15 || e.obs.lastRem != 9 {
 		t.Errorf("observer saw limit %d remaining %d", e.obs.lastLimit, e.obs.lastRem)
 	}
 }
@@ -738,7 +739,7 @@ func TestUserAgentAndObserver(t *testing.T) {
 	e.mu.Lock()
 	uas := append([]string(nil), e.userAgents...)
 	e.mu.Unlock()
-	if len(uas) != 2 {
+	if len(uas) != 3 { // pools, template, cluster settings
 		t.Fatalf("%d requests seen", len(uas))
 	}
 	for _, ua := range uas {
@@ -749,7 +750,7 @@ func TestUserAgentAndObserver(t *testing.T) {
 	if got := e.obs.statuses(opGetNodePoolTemplate); fmt.Sprint(got) != "[200]" {
 		t.Errorf("template calls observed: %v", got)
 	}
-	if e.obs.rateCalls != 2 || e.obs.lastLimit != doks.DefaultRateLimit {
+	if e.obs.rateCalls != 3 || e.obs.lastLimit != doks.DefaultRateLimit {
 		t.Errorf("rate limit observed %d times, limit %d", e.obs.rateCalls, e.obs.lastLimit)
 	}
 }

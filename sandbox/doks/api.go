@@ -79,6 +79,7 @@ func toAPIPool(p godo.KubernetesNodePool) apiPool {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	const clusters = "/v2/kubernetes/clusters/{cluster}"
+	mux.Handle("GET "+clusters, s.wrap(OpGetCluster, s.handleGetCluster))
 	mux.Handle("GET "+clusters+"/node_pools", s.wrap(OpListNodePools, s.handleListPools))
 	mux.Handle("GET "+clusters+"/node_pools/{pool}", s.wrap(OpGetNodePool, s.handleGetPool))
 	mux.Handle("PUT "+clusters+"/node_pools/{pool}", s.wrap(OpUpdateNodePool, s.handleUpdatePool))
@@ -321,6 +322,32 @@ func (s *Server) poolCopy(id string) (godo.KubernetesNodePool, bool) {
 		return godo.KubernetesNodePool{}, false
 	}
 	return p.toGodo(), true
+}
+
+// handleGetCluster answers with the parts of the cluster object a
+// cluster autoscaler reads: its identity, pools and autoscaler settings.
+func (s *Server) handleGetCluster(w http.ResponseWriter, r *http.Request, _ string) {
+	s.mu.Lock()
+	c := godo.KubernetesCluster{ID: s.opts.ClusterID, Name: "sandbox", Status: &godo.KubernetesClusterStatus{State: godo.KubernetesClusterStatusRunning}}
+	if s.caConfig != nil {
+		cp := *s.caConfig
+		c.ClusterAutoscalerConfiguration = &cp
+	}
+	var pools []apiPool
+	for _, p := range s.pools {
+		pools = append(pools, toAPIPool(p.toGodo()))
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, struct {
+		Cluster clusterWithPools `json:"kubernetes_cluster"`
+	}{clusterWithPools{c, pools}})
+}
+
+// clusterWithPools replaces godo's pool type in the cluster object with the
+// simulator's, which carries every field the real API sends.
+type clusterWithPools struct {
+	godo.KubernetesCluster
+	NodePools []apiPool `json:"node_pools"`
 }
 
 func (s *Server) handleGetPool(w http.ResponseWriter, r *http.Request, reqID string) {

@@ -30,6 +30,7 @@ const (
 	OpDeleteNode          = "DeleteNode"
 	OpGetNodePoolTemplate = "GetNodePoolTemplate"
 	OpListSizes           = "ListSizes"
+	OpGetCluster          = "GetCluster"
 	// OpUnknown counts requests to paths the simulator does not serve.
 	OpUnknown = "Unknown"
 )
@@ -123,11 +124,13 @@ type Server struct {
 	faults      []*Fault
 	rateLimit   int
 	minuteLimit int
-	window      []time.Time // request times within the last hour, oldest first
-	subs        map[int]chan struct{}
-	nextSub     int
-	timers      map[*time.Timer]struct{}
-	closed      bool
+	// caConfig is the cluster's cluster_autoscaler_configuration; nil sends none.
+	caConfig *godo.KubernetesClusterAutoscalerConfiguration
+	window   []time.Time // request times within the last hour, oldest first
+	subs     map[int]chan struct{}
+	nextSub  int
+	timers   map[*time.Timer]struct{}
+	closed   bool
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -216,6 +219,21 @@ func (s *Server) SetMinuteLimit(limit int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.minuteLimit = limit
+}
+
+// SetClusterAutoscalerConfiguration sets what the cluster object reports as
+// its cluster_autoscaler_configuration (as `doctl kubernetes cluster update
+// --cluster-autoscaler-...` would); nil removes it.
+func (s *Server) SetClusterAutoscalerConfiguration(c *godo.KubernetesClusterAutoscalerConfiguration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c == nil {
+		s.caConfig = nil
+		return
+	}
+	cp := *c
+	cp.Expanders = append([]string(nil), c.Expanders...)
+	s.caConfig = &cp
 }
 
 // CreatePool adds a node pool whose Count nodes are already running.

@@ -1,0 +1,141 @@
+package digitalocean
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/digitalocean/godo"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+)
+
+// The flags whose defaults the cluster's own autoscaler settings replace.
+const (
+	flagUtilizationThreshold = "scale-down-utilization-threshold"
+	flagUnneededTime         = "scale-down-unneeded-time"
+)
+
+// clusterSettings are the cluster's cluster_autoscaler_configuration, which
+// DOKS users set with doctl or the control panel. They replace the defaults
+// of the matching flags when those are not given on the command line, so an
+// operator keeps one place to tune scale-down. A field the cluster leaves
+// unset, or sets to a value that makes no sense, is nil.
+type clusterSettings struct {
+	utilizationThreshold *float64
+	unneededTime         *time.Duration
+	// expanders are reported, not applied: the expander is chosen once at
+	// start-up from --expander.
+	expanders []string
+	// problems are the values that were ignored, and why.
+	problems []string
+}
+
+func parseClusterSettings(c *godo.KubernetesClusterAutoscalerConfiguration) clusterSettings {
+	var s clusterSettings
+	if c == nil {
+		return s
+	}
+	if t := c.ScaleDownUtilizationThreshold; t != nil {
+		if *t > 0 && *t <= 1 {
+			s.utilizationThreshold = t
+		} else {
+			s.problems = append(s.problems, fmt.Sprintf("scale_down_utilization_threshold %v is not in (0, 1]", *t))
+		}
+	}
+	if u := c.ScaleDownUnneededTime; u != nil && *u != "" {
+		d, err := time.ParseDuration(*u)
+		switch {
+		case err != nil:
+			s.problems = append(s.problems, fmt.Sprintf("scale_down_unneeded_time %q is not a duration", *u))
+		case d <= 0:
+			s.problems = append(s.problems, fmt.Sprintf("scale_down_unneeded_time %q is not positive", *u))
+		default:
+			s.unneededTime = &d
+		}
+	}
+	s.expanders = c.Expanders
+	return s
+}
+
+// applyTo returns defaults with the cluster's values in place of those of
+// flags not given.
+func (s clusterSettings) applyTo(defaults config.NodeGroupAutoscalingOptions, given map[string]bool) config.NodeGroupAutoscalingOptions {
+	if s.utilizationThreshold != nil && !given[flagUtilizationThreshold] {
+		defaults.ScaleDownUtilizationThreshold = *s.utilizationThreshold
+	}
+	if s.unneededTime != nil && !given[flagUnneededTime] {
+		defaults.ScaleDownUnneededTime = *s.unneededTime
+	}
+	return defaults
+}
+
+// describe says, for the log, what the cluster sets and what of it applies.
+func (s clusterSettings) describe(given map[string]bool) string {
+	var parts []string
+	verdict := func(flag string) string {
+		if given[flag] {
+			return "not used: --" + flag + " is given"
+		}
+		return "used for every node group"
+	}
+	if s.utilizationThreshold != nil {
+		parts = append(parts, fmt.Sprintf("scale_down_utilization_threshold=%v (%s)", *s.utilizationThreshold, verdict(flagUtilizationThreshold)))
+	}
+	if s.unneededTime != nil {
+		parts = append(parts, fmt.Sprintf("scale_down_unneeded_time=%v (%s)", *s.unneededTime, verdict(flagUnneededTime)))
+	}
+	if len(s.expanders) > 0 {
+		parts = append(parts, fmt.Sprintf("expanders=%v (not used: the expander comes from --expander)", s.expanders))
+	}
+	for _, p := range s.problems {
+		parts = append(parts, "ignored: "+p)
+	}
+	if len(parts) == 0 {
+		return "none set"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// refreshSettings reads the cluster's autoscaler settings when they are
+// older than settingsTTL, unless every flag they could replace is given. A
+// failure keeps the settings last read and is tried again at the next
+// Refresh; it never fails the Refresh.
+func (m *manager) refreshSettings(ctx context.Context, now time.Time) {
+	if m.flagsGiven[flagUtilizationThreshold] && m.flagsGiven[flagUnneededTime] {
+		return
+	}
+	m.mu.RLock()
+	fresh := !m.settingsAt.IsZero() && now.Sub(m.settingsAt) < m.o.settingsTTL
+	previous := m.settings.describe(m.flagsGiven)
+	m.mu.RUnlock()
+	if fresh {
+		return
+	}
+	c, err := m.client.getClusterAutoscalerConfiguration(ctx)
+	if err != nil {
+		klog.Warningf("Reading cluster %s's autoscaler settings (cluster_autoscaler_configuration): %v; keeping the settings last read", m.client.clusterID, err)
+		return
+	}
+	s := parseClusterSettings(c)
+	m.mu.Lock()
+	first := m.settingsAt.IsZero()
+	m.settings, m.settingsAt = s, now
+	m.mu.Unlock()
+	if d := s.describe(m.flagsGiven); first || d != previous {
+		if len(s.problems) > 0 {
+			klog.Warningf("Cluster %s autoscaler settings: %s", m.client.clusterID, d)
+		} else {
+			klog.Infof("Cluster %s autoscaler settings: %s", m.client.clusterID, d)
+		}
+	}
+}
+
+// nodeGroupOptions are the options every node group of the cluster gets.
+func (m *manager) nodeGroupOptions(defaults config.NodeGroupAutoscalingOptions) config.NodeGroupAutoscalingOptions {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.settings.applyTo(defaults, m.flagsGiven)
+}
