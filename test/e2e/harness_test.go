@@ -222,11 +222,35 @@ func (s *scenario) baseArgs() []string {
 // startAutoscaler runs the binary with baseArgs followed by extra (later flags win).
 func (s *scenario) startAutoscaler(extra ...string) *autoscaler {
 	s.t.Helper()
+	return s.startAutoscalerArgs(append(s.baseArgs(), extra...))
+}
+
+// startAutoscalerWithout runs the binary with baseArgs less the named flags, as an operator
+// who never gave them would.
+func (s *scenario) startAutoscalerWithout(flags ...string) *autoscaler {
+	s.t.Helper()
+	var args []string
+	for _, a := range s.baseArgs() {
+		keep := true
+		for _, f := range flags {
+			if strings.HasPrefix(a, "--"+f+"=") {
+				keep = false
+			}
+		}
+		if keep {
+			args = append(args, a)
+		}
+	}
+	return s.startAutoscalerArgs(args)
+}
+
+func (s *scenario) startAutoscalerArgs(args []string) *autoscaler {
+	s.t.Helper()
 	s.mu.Lock()
 	n := len(s.cas) + 1
 	s.mu.Unlock()
 	logPath := filepath.Join(artifacts, s.ns, fmt.Sprintf("autoscaler-%d.log", n))
-	ca, err := sandbox.RunAutoscaler(caBinary, append(s.baseArgs(), extra...), logPath)
+	ca, err := sandbox.RunAutoscaler(caBinary, args, logPath)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -326,3 +326,19 @@ func TestKilledMidDrainAndRestarted(t *testing.T) {
 		}
 	}
 }
+
+// 10. The cluster's own autoscaler settings (cluster_autoscaler_configuration, set through the
+// DigitalOcean API) stand in for flags the operator did not give: with no
+// --scale-down-unneeded-time, the cluster's 3s applies instead of the 10m default.
+func TestClusterAutoscalerSettingsApply(t *testing.T) {
+	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("settled", 3, 1, 3)}})
+	s.sb.DOKS.SetClusterAutoscalerConfiguration(&godo.KubernetesClusterAutoscalerConfiguration{
+		ScaleDownUnneededTime: godo.PtrTo("3s")})
+	start := time.Now()
+	ca := s.startAutoscalerWithout("scale-down-unneeded-time")
+	s.waitTarget("settled", 1, 60*time.Second)
+	t.Logf("empty pool shrank 3 → 1 in %v with the cluster's unneeded time", time.Since(start).Round(time.Second))
+	if l := logLines(ca.LogPath, "scale_down_unneeded_time=3s (used for every node group)"); len(l) != 1 {
+		t.Errorf("want one log line saying the cluster's unneeded time applies, got %q", l)
+	}
+}
