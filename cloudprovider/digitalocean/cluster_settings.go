@@ -101,8 +101,10 @@ func (s clusterSettings) describe(given map[string]bool) string {
 
 // refreshSettings reads the cluster's autoscaler settings when they are
 // older than settingsTTL, unless every flag they could replace is given. A
-// failure keeps the settings last read and is tried again at the next
-// Refresh; it never fails the Refresh.
+// failure keeps the settings last read and is tried again after settingsTTL,
+// not at every Refresh: steady state stays one request per Refresh even
+// against an endpoint that refuses the cluster read. It never fails the
+// Refresh.
 func (m *manager) refreshSettings(ctx context.Context, now time.Time) {
 	if m.flagsGiven[flagUtilizationThreshold] && m.flagsGiven[flagUnneededTime] {
 		return
@@ -116,13 +118,17 @@ func (m *manager) refreshSettings(ctx context.Context, now time.Time) {
 	}
 	c, err := m.client.getClusterAutoscalerConfiguration(ctx)
 	if err != nil {
-		klog.Warningf("Reading cluster %s's autoscaler settings (cluster_autoscaler_configuration): %v; keeping the settings last read", m.client.clusterID, err)
+		m.mu.Lock()
+		m.settingsAt = now
+		m.mu.Unlock()
+		klog.Warningf("Reading cluster %s's autoscaler settings (cluster_autoscaler_configuration) failed, keeping the settings last read and trying again in %v: %v",
+			m.client.clusterID, m.o.settingsTTL, err)
 		return
 	}
 	s := parseClusterSettings(c)
 	m.mu.Lock()
-	first := m.settingsAt.IsZero()
-	m.settings, m.settingsAt = s, now
+	first := !m.settingsRead
+	m.settings, m.settingsAt, m.settingsRead = s, now, true
 	m.mu.Unlock()
 	if d := s.describe(m.flagsGiven); first || d != previous {
 		if len(s.problems) > 0 {

@@ -113,12 +113,26 @@ func TestClusterSettingsFromTheAPI(t *testing.T) {
 		t.Fatalf("after settingsTTL: %+v, want 0.4 and the default unneeded time", o)
 	}
 
-	// A failed read keeps what was read last and does not fail the Refresh.
-	e.sim.InjectFault(doks.Fault{Operation: doks.OpGetCluster, Status: 403})
+	// A failed read keeps what was read last, does not fail the Refresh, and is tried
+	// again only after settingsTTL: Refreshes in between make one request each.
+	e.sim.InjectFault(doks.Fault{Operation: doks.OpGetCluster, Status: 404})
 	e.advance(defaultClientOptions().settingsTTL)
 	e.refresh()
 	if o := options(); o.ScaleDownUtilizationThreshold != 0.4 {
 		t.Fatalf("after a failed read: %+v, want the last settings kept", o)
+	}
+	reads, before := e.sim.RequestCount(doks.OpGetCluster), e.sim.TotalRequests()
+	e.refresh()
+	e.refresh()
+	if got := e.sim.TotalRequests() - before; got != 2 || e.sim.RequestCount(doks.OpGetCluster) != reads {
+		t.Errorf("two Refreshes after a failed read made %d requests (%d cluster reads), want 2 (none)", got, e.sim.RequestCount(doks.OpGetCluster)-reads)
+	}
+	e.sim.ClearFaults()
+	e.sim.SetClusterAutoscalerConfiguration(&godo.KubernetesClusterAutoscalerConfiguration{ScaleDownUtilizationThreshold: godo.PtrTo(0.3)})
+	e.advance(defaultClientOptions().settingsTTL)
+	e.refresh()
+	if o := options(); o.ScaleDownUtilizationThreshold != 0.3 {
+		t.Fatalf("after the endpoint recovered: %+v, want 0.3", o)
 	}
 }
 

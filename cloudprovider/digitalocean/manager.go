@@ -56,9 +56,11 @@ type manager struct {
 	// flagsGiven names the flags set on the command line: the cluster's
 	// settings never override those.
 	flagsGiven map[string]bool
-	// settings are the cluster's autoscaler settings, read at settingsAt.
-	settings   clusterSettings
-	settingsAt time.Time
+	// settings are the cluster's autoscaler settings; settingsAt is the last
+	// attempt to read them, settingsRead whether one ever succeeded.
+	settings     clusterSettings
+	settingsAt   time.Time
+	settingsRead bool
 }
 
 func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) *manager {
