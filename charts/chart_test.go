@@ -338,8 +338,9 @@ func TestChartRBACEqualsDeploy(t *testing.T) {
 	}
 }
 
-func TestChartOverrides(t *testing.T) {
-	values := withClusterID(map[string]interface{}{
+// overrideValues set every common value away from its default.
+func overrideValues() map[string]interface{} {
+	return withClusterID(map[string]interface{}{
 		"replicas": 3,
 		"image":    map[string]interface{}{"tag": "v1.2.3"},
 		"cloudConfig": map[string]interface{}{
@@ -362,6 +363,10 @@ func TestChartOverrides(t *testing.T) {
 		"serviceAccount": map[string]interface{}{"name": "ca-sa", "annotations": map[string]interface{}{"example.com/owner": "ops"}},
 		"serviceMonitor": map[string]interface{}{"enabled": true, "interval": "15s", "labels": map[string]interface{}{"release": "prom"}},
 	})
+}
+
+func TestChartOverrides(t *testing.T) {
+	values := overrideValues()
 	b, typed, crds, _ := renderBundle(t, release{name: "ca", namespace: "autoscaler", values: values})
 	for _, err := range b.Check() {
 		t.Error(err)
