@@ -105,6 +105,7 @@ type Registry struct {
 	sizeMismatchSince map[string]time.Time             // by group id
 	candidates        map[string]int                   // scale-down candidates by group id
 	conditions        map[string]condition
+	taints            TaintConfig
 }
 
 // NewRegistry returns an empty registry.
@@ -121,6 +122,7 @@ func NewRegistry(provider cloudprovider.CloudProvider, opts config.AutoscalingOp
 		sizeMismatchSince: map[string]time.Time{},
 		candidates:        map[string]int{},
 		conditions:        map[string]condition{},
+		taints:            NewTaintConfig(opts),
 	}
 }
 
@@ -175,7 +177,7 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 		}
 		nodeGroup[n.Name] = id
 		registeredIDs[instanceKey(id, n.Spec.ProviderID)] = true
-		kind := classify(n, now)
+		kind := classify(n, now, r.taints)
 		add(&total, kind)
 		if gs != nil {
 			// A node being deleted that the cloud already dropped (or is
@@ -299,13 +301,16 @@ const (
 	kindBeingDeleted
 )
 
-func classify(n *apiv1.Node, now time.Time) nodeKind {
+// classify sorts a node by readiness. A Ready node still holding a startup
+// taint is not ready yet: pods cannot use it, and counting it as upcoming
+// keeps the pods waiting for it from causing another scale-up.
+func classify(n *apiv1.Node, now time.Time, taints TaintConfig) nodeKind {
 	if HasToBeDeletedTaint(n) {
 		return kindBeingDeleted
 	}
 	ready, _ := NodeReadiness(n)
 	switch {
-	case ready:
+	case ready && !taints.HasStartupTaint(n):
 		return kindReady
 	case now.Sub(n.CreationTimestamp.Time) < MaxNodeStartupTime:
 		return kindNotStarted

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Flags binds every command-line flag to an AutoscalingOptions. Names and
@@ -13,6 +15,8 @@ import (
 type Flags struct {
 	fs   *flag.FlagSet
 	opts AutoscalingOptions
+
+	startupTaints, ignoreTaints, statusTaints stringList
 
 	coresTotal      string
 	memoryTotal     string
@@ -56,6 +60,9 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&o.InitialNodeGroupBackoffDuration, "initial-node-group-backoff-duration", d.InitialNodeGroupBackoffDuration, "First backoff of a node group after a failed scale-up.")
 	fs.DurationVar(&o.MaxNodeGroupBackoffDuration, "max-node-group-backoff-duration", d.MaxNodeGroupBackoffDuration, "Longest backoff of a node group after repeated failed scale-ups.")
 	fs.DurationVar(&o.NodeGroupBackoffResetTimeout, "node-group-backoff-reset-timeout", d.NodeGroupBackoffResetTimeout, "Time without failures after which a node group's backoff starts again from the initial duration.")
+	fs.Var(&f.startupTaints, "startup-taint", "Taint key a node carries only while it starts (e.g. an agent removes it once the node is usable): left out of templates, and a node holding one is not ready yet. Repeat the flag for several; keys with the prefix startup-taint.cluster-autoscaler.kubernetes.io/ need no flag.")
+	fs.Var(&f.ignoreTaints, "ignore-taint", "Deprecated: the same as --startup-taint (keys with the prefix ignore-taint.cluster-autoscaler.kubernetes.io/ need no flag).")
+	fs.Var(&f.statusTaints, "status-taint", "Taint key that reports a condition of a ready node: left out of templates, the node stays ready. Repeat the flag for several; keys with the prefix status-taint.cluster-autoscaler.kubernetes.io/ need no flag.")
 	fs.StringVar(&o.GPULabel, "gpu-label", d.GPULabel, "(not in upstream) Node label that marks GPU nodes; empty uses the provider's (DigitalOcean: doks.digitalocean.com/gpu-brand).")
 
 	fs.BoolVar(&o.ScaleDownEnabled, "scale-down-enabled", d.ScaleDownEnabled, "Whether to remove unneeded nodes.")
@@ -116,6 +123,18 @@ func (f *Flags) Options() (AutoscalingOptions, error) {
 	if f.estimator != "binpacking" {
 		return o, fmt.Errorf("--estimator: %q is not available; only binpacking is", f.estimator)
 	}
+	for _, l := range []struct {
+		flag string
+		keys stringList
+	}{{"startup-taint", f.startupTaints}, {"ignore-taint", f.ignoreTaints}, {"status-taint", f.statusTaints}} {
+		for _, k := range l.keys {
+			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+				return o, fmt.Errorf("--%s: %q is not a taint key: %s", l.flag, k, strings.Join(errs, "; "))
+			}
+		}
+	}
+	o.StartupTaints = append(append([]string(nil), f.startupTaints...), f.ignoreTaints...)
+	o.StatusTaints = append([]string(nil), f.statusTaints...)
 	if f.leaderElectLock != "leases" {
 		return o, fmt.Errorf("--leader-elect-resource-lock: %q is not available; only leases is", f.leaderElectLock)
 	}
@@ -262,4 +281,14 @@ func parseExpanders(s string) ([]string, error) {
 		out = append(out, name)
 	}
 	return out, nil
+}
+
+// stringList is a repeatable flag: each occurrence adds one value.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }

@@ -76,6 +76,21 @@ func TestFlagValues(t *testing.T) {
 	}
 }
 
+// The taint flags repeat; the deprecated --ignore-taint adds startup taints.
+func TestTaintFlags(t *testing.T) {
+	o, err := parse(t, "--startup-taint=node.cilium.io/agent-not-ready", "--startup-taint=example.com/csi",
+		"--ignore-taint=example.com/legacy", "--status-taint=example.com/degraded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(o.StartupTaints, ","); got != "node.cilium.io/agent-not-ready,example.com/csi,example.com/legacy" {
+		t.Errorf("startup taints %q", got)
+	}
+	if got := strings.Join(o.StatusTaints, ","); got != "example.com/degraded" {
+		t.Errorf("status taints %q", got)
+	}
+}
+
 // A flag given with its default value still counts as given: the provider
 // must not replace an operator's explicit choice with the cluster's setting.
 func TestFlagsGivenAreRecorded(t *testing.T) {
@@ -114,6 +129,9 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--leader-elect-renew-deadline=20s"}, "--leader-elect-renew-deadline"},
 		{[]string{"--namespace="}, "--namespace"},
 		{[]string{"--cloud-config="}, "--cloud-config is required"},
+		{[]string{"--startup-taint=bad key"}, "--startup-taint"},
+		{[]string{"--status-taint="}, "--status-taint"},
+		{[]string{"--ignore-taint=a/b/c"}, "--ignore-taint"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -58,6 +58,12 @@ type AutoscalingOptions struct {
 	MaxNodeGroupBackoffDuration     time.Duration
 	NodeGroupBackoffResetTimeout    time.Duration
 	GPULabel                        string
+	// StartupTaints are taint keys a node carries only while it starts
+	// (--startup-taint, and the deprecated --ignore-taint); StatusTaints
+	// report a condition on a ready node (--status-taint). Both are left out
+	// of templates; see clusterstate.TaintConfig.
+	StartupTaints []string
+	StatusTaints  []string
 
 	ScaleDownEnabled                  bool
 	ScaleDownDelayAfterAdd            time.Duration

@@ -71,6 +71,7 @@ type Autoscaler struct {
 	snapshot  *simulator.ClusterSnapshot
 	sync      *snapshotSync
 	registry  *clusterstate.Registry
+	taints    clusterstate.TaintConfig
 	scaleUp   *scaleup.Orchestrator
 	scaleDown *scaledown.ScaleDown
 	trigger   *Trigger
@@ -158,6 +159,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	a.snapshot = simulator.NewClusterSnapshot()
 	a.sync = newSnapshotSync(a.snapshot)
 	a.registry = clusterstate.NewRegistry(provider, opts)
+	a.taints = clusterstate.NewTaintConfig(opts)
 
 	strategy, err := factory.Build(opts.ExpanderNames, provider, cmInf.Lister().ConfigMaps(opts.Namespace), recorder, nil, nil)
 	if err != nil {

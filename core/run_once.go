@@ -189,7 +189,7 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		return false, nil
 	}
 
-	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, nodes, a.registry.NodeGroupIDForNode, dss, a.checker)
+	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, nodes, a.registry.NodeGroupIDForNode, dss, a.checker, a.taints)
 	a.snapshot.Fork()
 	defer a.snapshot.Revert()
 	added, err := scaleup.AddUpcomingNodes(a.snapshot, groups, templates)

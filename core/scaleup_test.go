@@ -228,6 +228,60 @@ func TestPodsFittingExistingNodesDoNotScaleUp(t *testing.T) {
 	}
 }
 
+// A node that registered and is Ready but still holds a startup taint (here
+// Cilium's agent-not-ready) cannot take pods yet. Counted as upcoming, it
+// keeps the pod waiting for it from causing a second scale-up; without the
+// flag the node looks like a full one and another node is requested.
+func TestStartupTaintedNodeCountsAsUpcoming(t *testing.T) {
+	const cilium = "node.cilium.io/agent-not-ready"
+	for _, tc := range []struct {
+		name          string
+		startupTaints []string
+		want          []string
+	}{
+		{"declared with --startup-taint", []string{cilium}, nil},
+		{"not declared", nil, []string{"g1+1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, nodes := cluster(groupSpec{id: "g1", min: 1, max: 5, nodes: 2, milliCPU: 2000, mem: 4 * test.GiB})
+			starting := nodes[1].(*apiv1.Node)
+			starting.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+			starting.Spec.Taints = append(starting.Spec.Taints, apiv1.Taint{Key: cilium, Effect: apiv1.TaintEffectNoSchedule})
+			o := testOptions()
+			o.StartupTaints = tc.startupTaints
+			h := newHarness(t, o, p, join(nodes, fill(nodes[:1], 1800), pending("web", 1, 500, 256*test.MiB))...)
+			h.runOnce(t0)
+			if got := increases(p); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("IncreaseSize calls = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A pool whose nodes start with a startup or status taint still scales up
+// for pods that do not tolerate it: the taint is left out of the template.
+func TestTransientTaintsLeftOutOfTemplates(t *testing.T) {
+	for _, key := range []string{
+		"startup-taint.cluster-autoscaler.kubernetes.io/disk-setup",
+		"status-taint.cluster-autoscaler.kubernetes.io/gpu-health",
+		"example.com/warming", // declared with --status-taint below
+	} {
+		t.Run(key, func(t *testing.T) {
+			p, nodes := cluster(
+				groupSpec{id: "full", min: 1, max: 1, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},
+				groupSpec{id: "g1", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB,
+					taints: []apiv1.Taint{{Key: key, Effect: apiv1.TaintEffectNoSchedule}}})
+			o := testOptions()
+			o.StatusTaints = []string{"example.com/warming"}
+			h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 2, 500, 256*test.MiB))...)
+			h.runOnce(t0)
+			if got := increases(p); !reflect.DeepEqual(got, []string{"g1+1"}) {
+				t.Fatalf("IncreaseSize calls = %v, want [g1+1]", got)
+			}
+		})
+	}
+}
+
 func TestExpanderChoice(t *testing.T) {
 	// Four 500m pods: "small" (1 cpu) needs 2 nodes with no waste, "big"
 	// (8 cpu) one node with most of it idle.

@@ -38,8 +38,11 @@ var transientTaints = map[string]bool{
 // provider cannot give a template is one built from a ready node of the
 // group, with node-specific state (name, provider ID, conditions' transient
 // taints, cordon) stripped. Groups with neither are left out and logged.
+// Startup and status taints (see clusterstate.TaintConfig) are left out of
+// every template: a new node carries them only for a while.
 func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.NodeGroupState, nodes []*apiv1.Node,
-	nodeGroupOf func(string) string, daemonSets []*appsv1.DaemonSet, checker *simulator.PredicateChecker) (map[string]*framework.NodeInfo, map[string]error) {
+	nodeGroupOf func(string) string, daemonSets []*appsv1.DaemonSet, checker *simulator.PredicateChecker,
+	taints clusterstate.TaintConfig) (map[string]*framework.NodeInfo, map[string]error) {
 	templates := make(map[string]*framework.NodeInfo, len(groups))
 	errs := map[string]error{}
 	// A ready node per group, for the fallback; stable choice by name.
@@ -70,6 +73,9 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 			}
 			klog.V(4).Infof("Node group %s: provider template unavailable (%v); using node %s as template", id, err, n.Name)
 			base = templateFromNode(n, id)
+		}
+		if n := taints.WithoutTransientTaints(base.Node()); n != base.Node() {
+			base = framework.NewNodeInfo(n, base.Pods()...)
 		}
 		ni, err := simulator.SanitizedTemplateNodeInfo(base, "template-"+id, daemonSets, checker)
 		if err != nil {
