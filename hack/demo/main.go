@@ -230,9 +230,9 @@ func run(ctx context.Context, out io.Writer, dir string, keep bool) error {
 	d.say("workers back at its min of 1 node after %v (--scale-down-unneeded-time=10s)", down.Round(100*time.Millisecond))
 
 	fmt.Fprintf(out, "\nSummary\n  scale-up 2 → 6 nodes for 4 pending pods: %v\n  scale-down 6 → 2 nodes: %v\n", up.Round(100*time.Millisecond), down.Round(100*time.Millisecond))
-	fmt.Fprintf(out, "  DigitalOcean API calls: %d in all (list %d, update %d, delete node %d, template %d)\n",
+	fmt.Fprintf(out, "  DigitalOcean API calls: %d in all (list %d, update %d, delete node %d, template %d, cluster settings %d)\n",
 		sb.DOKS.TotalRequests(), sb.DOKS.RequestCount(doks.OpListNodePools), sb.DOKS.RequestCount(doks.OpUpdateNodePool),
-		sb.DOKS.RequestCount(doks.OpDeleteNode), sb.DOKS.RequestCount(doks.OpGetNodePoolTemplate))
+		sb.DOKS.RequestCount(doks.OpDeleteNode), sb.DOKS.RequestCount(doks.OpGetNodePoolTemplate), sb.DOKS.RequestCount(doks.OpGetCluster))
 	fmt.Fprintf(out, "  nodes are labelled %s=<pool>; autoscaler log: %s\n", nodeagent.LabelNodePool, ca.LogPath)
 	if keep {
 		fmt.Fprintf(out, "\nStill running (kubectl --kubeconfig %s get nodes). Press Ctrl-C to stop.\n", sb.KubeconfigPath)
