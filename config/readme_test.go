@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"k8s.io/klog/v2"
 )
 
 // The README is where operators look up flags: every flag the binary accepts
@@ -17,6 +19,8 @@ func TestREADMEListsEveryFlagWithItsDefault(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	NewFlags(fs)
+	// main registers klog's flags on the same set: they are accepted too.
+	klog.InitFlags(fs)
 	fs.VisitAll(func(f *flag.Flag) {
 		def := f.DefValue
 		if def == "" {

@@ -44,6 +44,18 @@ var unsupportedFlags = map[string]string{
 	"record-duplicated-events":              "events are deduplicated by the client",
 	"scale-down-candidates-pool-ratio":      "candidates are bounded by --scale-down-non-empty-candidates-count",
 	"scale-down-candidates-pool-min-count":  "candidates are bounded by --scale-down-non-empty-candidates-count",
+	"max-bulk-soft-taint-count":             "unneeded nodes are not soft-tainted (PreferNoSchedule) in this build",
+	"max-bulk-soft-taint-time":              "unneeded nodes are not soft-tainted (PreferNoSchedule) in this build",
+	"ignore-mirror-pods-utilization":        "mirror (static) pods always count toward a node's utilization",
+	"max-free-difference-ratio":             "similar node groups are compared with fixed tolerances",
+	"max-allocatable-difference-ratio":      "similar node groups are compared with fixed tolerances",
+	"force-delete-unregistered-nodes":       "DOKS nodes that never register are deleted through the DOKS API after --max-node-provision-time",
+	"node-delete-delay-after-taint":         "a node is deleted as soon as its drain ends",
+	"user-agent":                            "the DigitalOcean User-Agent is fixed: cluster-autoscaler-digitalocean/<version>",
+	"bypassed-scheduler-names":              "only pods the scheduler marked unschedulable cause scale-ups",
+	"enable-provisioning-requests":          "ProvisioningRequests are not supported",
+	"async-node-groups":                     "DOKS node pools cannot be created by the autoscaler",
+	"max-nodegroup-binpacking-duration":     "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
 }
 
 // CheckUnsupported returns an error naming the first upstream flag in args

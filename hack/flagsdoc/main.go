@@ -20,9 +20,8 @@ func main() {
 	fmt.Println("| flag | default | meaning |")
 	fmt.Println("|---|---|---|")
 	fs.VisitAll(func(f *flag.Flag) { row(f) })
-	for _, name := range []string{"v", "logtostderr", "stderrthreshold", "vmodule", "log_file", "alsologtostderr"} {
-		row(klogFlags.Lookup(name))
-	}
+	// klog's flags follow: the binary accepts all of them.
+	klogFlags.VisitAll(func(f *flag.Flag) { row(f) })
 }
 
 func row(f *flag.Flag) {
