@@ -126,9 +126,9 @@ var (
 	functionDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: caNamespace, Name: "function_duration_seconds",
 		Help: "Time taken by various parts of CA main loop.",
-		// From 10 ms to 30 min: a loop step on a small cluster takes
-		// milliseconds, a stuck one can take as long as the provision timeout.
-		Buckets: prometheus.ExponentialBucketsRange(0.01, 1800, 30),
+		// Upstream's buckets, so its dashboards' histogram_quantile reads
+		// the same: 0.1 s to 30 min.
+		Buckets: prometheus.ExponentialBucketsRange(0.1, 1800, 150),
 	}, []string{"function"})
 	functionDurationSummary = prometheus.NewSummaryVec(prometheus.SummaryOpts{
 		Namespace: caNamespace, Name: "function_duration_quantile_seconds",
@@ -138,15 +138,15 @@ var (
 	scaledUpNodes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: caNamespace, Name: "scaled_up_nodes_total",
 		Help: "Number of nodes added by CA.",
-	}, []string{"gpu_resource_name", "gpu_name"})
+	}, []string{"gpu_resource_name", "gpu_name", "dra_drivers"})
 	failedScaleUps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: caNamespace, Name: "failed_scale_ups_total",
 		Help: "Number of times scale-up operation has failed.",
-	}, []string{"reason", "gpu_resource_name", "gpu_name"})
+	}, []string{"reason", "gpu_resource_name", "gpu_name", "dra_drivers"})
 	scaledDownNodes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: caNamespace, Name: "scaled_down_nodes_total",
 		Help: "Number of nodes removed by CA.",
-	}, []string{"reason", "gpu_resource_name", "gpu_name"})
+	}, []string{"reason", "gpu_resource_name", "gpu_name", "dra_drivers"})
 	evictedPods = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: caNamespace, Name: "evicted_pods_total",
 		Help: "Number of pods evicted by CA.",
@@ -288,6 +288,9 @@ func UpdateNodesCount(ready, unready, notStarted, longUnregistered, unregistered
 	nodesCount.WithLabelValues("notStarted").Set(float64(notStarted))
 	nodesCount.WithLabelValues("longUnregistered").Set(float64(longUnregistered))
 	nodesCount.WithLabelValues("unregistered").Set(float64(unregistered))
+	// DOKS has no suspended (stopped but kept) nodes; exported for
+	// upstream's dashboards.
+	nodesCount.WithLabelValues("suspended").Set(0)
 }
 
 // UpdateNodeGroupsCount sets node_groups_count; DOKS has no node auto-provisioning,
@@ -330,19 +333,23 @@ func UpdateMemoryLimitsBytes(min, max int64) {
 	memoryLimitsBytes.WithLabelValues("maximum").Set(float64(max))
 }
 
+// noDRADrivers fills upstream's dra_drivers label: DOKS pools expose no
+// dynamic resource allocation drivers, so it is always empty.
+const noDRADrivers = ""
+
 // RegisterScaleUp counts nodes added by a scale-up.
 func RegisterScaleUp(nodes int, gpuResourceName, gpuType string) {
-	scaledUpNodes.WithLabelValues(gpuResourceName, gpuType).Add(float64(nodes))
+	scaledUpNodes.WithLabelValues(gpuResourceName, gpuType, noDRADrivers).Add(float64(nodes))
 }
 
 // RegisterFailedScaleUp counts a failed scale-up by reason.
 func RegisterFailedScaleUp(reason string, gpuResourceName, gpuType string) {
-	failedScaleUps.WithLabelValues(reason, gpuResourceName, gpuType).Inc()
+	failedScaleUps.WithLabelValues(reason, gpuResourceName, gpuType, noDRADrivers).Inc()
 }
 
 // RegisterScaleDown counts nodes removed by reason.
 func RegisterScaleDown(nodes int, reason string, gpuResourceName, gpuType string) {
-	scaledDownNodes.WithLabelValues(reason, gpuResourceName, gpuType).Add(float64(nodes))
+	scaledDownNodes.WithLabelValues(reason, gpuResourceName, gpuType, noDRADrivers).Add(float64(nodes))
 }
 
 // RegisterEvictions counts n pod evictions that succeeded or failed.

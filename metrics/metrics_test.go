@@ -185,7 +185,7 @@ func TestGaugeValuesAsADashboardReadsThem(t *testing.T) {
 
 	p := "cluster_autoscaler_"
 	mustValue(t, fams, p+"cluster_safe_to_autoscale", nil, 1)
-	for state, want := range map[string]float64{"ready": 3, "unready": 1, "notStarted": 2, "longUnregistered": 4, "unregistered": 5} {
+	for state, want := range map[string]float64{"ready": 3, "unready": 1, "notStarted": 2, "longUnregistered": 4, "unregistered": 5, "suspended": 0} {
 		mustValue(t, fams, p+"nodes_count", map[string]string{"state": state}, want)
 	}
 	mustValue(t, fams, p+"node_groups_count", map[string]string{"node_group_type": "autoscaled"}, 2)
@@ -241,11 +241,11 @@ func TestCounters(t *testing.T) {
 	RegisterSkippedScaleDown(SkippedMemoryResourceLimit)
 	fams := gather(t, reg)
 	p := "cluster_autoscaler_"
-	mustValue(t, fams, p+"scaled_up_nodes_total", map[string]string{"gpu_resource_name": "", "gpu_name": ""}, 3)
-	mustValue(t, fams, p+"scaled_up_nodes_total", map[string]string{"gpu_resource_name": "nvidia.com/gpu", "gpu_name": "nvidia-h100"}, 2)
-	mustValue(t, fams, p+"failed_scale_ups_total", map[string]string{"reason": "cloudProviderError", "gpu_resource_name": "", "gpu_name": ""}, 1)
-	mustValue(t, fams, p+"scaled_down_nodes_total", map[string]string{"reason": "underutilized", "gpu_resource_name": "", "gpu_name": ""}, 1)
-	mustValue(t, fams, p+"scaled_down_nodes_total", map[string]string{"reason": "empty", "gpu_resource_name": "", "gpu_name": ""}, 2)
+	mustValue(t, fams, p+"scaled_up_nodes_total", map[string]string{"gpu_resource_name": "", "gpu_name": "", "dra_drivers": ""}, 3)
+	mustValue(t, fams, p+"scaled_up_nodes_total", map[string]string{"gpu_resource_name": "nvidia.com/gpu", "gpu_name": "nvidia-h100", "dra_drivers": ""}, 2)
+	mustValue(t, fams, p+"failed_scale_ups_total", map[string]string{"reason": "cloudProviderError", "gpu_resource_name": "", "gpu_name": "", "dra_drivers": ""}, 1)
+	mustValue(t, fams, p+"scaled_down_nodes_total", map[string]string{"reason": "underutilized", "gpu_resource_name": "", "gpu_name": "", "dra_drivers": ""}, 1)
+	mustValue(t, fams, p+"scaled_down_nodes_total", map[string]string{"reason": "empty", "gpu_resource_name": "", "gpu_name": "", "dra_drivers": ""}, 2)
 	mustValue(t, fams, p+"evicted_pods_total", map[string]string{"eviction_result": "succeeded"}, 4)
 	mustValue(t, fams, p+"evicted_pods_total", map[string]string{"eviction_result": "failed"}, 1)
 	mustValue(t, fams, p+"skipped_scale_events_count", map[string]string{"direction": "up", "reason": "CpuResourceLimit"}, 1)
@@ -265,8 +265,8 @@ func TestFunctionDuration(t *testing.T) {
 	h := fams["cluster_autoscaler_function_duration_seconds"].GetMetric()[0].GetHistogram()
 	buckets := h.GetBucket()
 	first, last := buckets[0].GetUpperBound(), buckets[len(buckets)-1].GetUpperBound()
-	if math.Abs(first-0.01) > 1e-9 || math.Abs(last-1800) > 1e-6 {
-		t.Errorf("buckets span %v..%v, want 0.01..1800", first, last)
+	if math.Abs(first-0.1) > 1e-9 || math.Abs(last-1800) > 1e-6 || len(buckets) != 150 {
+		t.Errorf("%d buckets spanning %v..%v, want upstream's 150 from 0.1 to 1800", len(buckets), first, last)
 	}
 	for _, m := range fams["cluster_autoscaler_function_duration_seconds"].GetMetric() {
 		if labelsOf(m)["function"] != "scaleUp" {
