@@ -67,7 +67,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 
 	fs.BoolVar(&o.ScaleDownEnabled, "scale-down-enabled", d.ScaleDownEnabled, "Whether to remove unneeded nodes.")
 	fs.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", d.ScaleDownDelayAfterAdd, "How long after a scale-up scale-down evaluation resumes.")
-	fs.DurationVar(&o.ScaleDownDelayAfterDelete, "scale-down-delay-after-delete", d.ScaleDownDelayAfterDelete, "How long after a node deletion scale-down evaluation resumes.")
+	fs.DurationVar(&o.ScaleDownDelayAfterDelete, "scale-down-delay-after-delete", d.ScaleDownDelayAfterDelete, "How long after a node deletion starts scale-down evaluation resumes; 0 means one --scan-interval.")
 	fs.DurationVar(&o.ScaleDownDelayAfterFailure, "scale-down-delay-after-failure", d.ScaleDownDelayAfterFailure, "How long after a failed scale-down evaluation resumes.")
 	fs.DurationVar(&ng.ScaleDownUnneededTime, "scale-down-unneeded-time", d.NodeGroupDefaults.ScaleDownUnneededTime, "How long a node must be unneeded before it is removed. When not given, the DOKS cluster's scale_down_unneeded_time applies if it sets one.")
 	fs.DurationVar(&ng.ScaleDownUnreadyTime, "scale-down-unready-time", d.NodeGroupDefaults.ScaleDownUnreadyTime, "How long an unready node must be unneeded before it is removed.")
