@@ -40,10 +40,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 )
 
-// podNodeNameIndex indexes the pod cache by spec.nodeName, for the drain's
-// final look at a node's pods.
-const podNodeNameIndex = "spec.nodeName"
-
 // apiTimeout bounds the autoscaler's own Kubernetes writes (status, taints).
 const apiTimeout = 30 * time.Second
 
@@ -59,7 +55,6 @@ type Autoscaler struct {
 	nsFactory informers.SharedInformerFactory
 	nodes     corelisters.NodeLister
 	pods      corelisters.PodLister
-	podIndex  cache.Indexer
 	pdbs      policylisters.PodDisruptionBudgetLister
 	dss       appslisters.DaemonSetLister
 	rss       appslisters.ReplicaSetLister
@@ -110,16 +105,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	pdbInf := a.factory.Policy().V1().PodDisruptionBudgets()
 	dsInf := a.factory.Apps().V1().DaemonSets()
 	cmInf := a.nsFactory.Core().V1().ConfigMaps()
-	if err := podInf.Informer().AddIndexers(cache.Indexers{podNodeNameIndex: func(obj interface{}) ([]string, error) {
-		if p, ok := obj.(*apiv1.Pod); ok && p.Spec.NodeName != "" {
-			return []string{p.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
-		return nil, fmt.Errorf("core: pod index: %w", err)
-	}
 	a.nodes, a.pods, a.pdbs, a.dss = nodeInf.Lister(), podInf.Lister(), pdbInf.Lister(), dsInf.Lister()
-	a.podIndex = podInf.Informer().GetIndexer()
 	// Controllers, for the drain rules' "controller exists" and
 	// --min-replica-count checks.
 	a.rss = a.factory.Apps().V1().ReplicaSets().Lister()
@@ -168,7 +154,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	a.scaleUp = scaleup.New(opts, provider, a.registry, strategy, checker, recorder)
 	planner := scaledown.NewPlanner(opts, provider, a.registry, checker)
 	planner.ControllerReplicas = a.controllerReplicas
-	actuator := scaledown.NewActuator(opts, kube, provider, recorder, scaleup.StatusConfigMapRef(opts), a.podsOnNode)
+	actuator := scaledown.NewActuator(opts, kube, provider, recorder, scaleup.StatusConfigMapRef(opts))
 	actuator.ControllerReplicas = a.controllerReplicas
 	a.scaleDown = scaledown.New(opts, provider, a.registry, planner, actuator)
 	return a, nil
@@ -180,20 +166,6 @@ func stripManagedFields(obj interface{}) (interface{}, error) {
 		acc.SetManagedFields(nil)
 	}
 	return obj, nil
-}
-
-func (a *Autoscaler) podsOnNode(name string) ([]*apiv1.Pod, error) {
-	objs, err := a.podIndex.ByIndex(podNodeNameIndex, name)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*apiv1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*apiv1.Pod); ok {
-			out = append(out, p)
-		}
-	}
-	return out, nil
 }
 
 // controllerReplicas looks up a pod's controller in the caches: whether it

@@ -10,12 +10,15 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
@@ -287,22 +290,127 @@ func TestScaleDownOptions(t *testing.T) {
 	}
 }
 
-func TestScaleDownDelayAfterDelete(t *testing.T) {
-	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 4, milliCPU: 2000, mem: 4 * test.GiB})
-	o := testOptions()
-	o.MaxEmptyBulkDelete = 1
-	o.ScaleDownDelayAfterDelete = 5 * time.Minute
-	h := newHarness(t, o, p, nodes...)
-	h.runOnce(t0)
-	h.runOnce(t0.Add(11 * time.Minute))
-	h.runOnce(t0.Add(12 * time.Minute))
-	h.runOnce(t0.Add(15 * time.Minute))
-	if d := deletions(p); len(d) != 1 {
-		t.Fatalf("DeleteNodes calls within the delay after delete = %v", d)
+// A GPU node is judged by its GPU use against
+// --scale-down-gpu-utilization-threshold, not by cpu or memory.
+func TestGPUNodeJudgedByGPUUtilization(t *testing.T) {
+	const gpu = apiv1.ResourceName("nvidia.com/gpu")
+	cases := []struct {
+		name      string
+		threshold float64
+		want      int
+	}{
+		{name: "a quarter of its GPUs used, under 0.5", threshold: 0.5, want: 1},
+		{name: "a quarter of its GPUs used, over 0.2", threshold: 0.2, want: 0},
 	}
-	h.runOnce(t0.Add(16*time.Minute + time.Second))
-	if d := deletions(p); len(d) != 2 {
-		t.Fatalf("DeleteNodes calls after the delay = %v", d)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, nodes := cluster(groupSpec{id: "gpu", min: 0, max: 5, nodes: 2, milliCPU: 2000, mem: 4 * test.GiB})
+			for _, o := range nodes {
+				n := o.(*apiv1.Node)
+				n.Status.Capacity[gpu] = *resource.NewQuantity(4, resource.DecimalSI)
+				n.Status.Allocatable[gpu] = *resource.NewQuantity(4, resource.DecimalSI)
+				p.SetGpuConfig(n.Name, &cloudprovider.GpuConfig{Type: "nvidia", ExtendedResourceName: gpu})
+			}
+			// n0 has half its GPUs in use; n1 a quarter, with most of its cpu
+			// (0.8: busy by cpu), and its pod fits n0.
+			half := test.BuildScheduledPod("half", 100, test.MiB, "rs-half", "gpu-n0")
+			half.Spec.Containers[0].Resources.Requests[gpu] = *resource.NewQuantity(2, resource.DecimalSI)
+			quarter := test.BuildScheduledPod("quarter", 1500, test.MiB, "rs-quarter", "gpu-n1")
+			quarter.Spec.Containers[0].Resources.Requests[gpu] = *resource.NewQuantity(1, resource.DecimalSI)
+			o := testOptions()
+			o.NodeGroupDefaults.ScaleDownGpuUtilizationThreshold = tc.threshold
+			h := newHarness(t, o, p, join(nodes, []runtime.Object{half, quarter})...)
+			h.runOnce(t0)
+			h.runOnce(t0.Add(11 * time.Minute))
+			d := deletions(p)
+			if len(d) != tc.want {
+				t.Fatalf("DeleteNodes calls = %v, want %d", d, tc.want)
+			}
+			if tc.want == 1 && d[0] != "gpu:gpu-n1" {
+				t.Fatalf("DeleteNodes calls = %v, want gpu-n1", d)
+			}
+		})
+	}
+}
+
+func TestScaleDownDelayAfterDelete(t *testing.T) {
+	cases := []struct {
+		name          string
+		delay         time.Duration
+		within, after time.Duration // since the first removal started
+	}{
+		{name: "flag set", delay: 5 * time.Minute, within: 4 * time.Minute, after: 5*time.Minute + time.Second},
+		// 0, the default, means one --scan-interval (10s): loops that run
+		// sooner, after a removal, do not start another batch.
+		{name: "0 is one scan interval", delay: 0, within: 5 * time.Second, after: 11 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 4, milliCPU: 2000, mem: 4 * test.GiB})
+			o := testOptions()
+			o.MaxEmptyBulkDelete = 1
+			o.ScaleDownDelayAfterDelete = tc.delay
+			h := newHarness(t, o, p, nodes...)
+			h.runOnce(t0)
+			start := t0.Add(11 * time.Minute)
+			h.runOnce(start)
+			h.runOnce(start.Add(tc.within))
+			if d := deletions(p); len(d) != 1 {
+				t.Fatalf("DeleteNodes calls within the delay after delete = %v", d)
+			}
+			h.runOnce(start.Add(tc.after))
+			if d := deletions(p); len(d) != 2 {
+				t.Fatalf("DeleteNodes calls after the delay = %v", d)
+			}
+		})
+	}
+}
+
+// A pod bound to an empty candidate just before it is tainted, and not yet
+// in the informer cache, must keep the node: whatever kind of pod it is.
+func TestEmptyNodeKeptWhenPodArrivesBeforeTaint(t *testing.T) {
+	cases := []struct {
+		name   string
+		modify func(*apiv1.Pod)
+	}{
+		{name: "replicated pod", modify: func(*apiv1.Pod) {}},
+		{name: "bare pod", modify: func(p *apiv1.Pod) { p.OwnerReferences = nil }},
+		{name: "safe-to-evict=false", modify: func(p *apiv1.Pod) {
+			p.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 2, milliCPU: 2000, mem: 4 * test.GiB})
+			busy := fill(nodes[:1], 1500)
+			h := newHarness(t, testOptions(), p, join(nodes, busy)...)
+			late := test.BuildScheduledPod("late", 100, test.MiB, "rs-late", "g1-n1")
+			tc.modify(late)
+			added := false
+			// Reactors run under the fake clientset's lock: the pod goes
+			// straight into its tracker, which the informers have not read.
+			h.kube.PrependReactor("update", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				n := action.(k8stesting.UpdateAction).GetObject().(*apiv1.Node)
+				if n.Name == "g1-n1" && hasTaint(n, clusterstate.ToBeDeletedTaint) && !added {
+					added = true
+					if err := h.kube.Tracker().Add(late.DeepCopy()); err != nil {
+						t.Error(err)
+					}
+				}
+				return false, nil, nil
+			})
+			h.runOnce(t0)
+			h.runOnce(t0.Add(11 * time.Minute))
+			if d := deletions(p); len(d) != 0 {
+				t.Fatalf("DeleteNodes calls = %v, want none: a pod arrived", d)
+			}
+			if !h.podExists("default", "late") {
+				t.Error("the pod that arrived was deleted")
+			}
+			if hasTaint(h.node("g1-n1"), clusterstate.ToBeDeletedTaint) {
+				t.Error("the kept node is still tainted")
+			}
+		})
 	}
 }
 

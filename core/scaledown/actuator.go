@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -35,8 +36,6 @@ type Actuator struct {
 	provider  cloudprovider.CloudProvider
 	recorder  record.EventRecorder
 	statusRef *apiv1.ObjectReference
-	// podsOnNode lists the pods bound to a node (from the informer cache).
-	podsOnNode func(nodeName string) ([]*apiv1.Pod, error)
 
 	// ControllerReplicas: as Planner.ControllerReplicas, for the final check
 	// of a node's pods before it is drained.
@@ -63,9 +62,9 @@ type Actuator struct {
 // NewActuator returns an actuator; statusRef is the object for
 // ScaleDownEmpty events.
 func NewActuator(opts config.AutoscalingOptions, kube kubernetes.Interface, provider cloudprovider.CloudProvider,
-	recorder record.EventRecorder, statusRef *apiv1.ObjectReference, podsOnNode func(string) ([]*apiv1.Pod, error)) *Actuator {
+	recorder record.EventRecorder, statusRef *apiv1.ObjectReference) *Actuator {
 	return &Actuator{
-		opts: opts, kube: kube, provider: provider, recorder: recorder, statusRef: statusRef, podsOnNode: podsOnNode,
+		opts: opts, kube: kube, provider: provider, recorder: recorder, statusRef: statusRef,
 		Clock: time.Now, EvictionRetryInterval: 5 * time.Second, PodGoneCheckInterval: 5 * time.Second, Async: true,
 		deleting: map[string]string{},
 	}
@@ -203,19 +202,21 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 			failed = true
 			continue
 		}
-		// A pod may have been scheduled since the simulation; with the taint
-		// on, nothing new can arrive, so this check is final.
-		if a.podsOnNode != nil {
-			pods, err := a.podsOnNode(c.Node.Name)
-			if err == nil {
-				if toMove, _ := drain.PodsToMove(pods, nil, drain.Options{}, a.Clock()); len(toMove) > 0 {
-					klog.Infof("Scale-down: node %s is no longer empty (%d pod(s) arrived); not removing it", c.Node.Name, len(toMove))
-					if _, err := RemoveAutoscalerTaints(ctx, a.kube, c.Node.Name); err != nil {
-						klog.Errorf("Scale-down: %v", err)
-					}
-					continue
-				}
+		// A pod may have been bound since the simulation. The check reads the
+		// API server, not the informer cache, which may lag the binding; with
+		// the taint on, nothing new can arrive, so its answer is final.
+		pods, err := a.podsOnNode(ctx, c.Node.Name)
+		if err != nil {
+			a.fail(ctx, c.Node, metrics.APICallError, fmt.Errorf("checking the node is still empty: %w", err))
+			failed = true
+			continue
+		}
+		if toMove, blocking := drain.PodsToMove(pods, nil, drain.Options{}, a.Clock()); len(toMove) > 0 || blocking != nil {
+			klog.Infof("Scale-down: node %s is no longer empty (%s); not removing it", c.Node.Name, arrivedPods(toMove, blocking))
+			if _, err := RemoveAutoscalerTaints(ctx, a.kube, c.Node.Name); err != nil {
+				klog.Errorf("Scale-down: %v", err)
 			}
+			continue
 		}
 		if _, ok := byGroup[c.GroupID]; !ok {
 			order = append(order, c.GroupID)
@@ -277,20 +278,20 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 		failed = true
 		return
 	}
-	pods := c.PodsToEvict
-	if a.podsOnNode != nil {
-		// Re-read the node's pods now that it is tainted: the set is final.
-		current, err := a.podsOnNode(n.Name)
-		if err == nil {
-			// PDBs are left to the Eviction API, whose refusals are retried.
-			toMove, blocking := drain.PodsToMove(current, nil, a.drainOptions(), start)
-			if blocking != nil && blocking.Pod != nil {
-				a.fail(ctx, n, metrics.TransientError, fmt.Errorf("drain blocked: %s", describeBlocking(blocking)))
-				failed = true
-				return
-			}
-			pods = toMove
-		}
+	// Re-read the node's pods from the API server now that it is tainted:
+	// the set is final, and nothing bound since the plan is left behind.
+	current, err := a.podsOnNode(ctx, n.Name)
+	if err != nil {
+		a.fail(ctx, n, metrics.APICallError, fmt.Errorf("listing the node's pods: %w", err))
+		failed = true
+		return
+	}
+	// PDBs are left to the Eviction API, whose refusals are retried.
+	pods, blocking := drain.PodsToMove(current, nil, a.drainOptions(), start)
+	if blocking != nil && blocking.Pod != nil {
+		a.fail(ctx, n, metrics.TransientError, fmt.Errorf("drain blocked: %s", describeBlocking(blocking)))
+		failed = true
+		return
 	}
 	klog.Infof("Scale-down: draining node %s (node group %s, unneeded since %s): evicting %d pod(s): %s",
 		n.Name, c.GroupID, c.Since.Format(time.RFC3339), len(pods), podNames(pods, 5))
@@ -402,6 +403,33 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 		case <-time.After(a.EvictionRetryInterval):
 		}
 	}
+}
+
+// podsOnNode lists the pods bound to a node, from the API server.
+func (a *Actuator) podsOnNode(ctx context.Context, name string) ([]*apiv1.Pod, error) {
+	list, err := a.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", name).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*apiv1.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		// Checked here too: not every client (fakes among them) applies
+		// field selectors.
+		if list.Items[i].Spec.NodeName == name {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// arrivedPods says which pods keep a node that was empty when planned.
+func arrivedPods(toMove []*apiv1.Pod, blocking *drain.BlockingPod) string {
+	if blocking != nil && blocking.Pod != nil {
+		return fmt.Sprintf("pod %s/%s arrived", blocking.Pod.Namespace, blocking.Pod.Name)
+	}
+	return fmt.Sprintf("%d pod(s) arrived: %s", len(toMove), podNames(toMove, 5))
 }
 
 // stillRunning: evicted pods that still exist on the node (a pod recreated
