@@ -162,7 +162,7 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, error), nodes []*apiv1.Node, pods []*apiv1.Pod, dss []*appsv1.DaemonSet, groups []clusterstate.NodeGroupState,
 	total clusterstate.Readiness, now time.Time) (bool, error) {
 	pending := scaleup.FilterPendingPods(pods, a.opts, now)
-	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung, 0)
+	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung, pending.SchedulerUnprocessed)
 	if len(pending.Eligible) == 0 {
 		if pending.TooYoung > 0 || pending.Expendable > 0 {
 			klog.V(1).Infof("Scale-up: no unschedulable pods old enough to act on (%d younger than their scale-up delay, %d expendable)", pending.TooYoung, pending.Expendable)

@@ -159,6 +159,24 @@ func TestNotTriggerScaleUpAggregatesReasons(t *testing.T) {
 	}
 }
 
+func TestNotTriggerScaleUpWhenSelectorMatchesNoGroup(t *testing.T) {
+	p, nodes := cluster(
+		groupSpec{id: "plain", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
+		groupSpec{id: "hdd", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB, labels: map[string]string{"disktype": "hdd"}},
+	)
+	picky := test.BuildPendingPod("picky", 100, test.MiB, "")
+	picky.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+	h := newHarness(t, testOptions(), p, join(nodes, []runtime.Object{picky})...)
+	h.runOnce(t0)
+	if got := increases(p); len(got) != 0 {
+		t.Fatalf("IncreaseSize calls = %v, want none", got)
+	}
+	ev := h.events()
+	if len(ev) != 1 || !strings.Contains(ev[0], "NotTriggerScaleUp") || !strings.Contains(ev[0], "2 node(s) didn't match Pod's node affinity/selector") {
+		t.Fatalf("events = %v, want one NotTriggerScaleUp naming the selector for both groups", ev)
+	}
+}
+
 func TestScaleUpFromZero(t *testing.T) {
 	p, nodes := cluster(
 		groupSpec{id: "base", min: 1, max: 1, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},

@@ -25,6 +25,9 @@ type PendingPods struct {
 	TooYoung int
 	// Expendable: unschedulable with priority below the cutoff.
 	Expendable int
+	// SchedulerUnprocessed: unbound pods the scheduler has not marked
+	// either way yet (no PodScheduled condition).
+	SchedulerUnprocessed int
 }
 
 // IsUnschedulable reports whether the scheduler marked the pod
@@ -50,6 +53,9 @@ func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now ti
 	var out PendingPods
 	for _, p := range pods {
 		if !IsUnschedulable(p) {
+			if isUnprocessed(p) {
+				out.SchedulerUnprocessed++
+			}
 			continue
 		}
 		if podPriority(p) < int32(opts.ExpendablePodsPriorityCutoff) {
@@ -75,6 +81,19 @@ func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now ti
 		return a.Name < b.Name
 	})
 	return out
+}
+
+// isUnprocessed: a live, unbound pod with no PodScheduled condition.
+func isUnprocessed(p *apiv1.Pod) bool {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == apiv1.PodScheduled {
+			return false
+		}
+	}
+	return true
 }
 
 func podPriority(p *apiv1.Pod) int32 {

@@ -47,8 +47,8 @@ func TestFilterPendingPods(t *testing.T) {
 			t.Fatalf("eligible = %v, want %v", names, want)
 		}
 	}
-	if got.TooYoung != 2 || got.Expendable != 1 {
-		t.Fatalf("tooYoung=%d expendable=%d, want 2 and 1", got.TooYoung, got.Expendable)
+	if got.TooYoung != 2 || got.Expendable != 1 || got.SchedulerUnprocessed != 1 {
+		t.Fatalf("tooYoung=%d expendable=%d schedulerUnprocessed=%d, want 2, 1 and 1 (no-condition)", got.TooYoung, got.Expendable, got.SchedulerUnprocessed)
 	}
 }
 
