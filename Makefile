@@ -23,7 +23,7 @@ UNIT_PKGS     = $$(go list ./... | grep -v -e /test/e2e -e /hack/)
 build:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o $(BINARY) .
 
-test: verify unit e2e
+test: verify unit e2e demo
 
 verify:
 	hack/verify-gofmt.sh

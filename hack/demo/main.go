@@ -1,6 +1,7 @@
 // Command demo shows the autoscaler at work on the local DOKS sandbox: it starts a sandbox
-// (pools "workers" 1..5 and "fixed" 1), runs the production binary against it, asks for
-// more pods than fit, then for fewer, and prints a timeline of what the autoscaler did.
+// (pools "workers" 1..5 and "fixed" 1), runs the production binary against it, applies a
+// workload that does not fit, then removes it, and prints a timeline of what the autoscaler
+// did. The story has three minutes once the binary is built, or the demo fails.
 //
 //	CA_BINARY=bin/cluster-autoscaler go run ./hack/demo [--keep]
 //
@@ -102,6 +103,16 @@ func (d *demo) state(ctx context.Context) string {
 	return strings.Join(parts, " | ")
 }
 
+// nodes counts the registered Nodes of every pool.
+func (d *demo) nodes(ctx context.Context) int {
+	total := 0
+	for _, p := range d.sb.DOKS.Pools() {
+		n, _ := d.sb.RegisteredNodes(ctx, p.Name)
+		total += n
+	}
+	return total
+}
+
 func (d *demo) podCounts(ctx context.Context) (running, pending int) {
 	l, err := d.sb.Kube.CoreV1().Pods("demo").List(ctx, metav1.ListOptions{LabelSelector: "app=demo"})
 	if err != nil {
@@ -124,11 +135,14 @@ func (d *demo) watch(ctx context.Context, timeout time.Duration, done func() boo
 	deadline := time.Now().Add(timeout)
 	for {
 		d.decisions()
+		// done is read first, so that the last state printed is one in
+		// which it holds.
+		finished := done()
 		if s := d.state(ctx); s != d.last {
 			d.say("%s", s)
 			d.last = s
 		}
-		if done() {
+		if finished {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -185,6 +199,10 @@ func run(ctx context.Context, out io.Writer, dir string, keep bool) error {
 	d.say("autoscaler log: %s", ca.LogPath)
 	d.logPath = ca.LogPath
 
+	// The story's clock starts here, once the binary is built and the
+	// sandbox is up.
+	budget := time.Now().Add(3 * time.Minute)
+	start := d.nodes(ctx)
 	// Six pods of 1.5 CPU: one fits on each node; two nodes exist, so four wait.
 	d.say("creating Deployment demo: 6 pods × 1500m CPU (one per s-2vcpu-4gb node)")
 	dep := &appsv1.Deployment{
@@ -203,33 +221,33 @@ func run(ctx context.Context, out io.Writer, dir string, keep bool) error {
 		return err
 	}
 	upStart := time.Now()
-	if err := d.watch(ctx, 3*time.Minute, func() bool { r, p := d.podCounts(ctx); return r == 6 && p == 0 }); err != nil {
+	if err := d.watch(ctx, time.Until(budget), func() bool { r, p := d.podCounts(ctx); return r == 6 && p == 0 }); err != nil {
 		return fmt.Errorf("scale-up: %w (see %s)", err, ca.LogPath)
 	}
 	up := time.Since(upStart)
-	d.say("all 6 pods run: the autoscaler grew workers to its max of 5 in %v", up.Round(100*time.Millisecond))
+	peak := d.nodes(ctx)
+	workers, _ := sb.Pool("workers")
+	d.say("all 6 pods run after %v: workers grew to %d node(s) (max %d), %d node(s) in all",
+		up.Round(100*time.Millisecond), workers.Count, workers.MaxNodes, peak)
 
-	d.say("scaling Deployment demo down to 1 pod")
-	sc, err := sb.Kube.AppsV1().Deployments("demo").GetScale(ctx, "demo", metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	sc.Spec.Replicas = 1
-	if _, err := sb.Kube.AppsV1().Deployments("demo").UpdateScale(ctx, "demo", sc, metav1.UpdateOptions{}); err != nil {
+	d.say("deleting Deployment demo")
+	if err := sb.Kube.AppsV1().Deployments("demo").Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
 		return err
 	}
 	downStart := time.Now()
-	if err := d.watch(ctx, 3*time.Minute, func() bool {
+	if err := d.watch(ctx, time.Until(budget), func() bool {
 		p, _ := sb.Pool("workers")
 		n, _ := sb.RegisteredNodes(ctx, "workers")
-		return p.Count == 1 && n == 1
+		return p.Count == p.MinNodes && n == p.MinNodes
 	}); err != nil {
 		return fmt.Errorf("scale-down: %w (see %s)", err, ca.LogPath)
 	}
 	down := time.Since(downStart)
-	d.say("workers back at its min of 1 node after %v (--scale-down-unneeded-time=10s)", down.Round(100*time.Millisecond))
+	final := d.nodes(ctx)
+	d.say("workers back at its min of %d node(s) after %v (--scale-down-unneeded-time=10s)", workers.MinNodes, down.Round(100*time.Millisecond))
 
-	fmt.Fprintf(out, "\nSummary\n  scale-up 2 → 6 nodes for 4 pending pods: %v\n  scale-down 6 → 2 nodes: %v\n", up.Round(100*time.Millisecond), down.Round(100*time.Millisecond))
+	fmt.Fprintf(out, "\nSummary\n  scale-up %d → %d nodes for 6 pods: %v\n  scale-down %d → %d nodes once they went: %v\n",
+		start, peak, up.Round(100*time.Millisecond), peak, final, down.Round(100*time.Millisecond))
 	fmt.Fprintf(out, "  DigitalOcean API calls: %d in all (list %d, update %d, delete node %d, template %d, cluster settings %d)\n",
 		sb.DOKS.TotalRequests(), sb.DOKS.RequestCount(doks.OpListNodePools), sb.DOKS.RequestCount(doks.OpUpdateNodePool),
 		sb.DOKS.RequestCount(doks.OpDeleteNode), sb.DOKS.RequestCount(doks.OpGetNodePoolTemplate), sb.DOKS.RequestCount(doks.OpGetCluster))
