@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -261,6 +263,60 @@ func (s *scenario) startAutoscalerArgs(args []string) *autoscaler {
 	return ca
 }
 
+// get fetches path from the autoscaler's --address.
+func (s *scenario) get(ca *autoscaler, path string) (int, string) {
+	s.t.Helper()
+	addr := ""
+	for _, a := range ca.Cmd.Args {
+		if v, ok := strings.CutPrefix(a, "--address="); ok {
+			addr = v // the last one wins, as in flag parsing
+		}
+	}
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		s.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// metric scrapes /metrics and sums the series of name whose labels include
+// want (Prometheus text format: name{k="v",...} value).
+func (s *scenario) metric(ca *autoscaler, name string, want map[string]string) float64 {
+	s.t.Helper()
+	code, body := s.get(ca, "/metrics")
+	if code != http.StatusOK {
+		s.t.Fatalf("/metrics answered %d", code)
+	}
+	sum := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		series, value := line[:sp], line[sp+1:]
+		match := true
+		for k, v := range want {
+			if !strings.Contains(series, k+"=\""+v+"\"") {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			s.t.Fatalf("metric line %q: %v", line, err)
+		}
+		sum += f
+	}
+	return sum
+}
+
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -382,6 +438,22 @@ func withNodeSelector(k, v string) deployOption {
 	return func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.NodeSelector = map[string]string{k: v}
 	}
+}
+
+// apart keeps the pods of every Deployment created with it on different nodes
+// (required anti-affinity on the hostname).
+func apart(d *appsv1.Deployment) {
+	labels := map[string]string{"apart": "yes"}
+	for k, v := range d.Spec.Template.Labels {
+		labels[k] = v
+	}
+	d.Spec.Template.Labels = labels
+	d.Spec.Template.Spec.Affinity = &apiv1.Affinity{PodAntiAffinity: &apiv1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []apiv1.PodAffinityTerm{{
+			TopologyKey:   apiv1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"apart": "yes"}},
+		}},
+	}}
 }
 
 // deploy creates a Deployment of replicas pods, each requesting cpu.

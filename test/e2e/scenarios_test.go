@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestScaleUpToExactlyNeeded(t *testing.T) {
 		autoscaled("exact", 1, 1, 10),
 		{Name: "fixed", Size: "s-1vcpu-2gb", Count: 1}, // not autoscaled: must be left alone
 	}})
-	s.startAutoscaler()
+	ca := s.startAutoscaler()
 	// The existing empty node takes one pod; four more nodes are needed.
 	s.deploy("web", 5, bigPod, withNodeSelector(nodeagent.LabelNodePool, "exact"))
 	s.waitTarget("exact", 5, 60*time.Second)
@@ -61,6 +62,20 @@ func TestScaleUpToExactlyNeeded(t *testing.T) {
 	}
 	if got := s.pool("fixed").Count; got != 1 {
 		t.Errorf("the pool without autoscaling changed to %d nodes", got)
+	}
+	// What an operator's dashboard shows of it.
+	if n := s.metric(ca, "cluster_autoscaler_scaled_up_nodes_total", nil); n != 4 {
+		t.Errorf("scaled_up_nodes_total = %v, want 4", n)
+	}
+	if n := s.metric(ca, "cluster_autoscaler_failed_scale_ups_total", nil); n != 0 {
+		t.Errorf("failed_scale_ups_total = %v, want 0", n)
+	}
+	// DigitalOcean answers a pool update with 202 Accepted.
+	if n := s.metric(ca, "cluster_autoscaler_digitalocean_api_requests_total", map[string]string{"operation": "UpdateNodePool", "code": "202"}); n < 1 {
+		t.Errorf("digitalocean_api_requests_total{UpdateNodePool,202} = %v, want at least 1", n)
+	}
+	if code, body := s.get(ca, "/health-check"); code != http.StatusOK {
+		t.Errorf("/health-check answered %d: %s", code, body)
 	}
 }
 
@@ -113,8 +128,9 @@ func TestScaleDownRespectsMin(t *testing.T) {
 // safe-to-evict=false, keep their nodes; the empty node still goes.
 func TestPDBAndSafeToEvictKeepNodes(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("guarded", 3, 0, 4)}})
-	s.deploy("pinned", 1, smallPod, withPodAnnotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
-	s.deploy("budgeted", 1, smallPod)
+	// On different nodes, so that each protection is tested on its own.
+	s.deploy("pinned", 1, smallPod, apart, withPodAnnotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
+	s.deploy("budgeted", 1, smallPod, apart)
 	s.pdb("budgeted", "budgeted", 0)
 	s.waitRunning("pinned", 1, 30*time.Second)
 	s.waitRunning("budgeted", 1, 30*time.Second)
@@ -137,12 +153,14 @@ func TestPDBAndSafeToEvictKeepNodes(t *testing.T) {
 	for _, n := range protected {
 		keep[n] = true
 	}
-	t.Logf("protected pods on %d node(s); %d node(s) are free to go", len(keep), 3-len(keep))
+	if len(keep) != 2 {
+		t.Fatalf("protected pods on %d node(s), want 2", len(keep))
+	}
 
 	s.startAutoscaler()
-	s.waitTarget("guarded", len(keep), 90*time.Second)
+	s.waitTarget("guarded", 2, 90*time.Second)
 	s.holds("protected pods and their nodes", 12*time.Second, func() error {
-		if err := s.targetIs("guarded", len(keep))(); err != nil {
+		if err := s.targetIs("guarded", 2)(); err != nil {
 			return err
 		}
 		for uid, node := range protected {
@@ -259,6 +277,9 @@ func TestAPIErrorsRecoverWithoutOvershoot(t *testing.T) {
 		t.Fatalf("the autoscaler exited during API errors: %v", ca.Err())
 	}
 	s.sb.DOKS.ClearFaults()
+	// The API is back, but the first two pool updates still fail: the client's
+	// retries carry the scale-up through.
+	s.sb.DOKS.InjectFault(doks.Fault{Operation: doks.OpUpdateNodePool, Status: 503, Times: 2, Message: "service unavailable (injected)"})
 	s.waitTarget("flaky", 4, 90*time.Second)
 	s.waitRunning("web", 4, 60*time.Second)
 	s.holds("target 4", 4*time.Second, s.targetIs("flaky", 4))
@@ -267,6 +288,12 @@ func TestAPIErrorsRecoverWithoutOvershoot(t *testing.T) {
 	}
 	if !ca.Running() {
 		t.Fatalf("the autoscaler exited: %v", ca.Err())
+	}
+	// Every kind of failure was met, and the metrics say so.
+	for _, c := range []struct{ op, code string }{{"ListNodePools", "500"}, {"ListNodePools", "429"}, {"UpdateNodePool", "503"}} {
+		if n := s.metric(ca, "cluster_autoscaler_digitalocean_api_requests_total", map[string]string{"operation": c.op, "code": c.code}); n < 1 {
+			t.Errorf("no %s answered %s was seen: the fault was never exercised", c.op, c.code)
+		}
 	}
 }
 
