@@ -18,6 +18,11 @@ import (
 // small general-purpose size is what most DOKS pods would otherwise run on.
 const podPriceReferenceSize = "s-2vcpu-4gb"
 
+// pricesRetryInterval spaces the attempts while no price list has been
+// fetched yet: the price expander asks for prices several times a loop, and
+// an unavailable Sizes API must not cost a request each time.
+const pricesRetryInterval = time.Minute
+
 type sizePrice struct {
 	hourly   float64
 	vcpus    int
@@ -34,6 +39,10 @@ type pricingModel struct {
 	mu        sync.Mutex
 	prices    map[string]sizePrice
 	fetchedAt time.Time
+	// firstErr and retryAt: the failure of the first fetch, returned again
+	// until retryAt.
+	firstErr error
+	retryAt  time.Time
 }
 
 var _ cloudprovider.PricingModel = (*pricingModel)(nil)
@@ -42,11 +51,16 @@ func (p *pricingModel) lookup(slug string) (sizePrice, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.m.o.now()
+	if p.prices == nil && now.Before(p.retryAt) {
+		return sizePrice{}, p.firstErr
+	}
 	if p.prices == nil || now.Sub(p.fetchedAt) >= p.m.o.pricesTTL {
 		sizes, err := p.m.client.listSizes(context.Background())
 		switch {
 		case err != nil && p.prices == nil:
-			return sizePrice{}, fmt.Errorf("fetching DigitalOcean size prices: %w", err)
+			p.firstErr = fmt.Errorf("fetching DigitalOcean size prices (next attempt in %s): %w", pricesRetryInterval, err)
+			p.retryAt = now.Add(pricesRetryInterval)
+			return sizePrice{}, p.firstErr
 		case err != nil:
 			klog.Warningf("refreshing DigitalOcean size prices failed, keeping the list from %s: %v", p.fetchedAt.Format(time.RFC3339), err)
 			p.fetchedAt = now // try again after another TTL, not on every call

@@ -865,3 +865,34 @@ func TestPricing(t *testing.T) {
 		t.Errorf("sizes fetched %d times after a day, want 2", n)
 	}
 }
+
+// While the Sizes API fails and no list was ever fetched, prices are errors,
+// and the API is asked again once a minute, not on every call.
+func TestPricingFirstFetchFailure(t *testing.T) {
+	e := newEnv(t, doks.Options{})
+	p := e.pool(autoscaled("a", 1, 0, 3))
+	e.refresh()
+	model, err := e.p.Pricing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ni, _ := e.group(p.ID).TemplateNodeInfo()
+	start := time.Now()
+	e.sim.InjectFault(doks.Fault{Operation: doks.OpListSizes, Status: http.StatusNotFound})
+	for i := 0; i < 3; i++ {
+		if _, err := model.NodePrice(ni.Node(), start, start.Add(time.Hour)); err == nil {
+			t.Fatal("a price while the Sizes API fails")
+		}
+	}
+	if n := e.sim.RequestCount(doks.OpListSizes); n != 1 {
+		t.Errorf("Sizes API asked %d times within a minute, want 1", n)
+	}
+	e.sim.ClearFaults()
+	e.advance(pricesRetryInterval)
+	if _, err := model.NodePrice(ni.Node(), start, start.Add(time.Hour)); err != nil {
+		t.Fatalf("no price a minute after the API came back: %v", err)
+	}
+	if n := e.sim.RequestCount(doks.OpListSizes); n != 2 {
+		t.Errorf("Sizes API asked %d times, want 2", n)
+	}
+}
