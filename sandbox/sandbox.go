@@ -149,7 +149,11 @@ func Start(opts Options) (sb *Sandbox, err error) {
 	if deleteDelay == 0 {
 		deleteDelay = DefaultDeleteDelay
 	}
-	s.DOKS = doks.NewServer(doks.Options{ClusterID: s.ClusterID, Token: s.doToken, BootDelay: bootDelay, DeleteDelay: deleteDelay})
+	region := opts.Region
+	if region == "" {
+		region = DefaultRegion
+	}
+	s.DOKS = doks.NewServer(doks.Options{ClusterID: s.ClusterID, Token: s.doToken, BootDelay: bootDelay, DeleteDelay: deleteDelay, Region: region})
 	if err := s.DOKS.Start("127.0.0.1:0"); err != nil {
 		return s, err
 	}
@@ -164,10 +168,7 @@ func Start(opts Options) (sb *Sandbox, err error) {
 	}
 
 	agentOpts := opts.Agent
-	agentOpts.Region = opts.Region
-	if agentOpts.Region == "" {
-		agentOpts.Region = DefaultRegion
-	}
+	agentOpts.Region = region
 	s.Agent = nodeagent.New(s.Kube, s.DOKS, agentOpts)
 	if err := s.Agent.Start(); err != nil {
 		return s, err

@@ -393,9 +393,9 @@ func (c *apiClient) getNodePoolTemplate(ctx context.Context, poolName string) (*
 	return out.Template, nil
 }
 
-// getClusterAutoscalerConfiguration reads the cluster's
-// cluster_autoscaler_configuration; nil when the cluster has none.
-func (c *apiClient) getClusterAutoscalerConfiguration(ctx context.Context) (*godo.KubernetesClusterAutoscalerConfiguration, error) {
+// getCluster reads the cluster object: its region and its
+// cluster_autoscaler_configuration.
+func (c *apiClient) getCluster(ctx context.Context) (*godo.KubernetesCluster, error) {
 	var out *godo.KubernetesCluster
 	err := c.call(ctx, opGetCluster, true, func(ctx context.Context) (*godo.Response, error) {
 		var resp *godo.Response
@@ -403,10 +403,13 @@ func (c *apiClient) getClusterAutoscalerConfiguration(ctx context.Context) (*god
 		out, resp, err = c.godo.Kubernetes.Get(ctx, c.clusterID)
 		return resp, err
 	})
-	if err != nil || out == nil {
+	if err != nil {
 		return nil, err
 	}
-	return out.ClusterAutoscalerConfiguration, nil
+	if out == nil {
+		return nil, fmt.Errorf("%s: empty answer for cluster %s", opGetCluster, c.clusterID)
+	}
+	return out, nil
 }
 
 // updateNodePoolCount sets a pool's count. A PUT with an absolute count is

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/digitalocean/godo"
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
@@ -99,24 +100,23 @@ func (s clusterSettings) describe(given map[string]bool) string {
 	return strings.Join(parts, "; ")
 }
 
-// refreshSettings reads the cluster's autoscaler settings when they are
-// older than settingsTTL, unless every flag they could replace is given. A
-// failure keeps the settings last read and is tried again after settingsTTL,
+// refreshCluster reads the cluster object for its region and autoscaler
+// settings when they are older than settingsTTL. Once the region is known
+// and every flag the settings could replace is given, it reads nothing more.
+// A failure keeps what was read last and is tried again after settingsTTL,
 // not at every Refresh: steady state stays one request per Refresh even
 // against an endpoint that refuses the cluster read. It never fails the
 // Refresh.
-func (m *manager) refreshSettings(ctx context.Context, now time.Time) {
-	if m.flagsGiven[flagUtilizationThreshold] && m.flagsGiven[flagUnneededTime] {
-		return
-	}
+func (m *manager) refreshCluster(ctx context.Context, now time.Time) {
 	m.mu.RLock()
+	done := m.region != "" && m.flagsGiven[flagUtilizationThreshold] && m.flagsGiven[flagUnneededTime]
 	fresh := !m.settingsAt.IsZero() && now.Sub(m.settingsAt) < m.o.settingsTTL
 	previous := m.settings.describe(m.flagsGiven)
 	m.mu.RUnlock()
-	if fresh {
+	if done || fresh {
 		return
 	}
-	c, err := m.client.getClusterAutoscalerConfiguration(ctx)
+	cluster, err := m.client.getCluster(ctx)
 	if err != nil {
 		m.mu.Lock()
 		m.settingsAt = now
@@ -125,10 +125,14 @@ func (m *manager) refreshSettings(ctx context.Context, now time.Time) {
 			m.client.clusterID, m.o.settingsTTL, err)
 		return
 	}
-	s := parseClusterSettings(c)
+	s := parseClusterSettings(cluster.ClusterAutoscalerConfiguration)
 	m.mu.Lock()
 	first := !m.settingsRead
 	m.settings, m.settingsAt, m.settingsRead = s, now, true
+	if cluster.RegionSlug != "" && m.region != cluster.RegionSlug {
+		m.region = cluster.RegionSlug
+		klog.V(2).Infof("Cluster %s is in region %s: template nodes are labelled %s=%s", m.client.clusterID, m.region, apiv1.LabelTopologyRegion, m.region)
+	}
 	m.mu.Unlock()
 	if d := s.describe(m.flagsGiven); first || d != previous {
 		if len(s.problems) > 0 {

@@ -136,15 +136,19 @@ func TestClusterSettingsFromTheAPI(t *testing.T) {
 	}
 }
 
-func TestClusterSettingsNotReadWhenFlagsDecide(t *testing.T) {
+// With both flags given the settings cannot matter: the cluster is read
+// once, for its region, and never again.
+func TestClusterReadOnceWhenFlagsDecide(t *testing.T) {
 	e := newEnv(t, doks.Options{}, func(_ *testEnv, _ *clientOptions, o *config.AutoscalingOptions) {
 		o.FlagsGiven = map[string]bool{flagUtilizationThreshold: true, flagUnneededTime: true}
 	})
 	e.pool(autoscaled("a", 1, 0, 3))
 	e.sim.SetClusterAutoscalerConfiguration(&godo.KubernetesClusterAutoscalerConfiguration{ScaleDownUtilizationThreshold: godo.PtrTo(0.65)})
 	e.refresh()
-	if n := e.sim.RequestCount(doks.OpGetCluster); n != 0 {
-		t.Errorf("%d cluster reads with both flags given, want 0", n)
+	e.advance(defaultClientOptions().settingsTTL)
+	e.refresh()
+	if n := e.sim.RequestCount(doks.OpGetCluster); n != 1 {
+		t.Errorf("%d cluster reads with both flags given, want 1 (the region)", n)
 	}
 	defaults := config.Defaults().NodeGroupDefaults
 	if o, _ := e.p.NodeGroups()[0].GetOptions(defaults); *o != defaults {

@@ -61,6 +61,9 @@ type manager struct {
 	settings     clusterSettings
 	settingsAt   time.Time
 	settingsRead bool
+	// region is the cluster's region slug, read with the settings; it
+	// labels template nodes as DOKS labels real ones.
+	region string
 }
 
 func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) *manager {
@@ -186,7 +189,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 		}
 	}
 
-	m.refreshSettings(ctx, now)
+	m.refreshCluster(ctx, now)
 
 	m.mu.Lock()
 	m.groups, m.groupByInstance, m.groupByNodeID, m.sizeByInstance, m.templates = groups, byInstance, byNodeID, sizes, templates

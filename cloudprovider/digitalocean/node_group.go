@@ -281,7 +281,10 @@ func (g *NodeGroup) TemplateNodeInfo() (*framework.NodeInfo, error) {
 	g.mu.Lock()
 	pool := copyPool(g.pool)
 	g.mu.Unlock()
-	node, err := buildTemplateNode(pool, g.template.template, g.m.gpuLabel)
+	g.m.mu.RLock()
+	region := g.m.region
+	g.m.mu.RUnlock()
+	node, err := buildTemplateNode(pool, g.template.template, g.m.gpuLabel, region)
 	if err != nil {
 		return nil, fmt.Errorf("node pool %s (%s): %w", g.name, g.id, err)
 	}

@@ -756,7 +756,7 @@ func TestUserAgentAndObserver(t *testing.T) {
 }
 
 func TestTemplateNodeInfoFromSimulator(t *testing.T) {
-	e := newEnv(t, doks.Options{}, withGPULabel(LabelGPUNodeUpstream))
+	e := newEnv(t, doks.Options{Region: "ams3"}, withGPULabel(LabelGPUNodeUpstream))
 	cpuPool := e.pool(doks.PoolSpec{Name: "small", Size: "s-1vcpu-2gb", Count: 0, AutoScale: true, MaxNodes: 3,
 		Labels: map[string]string{"team": "a"}})
 	gpuPool := e.pool(doks.PoolSpec{Name: "h100", Size: "gpu-h100x1-80gb", Count: 0, AutoScale: true, MaxNodes: 2,
@@ -777,6 +777,8 @@ func TestTemplateNodeInfoFromSimulator(t *testing.T) {
 	for k, v := range map[string]string{
 		"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": n.Name,
 		"node.kubernetes.io/instance-type": "s-1vcpu-2gb", LabelNodePool: "small", LabelNodePoolID: cpuPool.ID, "team": "a",
+		// From the cluster object, as DOKS labels its nodes.
+		"topology.kubernetes.io/region": "ams3", "failure-domain.beta.kubernetes.io/region": "ams3",
 	} {
 		if n.Labels[k] != v {
 			t.Errorf("label %s=%q, want %q", k, n.Labels[k], v)

@@ -108,8 +108,10 @@ func randomSuffix(n int) string {
 }
 
 // buildTemplateNode builds a Ready Node like the ones the pool would get.
-// ProviderID stays empty: the node does not exist.
-func buildTemplateNode(pool *godo.KubernetesNodePool, t *godo.KubernetesNodeTemplate, gpuLabel string) (*apiv1.Node, error) {
+// ProviderID stays empty: the node does not exist. region, when known, is
+// set in the region labels DOKS nodes carry, so that pods selecting or
+// spreading by region can scale a pool up.
+func buildTemplateNode(pool *godo.KubernetesNodePool, t *godo.KubernetesNodeTemplate, gpuLabel, region string) (*apiv1.Node, error) {
 	if t.Capacity == nil {
 		return nil, fmt.Errorf("template has no capacity")
 	}
@@ -153,6 +155,10 @@ func buildTemplateNode(pool *godo.KubernetesNodePool, t *godo.KubernetesNodeTemp
 		LabelNodePoolID:               pool.ID,
 	} {
 		labels[k] = v
+	}
+	if region != "" {
+		labels[apiv1.LabelTopologyRegion] = region
+		labels[apiv1.LabelFailureDomainBetaRegion] = region
 	}
 	if g := t.Gpu; g != nil && g.Count > 0 {
 		res := gpuResourceForVendor(g.Vendor)

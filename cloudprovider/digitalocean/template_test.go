@@ -102,7 +102,7 @@ func TestBuildTemplateNode(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tmpl := c.tmpl
-			n, err := buildTemplateNode(pool, &tmpl, DefaultGPULabel)
+			n, err := buildTemplateNode(pool, &tmpl, DefaultGPULabel, "")
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want %q", err, c.wantErr)
@@ -165,7 +165,7 @@ func TestTemplateNamesAreUnique(t *testing.T) {
 	tmpl := &godo.KubernetesNodeTemplate{Capacity: res(1, 1000, "1Gi", 110)}
 	seen := map[string]bool{}
 	for i := 0; i < 50; i++ {
-		n, err := buildTemplateNode(pool, tmpl, DefaultGPULabel)
+		n, err := buildTemplateNode(pool, tmpl, DefaultGPULabel, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -328,7 +328,12 @@ func (s *Server) poolCopy(id string) (godo.KubernetesNodePool, bool) {
 // cluster autoscaler reads: its identity, pools and autoscaler settings.
 func (s *Server) handleGetCluster(w http.ResponseWriter, r *http.Request, _ string) {
 	s.mu.Lock()
-	c := godo.KubernetesCluster{ID: s.opts.ClusterID, Name: "sandbox", Status: &godo.KubernetesClusterStatus{State: godo.KubernetesClusterStatusRunning}}
+	region := s.opts.Region
+	if region == "" {
+		region = "nyc1"
+	}
+	c := godo.KubernetesCluster{ID: s.opts.ClusterID, Name: "sandbox", RegionSlug: region,
+		Status: &godo.KubernetesClusterStatus{State: godo.KubernetesClusterStatusRunning}}
 	if s.caConfig != nil {
 		cp := *s.caConfig
 		c.ClusterAutoscalerConfiguration = &cp

@@ -61,6 +61,8 @@ type Options struct {
 	// DeleteDelay: draining/deleting → gone. 0 removes deleted nodes at
 	// once; a negative value leaves them deleting forever.
 	DeleteDelay time.Duration
+	// Region is the cluster's region_slug; "nyc1" when empty.
+	Region string
 }
 
 // PoolSpec describes a node pool created with CreatePool.

@@ -339,14 +339,15 @@ func (a *Agent) buildNode(p godo.KubernetesNodePool, n *godo.KubernetesNode, ind
 		labels[k] = v
 	}
 	for k, v := range map[string]string{
-		LabelNodeID:                   n.ID,
-		LabelNodePool:                 p.Name,
-		LabelNodePoolID:               p.ID,
-		apiv1.LabelHostname:           n.Name,
-		apiv1.LabelOSStable:           "linux",
-		apiv1.LabelArchStable:         "amd64",
-		apiv1.LabelInstanceTypeStable: p.Size,
-		apiv1.LabelTopologyRegion:     a.opts.Region,
+		LabelNodeID:                        n.ID,
+		LabelNodePool:                      p.Name,
+		LabelNodePoolID:                    p.ID,
+		apiv1.LabelHostname:                n.Name,
+		apiv1.LabelOSStable:                "linux",
+		apiv1.LabelArchStable:              "amd64",
+		apiv1.LabelInstanceTypeStable:      p.Size,
+		apiv1.LabelTopologyRegion:          a.opts.Region,
+		apiv1.LabelFailureDomainBetaRegion: a.opts.Region,
 	} {
 		labels[k] = v
 	}

@@ -436,7 +436,10 @@ func withPodAnnotation(k, v string) deployOption {
 
 func withNodeSelector(k, v string) deployOption {
 	return func(d *appsv1.Deployment) {
-		d.Spec.Template.Spec.NodeSelector = map[string]string{k: v}
+		if d.Spec.Template.Spec.NodeSelector == nil {
+			d.Spec.Template.Spec.NodeSelector = map[string]string{}
+		}
+		d.Spec.Template.Spec.NodeSelector[k] = v
 	}
 }
 

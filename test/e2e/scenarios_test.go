@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/sandbox"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
 )
@@ -32,7 +33,9 @@ func autoscaled(name string, count, min, max int) doks.PoolSpec {
 func TestScaleFromZero(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("zero", 0, 0, 3)}})
 	s.startAutoscaler()
-	s.deploy("web", 2, bigPod)
+	// Selecting the region, as manifests shared across regions do: the
+	// template must carry the region label real DOKS nodes have.
+	s.deploy("web", 2, bigPod, withNodeSelector(apiv1.LabelTopologyRegion, sandbox.DefaultRegion))
 	s.waitTarget("zero", 2, 60*time.Second)
 	s.waitNodes("zero", 2, 60*time.Second)
 	s.waitRunning("web", 2, 60*time.Second)
