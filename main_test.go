@@ -83,7 +83,7 @@ current-context: c
 		{"malformed json", `{"cluster_id": "c1" "token": "` + token + `"}`, nil, "line 1"},
 		{"unknown field", `{"cluster_id": "c1", "token": "` + token + `", "region": "fra1"}`, nil, `"region"`},
 		{"plain http to a remote host", `{"cluster_id": "c1", "token": "` + token + `", "url": "http://api.example.com/"}`, nil, "https"},
-		{"unknown provider", `{"cluster_id": "c1", "token": "` + token + `", ` + url + `}`, []string{"--cloud-provider=aws"}, "digitalocean"},
+		{"unknown provider", `{"cluster_id": "c1", "token": "` + token + `", ` + url + `}`, []string{"--cloud-provider=aws"}, `unknown cloud provider "aws": this build offers digitalocean`},
 		{"unsupported upstream flag", `{"cluster_id": "c1", "token": "` + token + `", ` + url + `}`, []string{"--nodes=1:3:pool"}, "--nodes"},
 		{"bad flag value", `{"cluster_id": "c1", "token": "` + token + `", ` + url + `}`, []string{"--cores-total=8"}, "--cores-total"},
 	}

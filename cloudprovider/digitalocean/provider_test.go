@@ -516,18 +516,17 @@ func TestNodeGroupForNodeAndHasInstance(t *testing.T) {
 	e.refresh()
 
 	cases := []struct {
-		name       string
-		node       *apiv1.Node
-		group      string
-		has        bool
-		hasErr     bool
-		noLabelToo bool
+		name   string
+		node   *apiv1.Node
+		group  string
+		has    bool
+		hasErr bool
 	}{
-		{"autoscaled", kubeNode(as.Nodes[0]), as.ID, true, false, true},
-		{"fixed pool", kubeNode(fixed.Nodes[0]), "", true, false, true},
-		{"unknown droplet", &apiv1.Node{Spec: apiv1.NodeSpec{ProviderID: "digitalocean://999"}}, "", false, false, false},
-		{"other cloud", &apiv1.Node{Spec: apiv1.NodeSpec{ProviderID: "aws:///eu-west-1a/i-1"}}, "", false, true, false},
-		{"no provider ID", &apiv1.Node{}, "", false, true, false},
+		{"autoscaled", kubeNode(as.Nodes[0]), as.ID, true, false},
+		{"fixed pool", kubeNode(fixed.Nodes[0]), "", true, false},
+		{"unknown droplet", &apiv1.Node{Spec: apiv1.NodeSpec{ProviderID: "digitalocean://999"}}, "", false, false},
+		{"other cloud", &apiv1.Node{Spec: apiv1.NodeSpec{ProviderID: "aws:///eu-west-1a/i-1"}}, "", false, true},
+		{"no provider ID", &apiv1.Node{}, "", false, true},
 	}
 	for _, c := range cases {
 		c.node.Name = c.name
