@@ -810,7 +810,9 @@ func TestTemplateNodeInfoFromSimulator(t *testing.T) {
 	}
 }
 
-func TestPricing(t *testing.T) {
+// pricingEnv: one autoscaled pool of s-2vcpu-4gb, its pricing model, and
+// its pool.
+func pricingEnv(t *testing.T) (*testEnv, cloudprovider.PricingModel, godo.KubernetesNodePool) {
 	e := newEnv(t, doks.Options{})
 	p := e.pool(autoscaled("a", 1, 0, 3))
 	e.refresh()
@@ -818,6 +820,11 @@ func TestPricing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, model, p
+}
+
+func TestPricing(t *testing.T) {
+	e, model, p := pricingEnv(t)
 	if e.sim.RequestCount(doks.OpListSizes) != 0 {
 		t.Error("sizes fetched before any price was asked")
 	}
@@ -870,13 +877,7 @@ func TestPricing(t *testing.T) {
 // While the Sizes API fails and no list was ever fetched, prices are errors,
 // and the API is asked again once a minute, not on every call.
 func TestPricingFirstFetchFailure(t *testing.T) {
-	e := newEnv(t, doks.Options{})
-	p := e.pool(autoscaled("a", 1, 0, 3))
-	e.refresh()
-	model, err := e.p.Pricing()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, model, p := pricingEnv(t)
 	ni, _ := e.group(p.ID).TemplateNodeInfo()
 	start := time.Now()
 	e.sim.InjectFault(doks.Fault{Operation: doks.OpListSizes, Status: http.StatusNotFound})
