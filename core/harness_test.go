@@ -42,6 +42,8 @@ type harness struct {
 
 	mu        sync.Mutex
 	evictions []string
+	// graces: the grace period each eviction asked for, by pod.
+	graces map[string]int64
 	// evict decides what an eviction does; default: the pod is deleted.
 	evict func(ns, name string) error
 }
@@ -62,6 +64,12 @@ func newHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Pro
 		ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
 		h.mu.Lock()
 		h.evictions = append(h.evictions, ev.Namespace+"/"+ev.Name)
+		if ev.DeleteOptions != nil && ev.DeleteOptions.GracePeriodSeconds != nil {
+			if h.graces == nil {
+				h.graces = map[string]int64{}
+			}
+			h.graces[ev.Namespace+"/"+ev.Name] = *ev.DeleteOptions.GracePeriodSeconds
+		}
 		decide := h.evict
 		h.mu.Unlock()
 		if decide != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
@@ -32,6 +33,35 @@ func scaleDownFixture(min int) (*test.Provider, []runtime.Object, *apiv1.Pod) {
 	light.Labels = map[string]string{"app": "light"}
 	busy := test.BuildScheduledPod("busy", 1500, test.GiB, "rs-busy", "g1-n0")
 	return p, join(nodes, []runtime.Object{light, busy}), light
+}
+
+// An evicted pod gets its own termination grace period, capped at
+// --max-graceful-termination-sec.
+func TestEvictionGracePeriod(t *testing.T) {
+	cases := []struct {
+		name  string
+		pod   *int64 // the pod's terminationGracePeriodSeconds
+		flag  int
+		grace int64
+	}{
+		{name: "the pod's own, under the cap", pod: ptr.To[int64](30), flag: 600, grace: 30},
+		{name: "capped by the flag", pod: ptr.To[int64](900), flag: 600, grace: 600},
+		{name: "none set: the flag", pod: nil, flag: 120, grace: 120},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, objs, light := scaleDownFixture(1)
+			light.Spec.TerminationGracePeriodSeconds = tc.pod
+			o := testOptions()
+			o.MaxGracefulTerminationSec = tc.flag
+			h := newHarness(t, o, p, objs...)
+			h.runOnce(t0)
+			h.runOnce(t0.Add(10*time.Minute + time.Second))
+			if got, ok := h.graces["default/light"]; !ok || got != tc.grace {
+				t.Fatalf("eviction grace period = %d (sent: %v), want %d", got, ok, tc.grace)
+			}
+		})
+	}
 }
 
 func TestScaleDownAfterUnneededTimeOnly(t *testing.T) {
