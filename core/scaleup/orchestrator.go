@@ -210,8 +210,11 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 			res.Increases = done
 			res.Helped = best.Pods
 			o.triggered(best.Pods, done)
-			klog.Infof("Scale-up: %s for %d pending pod(s) (%s); expander chose %s among %s",
-				increasesString(done), len(best.Pods), PodNames(best.Pods, 5), best.NodeGroup.Id(), expander.GroupIDs(options))
+			choice := fmt.Sprintf("expander chose %s among %s", best.NodeGroup.Id(), expander.GroupIDs(options))
+			if len(options) == 1 {
+				choice = "the only node group that could help"
+			}
+			klog.Infof("Scale-up: %s for %d pending pod(s) (%s); %s", increasesString(done), len(best.Pods), PodNames(best.Pods, 5), choice)
 			return res, nil
 		}
 		// Every group of the plan failed: try the next best option.

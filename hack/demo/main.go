@@ -52,9 +52,10 @@ type demo struct {
 	logRead int64
 }
 
-// decisionMarkers pick the autoscaler's decision lines out of its log; the
+// decisionMarkers pick the autoscaler's decision lines, and the pool updates that
+// name the pools behind the node group IDs, out of its log; the
 // per-loop "unneeded for" progress lines stay in the log file.
-var decisionMarkers = []string{"Scale-up: node group", "fit no node group", "Scale-down: removing", "Scale-down: removed", "gave up on"}
+var decisionMarkers = []string{"Scale-up: node group", "): setting count", "fit no node group", "Scale-down: removing", "Scale-down: removed", "gave up on"}
 
 // decisions prints the autoscaler's decisions logged since the last call.
 func (d *demo) decisions() {
@@ -248,7 +249,7 @@ func run(ctx context.Context, out io.Writer, dir string, keep bool) error {
 
 	fmt.Fprintf(out, "\nSummary\n  scale-up %d → %d nodes for 6 pods: %v\n  scale-down %d → %d nodes once they went: %v\n",
 		start, peak, up.Round(100*time.Millisecond), peak, final, down.Round(100*time.Millisecond))
-	fmt.Fprintf(out, "  DigitalOcean API calls: %d in all (list %d, update %d, delete node %d, template %d, cluster settings %d)\n",
+	fmt.Fprintf(out, "  DigitalOcean API calls: %d in all (list %d, update %d, delete node %d, template %d, cluster %d)\n",
 		sb.DOKS.TotalRequests(), sb.DOKS.RequestCount(doks.OpListNodePools), sb.DOKS.RequestCount(doks.OpUpdateNodePool),
 		sb.DOKS.RequestCount(doks.OpDeleteNode), sb.DOKS.RequestCount(doks.OpGetNodePoolTemplate), sb.DOKS.RequestCount(doks.OpGetCluster))
 	fmt.Fprintf(out, "  nodes are labelled %s=<pool>; autoscaler log: %s\n", nodeagent.LabelNodePool, ca.LogPath)
