@@ -351,6 +351,9 @@ func (r *Registry) groupHealthy(rd Readiness) bool {
 
 // updateRequests ends scale-up requests whose nodes all registered (clearing
 // the group's backoff if nothing failed) and drops those of vanished groups.
+// Instances in error or unregistered too long, not yet given up, keep the
+// request open: FixNodeGroupSizes gives them up against it, and backs the
+// group off.
 func (r *Registry) updateRequests(now time.Time) {
 	for id, req := range r.requests {
 		gs := r.groups[id]
@@ -358,7 +361,7 @@ func (r *Registry) updateRequests(now time.Time) {
 			delete(r.requests, id)
 			continue
 		}
-		if gs.UpcomingUnregistered == 0 && len(gs.errored) == 0 {
+		if gs.UpcomingUnregistered == 0 && r.notGivenUp(id, gs.errored) == 0 && r.notGivenUp(id, gs.longUnreg) == 0 {
 			klog.V(2).Infof("Scale-up of node group %s by %d completed after %s", id, req.Increase, now.Sub(req.Time).Round(time.Second))
 			delete(r.requests, id)
 			if !req.failed {
@@ -366,6 +369,17 @@ func (r *Registry) updateRequests(now time.Time) {
 			}
 		}
 	}
+}
+
+// notGivenUp counts the instances of a group not given up yet.
+func (r *Registry) notGivenUp(groupID string, ins []cloudprovider.Instance) int {
+	n := 0
+	for _, in := range ins {
+		if u := r.unregistered[instanceKey(groupID, in.Id)]; u != nil && u.gaveUp.IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
 // IsClusterHealthy reports whether few enough nodes are unready to scale.

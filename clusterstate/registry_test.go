@@ -140,6 +140,31 @@ func TestProvisionTimeoutGivesUpAndBacksOff(t *testing.T) {
 	}
 }
 
+// The registry first sees the new instances a loop after the scale-up, so
+// they pass --max-node-provision-time a little after the request does; when
+// no loop falls in between, they are given up all the same, and the group
+// is backed off.
+func TestProvisionTimeoutBacksOffWhenInstancesTimeOutLast(t *testing.T) {
+	p, g, nodes := cluster(t, 1)
+	r := NewRegistry(p, opts())
+	mustUpdate(t, r, nodes, t0)
+	_ = g.IncreaseSize(2)
+	r.RegisterScaleUp(g, 2, t0)
+	mustUpdate(t, r, nodes, t0.Add(time.Second))
+	// The next loop comes after both deadlines.
+	now := t0.Add(15*time.Minute + 5*time.Second)
+	mustUpdate(t, r, nodes, now)
+	if _, err := r.FixNodeGroupSizes(now); err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ := g.TargetSize(); ts != 1 {
+		t.Errorf("target = %d, want 1", ts)
+	}
+	if off, info, _ := r.BackedOff("g1", now); !off || info.ErrorCode != "timeout" {
+		t.Errorf("backoff = %v %+v, want backed off for a timeout", off, info)
+	}
+}
+
 func TestDeleteRefusedLowersTarget(t *testing.T) {
 	p, g, nodes := cluster(t, 1)
 	r := NewRegistry(p, opts())
