@@ -69,16 +69,9 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 		metrics.UpdateClusterSafeToAutoscale(true)
 		return nil
 	}
-	total := a.registry.TotalReadiness()
-	if !a.registry.IsClusterHealthy() {
-		klog.Warningf("Cluster unhealthy: %d unready and %d long-unregistered node(s) of %d (--ok-total-unready-count=%d, --max-total-unready-percentage=%.0f); not scaling",
-			total.Unready, total.LongUnregistered, total.Registered, a.opts.OkTotalUnreadyCount, a.opts.MaxTotalUnreadyPercentage)
-		metrics.UpdateClusterSafeToAutoscale(false)
-		return nil
-	}
-	metrics.UpdateClusterSafeToAutoscale(true)
-	metrics.UpdateLastTime(metrics.ActivityAutoscaling, now)
-
+	// Instances that never registered are given up before the health check:
+	// they count against it, and only this removes them, so an unhealthy
+	// verdict must not keep them forever.
 	gaveUp, err := a.registry.FixNodeGroupSizes(now)
 	if err != nil {
 		metrics.RegisterError(metrics.CloudProviderError)
@@ -97,6 +90,16 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 		}
 		groups = a.registry.NodeGroups()
 	}
+	total := a.registry.TotalReadiness()
+	if !a.registry.IsClusterHealthy() {
+		klog.Warningf("Cluster unhealthy: %d unready and %d long-unregistered node(s) of %d (--ok-total-unready-count=%d, --max-total-unready-percentage=%.0f); not scaling",
+			total.Unready, total.LongUnregistered, total.Registered, a.opts.OkTotalUnreadyCount, a.opts.MaxTotalUnreadyPercentage)
+		metrics.UpdateClusterSafeToAutoscale(false)
+		return nil
+	}
+	metrics.UpdateClusterSafeToAutoscale(true)
+	metrics.UpdateLastTime(metrics.ActivityAutoscaling, now)
+
 
 	// The snapshot holds real nodes except those being removed: their
 	// capacity is going away.

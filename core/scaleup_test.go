@@ -474,6 +474,34 @@ func TestInstanceErrorBacksOffAtOnce(t *testing.T) {
 	}
 }
 
+// Failed instances count against the cluster's health; they are given up
+// even when they make the cluster unhealthy, or it would stay frozen.
+func TestFailedInstancesGivenUpInUnhealthyCluster(t *testing.T) {
+	p, nodes := cluster(
+		groupSpec{id: "base", min: 3, max: 3, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB},
+		groupSpec{id: "a", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
+	)
+	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes, 1800), pending("web", 4, 1500, test.GiB))...)
+	h.runOnce(t0)
+	if got := increases(p); !reflect.DeepEqual(got, []string{"a+4"}) {
+		t.Fatalf("IncreaseSize calls = %v, want [a+4]", got)
+	}
+	ins, _ := p.Group("a").Nodes()
+	for _, in := range ins {
+		p.Group("a").SetInstanceError(in.Id, &cloudprovider.InstanceErrorInfo{
+			ErrorClass: cloudprovider.OtherErrorClass, ErrorCode: "no-code-digitalocean", ErrorMessage: "droplet failed"})
+	}
+	// 4 failed instances against 3 nodes: over --ok-total-unready-count and
+	// --max-total-unready-percentage.
+	h.runOnce(t0.Add(time.Minute))
+	if d := p.CallsOf("DeleteNodes"); len(d) != 1 || d[0].Group != "a" || len(d[0].Nodes) != 4 {
+		t.Fatalf("DeleteNodes calls = %+v, want the 4 failed instances of a", d)
+	}
+	if ts, _ := p.Group("a").TargetSize(); ts != 0 {
+		t.Fatalf("target of a = %d, want 0", ts)
+	}
+}
+
 func TestIncreaseSizeErrorTriesNextGroup(t *testing.T) {
 	p, nodes := cluster(
 		groupSpec{id: "base", min: 1, max: 1, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},
