@@ -156,6 +156,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	planner.ControllerReplicas = a.controllerReplicas
 	actuator := scaledown.NewActuator(opts, kube, provider, recorder, scaleup.StatusConfigMapRef(opts))
 	actuator.ControllerReplicas = a.controllerReplicas
+	actuator.PDBs = a.listPDBs
 	a.scaleDown = scaledown.New(opts, provider, a.registry, planner, actuator)
 	return a, nil
 }
@@ -166,6 +167,11 @@ func stripManagedFields(obj interface{}) (interface{}, error) {
 		acc.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// listPDBs lists the PodDisruptionBudgets in the cache.
+func (a *Autoscaler) listPDBs() ([]*policyv1.PodDisruptionBudget, error) {
+	return a.pdbs.List(labels.Everything())
 }
 
 // controllerReplicas looks up a pod's controller in the caches: whether it

@@ -77,6 +77,7 @@ func (a *Autoscaler) rebuild() {
 	planner.ControllerReplicas = a.controllerReplicas
 	actuator := scaledown.NewActuator(a.opts, a.kube, a.provider, a.recorder, scaleup.StatusConfigMapRef(a.opts))
 	actuator.ControllerReplicas = a.controllerReplicas
+	actuator.PDBs = a.listPDBs
 	actuator.Async = false
 	a.scaleDown = scaledown.New(a.opts, a.provider, a.registry, planner, actuator)
 	a.lastScaleUp = t0.Add(-24 * 60 * 60 * 1e9)

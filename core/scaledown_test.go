@@ -167,6 +167,33 @@ func TestScaleDownBlockedNodes(t *testing.T) {
 // n1 and n2 each hold one pod of a PDB that allows a single disruption; both
 // pods fit on n0. Only one of the two nodes may be planned away: the other
 // is not counted as unneeded.
+// A kube-system pod covered by a PDB may be moved (--skip-nodes-with-system-pods):
+// the drain's final check sees the PDB as the plan did, and the node goes.
+func TestKubeSystemPodWithPDBIsDrained(t *testing.T) {
+	one := intstr.FromInt32(1)
+	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 2, milliCPU: 2000, mem: 4 * test.GiB})
+	dns := test.BuildScheduledPod("dns", 200, 256*test.MiB, "rs-dns", "g1-n1")
+	dns.Namespace = metav1.NamespaceSystem
+	dns.Labels = map[string]string{"k8s-app": "dns"}
+	objs := join(nodes, fill(nodes[:1], 1000), []runtime.Object{dns,
+		&policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: metav1.NamespaceSystem},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "dns"}}},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1, ExpectedPods: 1, CurrentHealthy: 1},
+		},
+	})
+	h := newHarness(t, testOptions(), p, objs...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(11 * time.Minute))
+	if !reflect.DeepEqual(h.evictions, []string{"kube-system/dns"}) {
+		t.Fatalf("evictions = %v, want kube-system/dns", h.evictions)
+	}
+	if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n1"}) {
+		t.Fatalf("DeleteNodes calls = %v, want g1-n1", d)
+	}
+}
+
 func TestUnneededNodesShareOnePDBBudget(t *testing.T) {
 	one := intstr.FromInt32(1)
 	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB})

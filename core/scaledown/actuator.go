@@ -40,6 +40,9 @@ type Actuator struct {
 	// ControllerReplicas: as Planner.ControllerReplicas, for the final check
 	// of a node's pods before it is drained.
 	ControllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
+	// PDBs lists the cluster's PodDisruptionBudgets, for the final check:
+	// a kube-system pod covered by one may be evicted.
+	PDBs func() ([]*policyv1.PodDisruptionBudget, error)
 
 	// Clock and pacing; tests shorten the intervals.
 	Clock                 func() time.Time
@@ -286,8 +289,19 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 		failed = true
 		return
 	}
-	// PDBs are left to the Eviction API, whose refusals are retried.
-	pods, blocking := drain.PodsToMove(current, nil, a.drainOptions(), start)
+	// PDBs only say which pods they cover; their budgets are left to the
+	// Eviction API, whose refusals are retried.
+	var pdbs []*policyv1.PodDisruptionBudget
+	if a.PDBs != nil {
+		if pdbs, err = a.PDBs(); err != nil {
+			a.fail(ctx, n, metrics.InternalError, fmt.Errorf("listing PodDisruptionBudgets: %w", err))
+			failed = true
+			return
+		}
+	}
+	opts := a.drainOptions()
+	opts.BudgetsLeftToEviction = true
+	pods, blocking := drain.PodsToMove(current, pdbs, opts, start)
 	if blocking != nil && blocking.Pod != nil {
 		a.fail(ctx, n, metrics.TransientError, fmt.Errorf("drain blocked: %s", describeBlocking(blocking)))
 		failed = true

@@ -50,6 +50,10 @@ type Options struct {
 	// means the controller does not exist (ControllerNotFound); replicas is
 	// its desired replica count. Without it neither check is made.
 	ControllerReplicas func(namespace string, controller metav1.OwnerReference) (replicas int32, found bool)
+	// BudgetsLeftToEviction: PDBs only say which pods they cover (for
+	// SkipNodesWithSystemPods); their disruption budgets are not checked,
+	// the Eviction API enforces them.
+	BudgetsLeftToEviction bool
 }
 
 // BlockingPodReason says why a pod prevents removal of its node.
@@ -129,6 +133,9 @@ func PodsToMove(pods []*apiv1.Pod, pdbs []*policyv1.PodDisruptionBudget, opts Op
 		}
 		covering := matchingPDBs(matchers, pod)
 		for _, i := range covering {
+			if opts.BudgetsLeftToEviction {
+				break
+			}
 			used[i]++
 			if used[i] > matchers[i].pdb.Status.DisruptionsAllowed {
 				klog.V(4).Infof("Drain: pod %s/%s is protected by PDB %s/%s (%d disruptions allowed)",
