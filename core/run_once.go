@@ -100,7 +100,6 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 	metrics.UpdateClusterSafeToAutoscale(true)
 	metrics.UpdateLastTime(metrics.ActivityAutoscaling, now)
 
-
 	// The snapshot holds real nodes except those being removed: their
 	// capacity is going away.
 	beingDeleted := a.scaleDown.Actuator.BeingDeleted()
