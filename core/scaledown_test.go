@@ -484,6 +484,28 @@ func TestEmptyNodesBulkLimit(t *testing.T) {
 	}
 }
 
+// A bulk deletion that fails part-way: the nodes the cloud did delete keep
+// their taint (nothing may be scheduled there), the others are untainted.
+func TestEmptyBulkDeleteFailingPartWay(t *testing.T) {
+	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB})
+	p.Group("g1").FailDeletesAfter(1)
+	h := newHarness(t, testOptions(), p, nodes...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(11 * time.Minute))
+	calls := p.CallsOf("DeleteNodes")
+	if len(calls) != 1 || len(calls[0].Nodes) != 3 {
+		t.Fatalf("DeleteNodes calls = %+v, want one call with 3 nodes", calls)
+	}
+	for i, name := range calls[0].Nodes {
+		if tainted := hasTaint(h.node(name), clusterstate.ToBeDeletedTaint); tainted != (i == 0) {
+			t.Errorf("node %s (#%d of the batch) tainted = %v, want %v", name, i+1, tainted, i == 0)
+		}
+	}
+	if ts, _ := p.Group("g1").TargetSize(); ts != 2 {
+		t.Errorf("target = %d, want 2", ts)
+	}
+}
+
 func TestUnreadyNodeRemovedAfterUnreadyTime(t *testing.T) {
 	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB})
 	busy := fill(nodes[:2], 1500)

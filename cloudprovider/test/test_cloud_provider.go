@@ -60,6 +60,9 @@ type NodeGroup struct {
 	// ProvisionNodes, when set, makes IncreaseSize add instances in state
 	// Creating (as DOKS does); otherwise only the target moves.
 	provision bool
+	// deleteLimit, when set, is how many nodes DeleteNodes deletes before
+	// it fails.
+	deleteLimit *int
 }
 
 // AddNodeGroup adds a group with the given bounds, current target and
@@ -287,6 +290,19 @@ func (g *NodeGroup) InjectError(method string, err error) {
 	g.errs[method] = err
 }
 
+// FailDeletesAfter makes DeleteNodes delete the first n nodes of a call and
+// then fail, as a cloud API that fails part-way through a batch; a negative
+// n clears it.
+func (g *NodeGroup) FailDeletesAfter(n int) {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	if n < 0 {
+		g.deleteLimit = nil
+		return
+	}
+	g.deleteLimit = &n
+}
+
 // SetInstanceError puts the instance with the given id in error, as a cloud
 // does when it fails to create a machine.
 func (g *NodeGroup) SetInstanceError(id string, info *cloudprovider.InstanceErrorInfo) {
@@ -379,7 +395,10 @@ func (g *NodeGroup) del(method string, nodes []*apiv1.Node, respectMin bool) err
 	if respectMin && g.target-len(nodes) < g.min {
 		return fmt.Errorf("cannot delete %d nodes: target %d would go below min %d", len(nodes), g.target, g.min)
 	}
-	for _, n := range nodes {
+	for k, n := range nodes {
+		if g.deleteLimit != nil && k == *g.deleteLimit {
+			return fmt.Errorf("deleting node %s (%d of %d): injected failure", n.Name, k+1, len(nodes))
+		}
 		idx := -1
 		for i, in := range g.instances {
 			if in.Id == n.Spec.ProviderID {

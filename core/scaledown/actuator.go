@@ -234,11 +234,23 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 			nodes[i], gnames[i] = c.Node, c.Node.Name
 		}
 		if err := a.deleteNodes(nodes); err != nil {
+			// The group may have deleted some before failing: those keep
+			// their taint, or pods would be scheduled onto a node going away.
 			failed = true
+			started := a.deletionStarted(id, nodes)
+			var gone []*Candidate
+			gnames = gnames[:0]
 			for _, c := range group {
-				a.fail(ctx, c.Node, metrics.CloudProviderError, err)
+				if started[c.Node.Name] {
+					gone = append(gone, c)
+					gnames = append(gnames, c.Node.Name)
+				} else {
+					a.fail(ctx, c.Node, metrics.CloudProviderError, err)
+				}
 			}
-			continue
+			if group = gone; len(group) == 0 {
+				continue
+			}
 		}
 		deleted += len(group)
 		for _, c := range group {
@@ -261,6 +273,37 @@ func (a *Actuator) deleteNodes(nodes []*apiv1.Node) error {
 		return fmt.Errorf("node %s belongs to no node group", nodes[0].Name)
 	}
 	return g.DeleteNodes(nodes)
+}
+
+// deletionStarted tells, after a failed DeleteNodes, which of its nodes the
+// group reports as deleting or no longer lists: their deletion went through.
+func (a *Actuator) deletionStarted(groupID string, nodes []*apiv1.Node) map[string]bool {
+	out := map[string]bool{}
+	var g cloudprovider.NodeGroup
+	for _, cand := range a.provider.NodeGroups() {
+		if cand.Id() == groupID {
+			g = cand
+		}
+	}
+	if g == nil {
+		return out
+	}
+	instances, err := g.Nodes()
+	if err != nil {
+		klog.Warningf("Scale-down: listing the instances of node group %s after a failed deletion: %v; keeping all its nodes", g.Id(), err)
+		return out
+	}
+	byID := make(map[string]cloudprovider.Instance, len(instances))
+	for _, in := range instances {
+		byID[in.Id] = in
+	}
+	for _, n := range nodes {
+		in, listed := byID[n.Spec.ProviderID]
+		if !listed || (in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting) {
+			out[n.Name] = true
+		}
+	}
+	return out
 }
 
 // Drain removes one non-empty node: taint, evict its pods through the
