@@ -184,7 +184,16 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) ([]*Candidate
 			klog.V(2).Infof("Scale-down: node %s waits: another node is being drained", c.Node.Name)
 			continue
 		}
-		size := gs.Target - s.Actuator.DeletingInGroup(c.GroupID) - picked[c.GroupID]
+		// The target was read at the start of the loop, and a removal may have
+		// finished since, leaving the in-flight count. The in-flight count is
+		// read first and the target again after it: a removal finishing in
+		// between is counted twice (a node kept), never missed.
+		deleting := s.Actuator.DeletingInGroup(c.GroupID)
+		target := gs.Target
+		if t, err := gs.Group.TargetSize(); err == nil && t < target {
+			target = t
+		}
+		size := target - deleting - picked[c.GroupID]
 		if size <= gs.Group.MinSize() {
 			klog.V(2).Infof("Scale-down: node %s unneeded but node group %s would go below its min size %d", c.Node.Name, c.GroupID, gs.Group.MinSize())
 			continue
