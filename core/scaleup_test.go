@@ -210,9 +210,12 @@ func TestPendingPodFilters(t *testing.T) {
 	expendable.Spec.Priority = &prio
 	young := test.BuildPendingPod("young", 500, test.GiB, "")
 	young.CreationTimestamp = metav1.NewTime(t0.Add(-30 * time.Second))
-	annotated := test.BuildPendingPod("annotated", 500, test.GiB, "")
-	annotated.CreationTimestamp = metav1.NewTime(t0.Add(-30 * time.Second))
-	annotated.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/pod-scale-up-delay": "10s"}
+	annotated := func(age time.Duration, delay string) *apiv1.Pod {
+		p := test.BuildPendingPod("annotated", 500, test.GiB, "")
+		p.CreationTimestamp = metav1.NewTime(t0.Add(-age))
+		p.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/pod-scale-up-delay": delay}
+		return p
+	}
 	cases := []struct {
 		name string
 		pod  *apiv1.Pod
@@ -220,7 +223,10 @@ func TestPendingPodFilters(t *testing.T) {
 	}{
 		{name: "expendable ignored", pod: expendable, want: 0},
 		{name: "younger than delay", pod: young, want: 0},
-		{name: "annotation shortens delay", pod: annotated, want: 1},
+		// The annotation lengthens the delay; it cannot shorten it.
+		{name: "annotation cannot shorten the delay", pod: annotated(30*time.Second, "10s"), want: 0},
+		{name: "older than the delay, younger than the annotation", pod: annotated(2*time.Minute, "5m"), want: 0},
+		{name: "older than the annotation", pod: annotated(6*time.Minute, "5m"), want: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

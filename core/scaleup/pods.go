@@ -103,8 +103,9 @@ func podPriority(p *apiv1.Pod) int32 {
 	return *p.Spec.Priority
 }
 
-// scaleUpDelay: the pod's own annotation when valid, the global delay
-// otherwise.
+// scaleUpDelay: the pod's own annotation when valid and not shorter than the
+// global delay (as upstream, a pod may ask to wait longer, not to skip the
+// cluster's delay), the global delay otherwise.
 func scaleUpDelay(p *apiv1.Pod, global time.Duration) time.Duration {
 	v, ok := p.Annotations[PodScaleUpDelayAnnotation]
 	if !ok {
@@ -113,6 +114,10 @@ func scaleUpDelay(p *apiv1.Pod, global time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
 		klog.Warningf("Pod %s/%s: ignoring invalid %s=%q; using %s", p.Namespace, p.Name, PodScaleUpDelayAnnotation, v, global)
+		return global
+	}
+	if d < global {
+		klog.V(2).Infof("Pod %s/%s: %s=%s is shorter than --new-pod-scale-up-delay; using %s", p.Namespace, p.Name, PodScaleUpDelayAnnotation, d, global)
 		return global
 	}
 	return d

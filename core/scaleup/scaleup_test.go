@@ -19,6 +19,10 @@ func TestFilterPendingPods(t *testing.T) {
 	young.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
 	annotated := test.BuildPendingPod("annotated", 100, test.MiB, "rs")
 	annotated.Annotations = map[string]string{PodScaleUpDelayAnnotation: "2h"}
+	// An annotation may lengthen the delay, not shorten it below the flag.
+	shorter := test.BuildPendingPod("shorter", 100, test.MiB, "rs")
+	shorter.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
+	shorter.Annotations = map[string]string{PodScaleUpDelayAnnotation: "1s"}
 	badAnnotation := test.BuildPendingPod("bad-annotation", 100, test.MiB, "rs")
 	badAnnotation.Annotations = map[string]string{PodScaleUpDelayAnnotation: "soon"}
 	expendable := test.BuildPendingPod("expendable", 100, test.MiB, "rs")
@@ -33,7 +37,7 @@ func TestFilterPendingPods(t *testing.T) {
 
 	opts := config.Defaults()
 	opts.NewPodScaleUpDelay = 30 * time.Second
-	got := FilterPendingPods([]*apiv1.Pod{young, annotated, badAnnotation, expendable, important, scheduled, noCondition, deleting, plain}, opts, now)
+	got := FilterPendingPods([]*apiv1.Pod{young, annotated, shorter, badAnnotation, expendable, important, scheduled, noCondition, deleting, plain}, opts, now)
 	var names []string
 	for _, p := range got.Eligible {
 		names = append(names, p.Name)
@@ -47,8 +51,8 @@ func TestFilterPendingPods(t *testing.T) {
 			t.Fatalf("eligible = %v, want %v", names, want)
 		}
 	}
-	if got.TooYoung != 2 || got.Expendable != 1 || got.SchedulerUnprocessed != 1 {
-		t.Fatalf("tooYoung=%d expendable=%d schedulerUnprocessed=%d, want 2, 1 and 1 (no-condition)", got.TooYoung, got.Expendable, got.SchedulerUnprocessed)
+	if got.TooYoung != 3 || got.Expendable != 1 || got.SchedulerUnprocessed != 1 {
+		t.Fatalf("tooYoung=%d expendable=%d schedulerUnprocessed=%d, want 3, 1 and 1 (no-condition)", got.TooYoung, got.Expendable, got.SchedulerUnprocessed)
 	}
 }
 
