@@ -48,6 +48,8 @@ type manager struct {
 	sizeByInstance map[string]string
 	// templates by pool ID.
 	templates map[string]*templateEntry
+	// counters by pool ID, kept across Refreshes (see poolCounter).
+	counters map[string]*poolCounter
 	// notes are the selection notes last logged, by pool ID, so a warning
 	// about a pool is logged when it changes rather than every Refresh.
 	notes     map[string]string
@@ -79,6 +81,7 @@ func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) 
 		groupByNodeID:   map[string]*NodeGroup{},
 		sizeByInstance:  map[string]string{},
 		templates:       map[string]*templateEntry{},
+		counters:        map[string]*poolCounter{},
 		notes:           map[string]string{},
 	}
 }
@@ -132,6 +135,14 @@ func poolSpec(p *godo.KubernetesNodePool) string {
 // pools fails the Refresh and leaves the previous state in place.
 func (m *manager) Refresh(ctx context.Context) error {
 	start := m.o.now()
+	// The counters' versions from before the listing: a count change that
+	// lands after them is newer than what the listing says.
+	m.mu.RLock()
+	gens := make(map[string]uint64, len(m.counters))
+	for id, c := range m.counters {
+		gens[id], _ = c.load()
+	}
+	m.mu.RUnlock()
 	pools, err := m.client.listNodePools(ctx)
 	if err != nil {
 		return fmt.Errorf("listing node pools of cluster %s: %w", m.client.clusterID, err)
@@ -171,7 +182,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 			}
 		}
 		templates[p.ID] = entry
-		g := newNodeGroup(m, p, v.minSize, v.maxSize, entry)
+		g := newNodeGroup(m, p, v.minSize, v.maxSize, entry, m.counter(p.ID), gens[p.ID])
 		groups = append(groups, g)
 		for _, n := range p.Nodes {
 			if n == nil {
@@ -192,6 +203,11 @@ func (m *manager) Refresh(ctx context.Context) error {
 	m.refreshCluster(ctx, now)
 
 	m.mu.Lock()
+	for id := range m.counters {
+		if templates[id] == nil {
+			delete(m.counters, id) // the pool is gone or no longer a node group
+		}
+	}
 	m.groups, m.groupByInstance, m.groupByNodeID, m.sizeByInstance, m.templates = groups, byInstance, byNodeID, sizes, templates
 	m.notes = notes
 	m.refreshed = true
@@ -205,6 +221,18 @@ func (m *manager) Refresh(ctx context.Context) error {
 			len(pools), len(groups), m.selection, fetched, failed, m.o.now().Sub(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// counter returns the pool's counter, made on first use.
+func (m *manager) counter(poolID string) *poolCounter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.counters[poolID]
+	if c == nil {
+		c = &poolCounter{}
+		m.counters[poolID] = c
+	}
+	return c
 }
 
 // logVerdict logs a pool's selection note. Warnings and new node groups

@@ -39,14 +39,64 @@ type NodeGroup struct {
 	// mu guards pool: the core may delete nodes of one group in parallel.
 	mu   sync.Mutex
 	pool *godo.KubernetesNodePool
+	// counter is shared with the pool's groups of other Refreshes; gen is
+	// its version when the pool listing behind this group was taken.
+	counter *poolCounter
+	gen     uint64
 }
 
 var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
 
+// poolCounter outlives the NodeGroup each Refresh makes for a pool. A
+// deletion started on one Refresh's group may still run when the next
+// Refresh's group scales the pool up: the counter serializes the calls that
+// change the count, and keeps the count the last one left, so that a group
+// built from an older listing never sends a count computed from it.
+type poolCounter struct {
+	// op is held across a call that changes the count.
+	op sync.Mutex
+	// mu guards version (one more for each change) and count.
+	mu      sync.Mutex
+	version uint64
+	count   int
+}
+
+func (c *poolCounter) load() (uint64, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version, c.count
+}
+
+// store records a count DOKS confirmed and returns the new version.
+func (c *poolCounter) store(count int) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.version++
+	c.count = count
+	return c.version
+}
+
 // newNodeGroup makes a group of pool p with the bounds its selection gave
-// (min_nodes/max_nodes, or the pool's tags).
-func newNodeGroup(m *manager, p *godo.KubernetesNodePool, minSize, maxSize int, t *templateEntry) *NodeGroup {
-	return &NodeGroup{m: m, id: p.ID, name: p.Name, minSize: minSize, maxSize: maxSize, template: t, pool: copyPool(p)}
+// (min_nodes/max_nodes, or the pool's tags); gen is the counter's version
+// from before p was listed.
+func newNodeGroup(m *manager, p *godo.KubernetesNodePool, minSize, maxSize int, t *templateEntry, counter *poolCounter, gen uint64) *NodeGroup {
+	return &NodeGroup{m: m, id: p.ID, name: p.Name, minSize: minSize, maxSize: maxSize, template: t, pool: copyPool(p),
+		counter: counter, gen: gen}
+}
+
+// syncCountLocked takes the count a later change left, when there was one.
+func (g *NodeGroup) syncCountLocked() {
+	if v, n := g.counter.load(); v > g.gen {
+		g.pool.Count, g.gen = n, v
+	}
+}
+
+// lockForChange serializes a count change with the pool's other groups.
+func (g *NodeGroup) lockForChange() (unlock func()) {
+	g.counter.op.Lock()
+	g.mu.Lock()
+	g.syncCountLocked()
+	return func() { g.mu.Unlock(); g.counter.op.Unlock() }
 }
 
 func copyPool(p *godo.KubernetesNodePool) *godo.KubernetesNodePool {
@@ -84,6 +134,7 @@ func (g *NodeGroup) MaxSize() int { return g.maxSize }
 func (g *NodeGroup) TargetSize() (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.syncCountLocked()
 	return g.pool.Count, nil
 }
 
@@ -92,8 +143,7 @@ func (g *NodeGroup) IncreaseSize(delta int) error {
 	if delta <= 0 {
 		return fmt.Errorf("node pool %s: size increase must be positive, got %d", g.name, delta)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.lockForChange()()
 	target := g.pool.Count + delta
 	if target > g.maxSize {
 		return fmt.Errorf("node pool %s: size increase too large: desired %d, max %d (current %d)", g.name, target, g.maxSize, g.pool.Count)
@@ -113,6 +163,7 @@ func (g *NodeGroup) setCountLocked(target int, what string) error {
 		return fmt.Errorf("node pool %s: asked for count %d but DigitalOcean answered %d", g.name, target, updated.Count)
 	}
 	g.pool.Count = target
+	g.gen = g.counter.store(target)
 	if updated.Nodes != nil {
 		// The answer lists the new (or leaving) nodes: Nodes() shows them
 		// before the next Refresh.
@@ -144,8 +195,7 @@ func (g *NodeGroup) DecreaseTargetSize(delta int) error {
 	if delta >= 0 {
 		return fmt.Errorf("node pool %s: size decrease must be negative, got %d", g.name, delta)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.lockForChange()()
 	target := g.pool.Count + delta
 	if target < g.minSize {
 		return fmt.Errorf("node pool %s: size decrease too large: desired %d, min %d (current %d)", g.name, target, g.minSize, g.pool.Count)
@@ -193,8 +243,7 @@ func (g *NodeGroup) findNodeLocked(node *apiv1.Node) (*godo.KubernetesNode, erro
 // Every node is checked before the first call; the cached count follows
 // each successful deletion, so a failure part-way leaves it right.
 func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.lockForChange()()
 	var targets []*godo.KubernetesNode
 	seen := map[string]bool{}
 	for _, node := range nodes {
@@ -224,6 +273,7 @@ func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
 			return fmt.Errorf("node pool %s: deleting node %s (%d of %d): %w", g.name, n.Name, i+1, len(targets), err)
 		}
 		g.pool.Count--
+		g.gen = g.counter.store(g.pool.Count)
 		n.Status = &godo.KubernetesNodeStatus{State: "deleting"}
 	}
 	return nil

@@ -313,6 +313,38 @@ func TestDecreaseTargetSize(t *testing.T) {
 	}
 }
 
+// Each Refresh makes new group objects. A deletion on the previous
+// Refresh's group must not leave this one scaling up from a count it no
+// longer has: the update sends 4 + 1, not the listed 5 + 1.
+func TestCountChangesSeenAcrossRefreshes(t *testing.T) {
+	e := newEnv(t, doks.Options{})
+	p := e.pool(autoscaled("a", 5, 0, 10))
+	e.refresh()
+	older := e.group(p.ID)
+	e.refresh()
+	newer := e.group(p.ID)
+	if older == newer {
+		t.Fatal("the test needs two group objects of the pool")
+	}
+	if err := older.DeleteNodes([]*apiv1.Node{kubeNode(p.Nodes[0])}); err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ := newer.TargetSize(); ts != 4 {
+		t.Errorf("the newer group's target = %d, want 4", ts)
+	}
+	if err := newer.IncreaseSize(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.simPool(p.ID).Count; got != 5 {
+		t.Errorf("pool count = %d after deleting one of 5 and adding one, want 5", got)
+	}
+	// A Refresh brings the groups back in line with DOKS.
+	e.refresh()
+	if ts, _ := e.group(p.ID).TargetSize(); ts != 5 {
+		t.Errorf("target after Refresh = %d, want 5", ts)
+	}
+}
+
 func TestDeleteNodes(t *testing.T) {
 	e := newEnv(t, doks.Options{DeleteDelay: -1})
 	p := e.pool(autoscaled("a", 4, 2, 5))
