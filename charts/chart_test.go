@@ -365,6 +365,20 @@ func overrideValues() map[string]interface{} {
 	})
 }
 
+// A threshold of 0 (keep every node that has any request) is passed, not
+// taken for "unset".
+func TestChartPassesZeroThreshold(t *testing.T) {
+	b, _, _, _ := renderBundle(t, release{name: "ca", namespace: "kube-system",
+		values: withClusterID(map[string]interface{}{"scaleDownUtilizationThreshold": 0})})
+	found := false
+	for _, a := range b.Container().Args {
+		found = found || a == "--scale-down-utilization-threshold=0"
+	}
+	if !found {
+		t.Errorf("args %v lack --scale-down-utilization-threshold=0", b.Container().Args)
+	}
+}
+
 func TestChartOverrides(t *testing.T) {
 	values := overrideValues()
 	b, typed, crds, _ := renderBundle(t, release{name: "ca", namespace: "autoscaler", values: values})
