@@ -225,6 +225,13 @@ func validate(o AutoscalingOptions) error {
 	if o.LeaderElectRenewDeadline >= o.LeaderElectLeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%v) must be shorter than --leader-elect-lease-duration (%v)", o.LeaderElectRenewDeadline, o.LeaderElectLeaseDuration)
 	}
+	// client-go's leader election panics otherwise: the retries, with their
+	// jitter (its JitterFactor, 1.2), must fit in the renew deadline.
+	const leaderElectionJitter = 1.2
+	if float64(o.LeaderElectRenewDeadline) <= leaderElectionJitter*float64(o.LeaderElectRetryPeriod) {
+		return fmt.Errorf("--leader-elect-renew-deadline (%v) must be longer than %.1f × --leader-elect-retry-period (%v)",
+			o.LeaderElectRenewDeadline, leaderElectionJitter, o.LeaderElectRetryPeriod)
+	}
 	if o.Namespace == "" {
 		return fmt.Errorf("--namespace must not be empty")
 	}

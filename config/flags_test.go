@@ -127,6 +127,8 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--max-total-unready-percentage=101"}, "--max-total-unready-percentage"},
 		{[]string{"--pending-pods-batch-idle=20s"}, "--pending-pods-batch-idle"},
 		{[]string{"--leader-elect-renew-deadline=20s"}, "--leader-elect-renew-deadline"},
+		{[]string{"--leader-elect-retry-period=10s"}, "--leader-elect-retry-period"},
+		{[]string{"--leader-elect-renew-deadline=2s"}, "--leader-elect-retry-period (2s)"},
 		{[]string{"--namespace="}, "--namespace"},
 		{[]string{"--cloud-config="}, "--cloud-config is required"},
 		{[]string{"--startup-taint=bad key"}, "--startup-taint"},
