@@ -15,6 +15,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
 // RunOnce is one iteration at time now.
@@ -101,8 +102,10 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 	metrics.UpdateLastTime(metrics.ActivityAutoscaling, now)
 
 	// The snapshot holds real nodes except those being removed: their
-	// capacity is going away.
+	// capacity is going away; and their pods except expendable ones, which
+	// neither keep a node nor take room a pending pod could preempt.
 	beingDeleted := a.scaleDown.Actuator.BeingDeleted()
+	placed := withoutExpendable(pods, a.opts.ExpendablePodsPriorityCutoff)
 	live := make([]*apiv1.Node, 0, len(nodes))
 	for _, n := range nodes {
 		if !beingDeleted[n.Name] && !clusterstate.HasToBeDeletedTaint(n) {
@@ -117,7 +120,7 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 	defer a.sync.end()
 	snapshot := func() (*simulator.ClusterSnapshot, error) {
 		if !snapshotBuilt {
-			if err := a.sync.begin(live, pods); err != nil {
+			if err := a.sync.begin(live, placed); err != nil {
 				a.sync.invalidate()
 				metrics.RegisterError(metrics.InternalError)
 				return nil, fmt.Errorf("building cluster snapshot: %w", err)
@@ -145,7 +148,7 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 		return nil
 	}
 	res, err := a.scaleDown.RunOnce(a.ctx, scaledown.PlannerInput{
-		Snapshot: snapshot, PodsByNode: podsByNode(pods), Nodes: nodes, PDBs: pdbs, BeingDeleted: beingDeleted, Now: now,
+		Snapshot: snapshot, PodsByNode: podsByNode(placed), Nodes: nodes, PDBs: pdbs, BeingDeleted: beingDeleted, Now: now,
 	}, a.lastScaleUp)
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
@@ -233,6 +236,17 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 }
 
 // podsByNode groups bound pods by node name.
+// withoutExpendable drops the bound pods below the priority cutoff.
+func withoutExpendable(pods []*apiv1.Pod, cutoff int) []*apiv1.Pod {
+	out := make([]*apiv1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || !drain.Expendable(p, cutoff) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func podsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
 	out := map[string][]*apiv1.Pod{}
 	for _, p := range pods {

@@ -194,6 +194,32 @@ func TestKubeSystemPodWithPDBIsDrained(t *testing.T) {
 	}
 }
 
+// A pod below --expendable-pods-priority-cutoff does not keep its node: the
+// node counts as empty and goes, the pod with it.
+func TestExpendablePodDoesNotKeepNode(t *testing.T) {
+	cases := []struct {
+		name     string
+		priority int32
+		want     []string
+	}{
+		{name: "below the cutoff", priority: -100, want: []string{"g1:g1-n1"}},
+		{name: "at the default priority: a bare pod blocks", priority: 0, want: nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 2, milliCPU: 2000, mem: 4 * test.GiB})
+			batch := test.BuildScheduledPod("batch", 1500, test.GiB, "", "g1-n1")
+			batch.Spec.Priority = ptr.To(tc.priority)
+			h := newHarness(t, testOptions(), p, join(nodes, fill(nodes[:1], 1500), []runtime.Object{batch})...)
+			h.runOnce(t0)
+			h.runOnce(t0.Add(11 * time.Minute))
+			if d := deletions(p); !reflect.DeepEqual(d, tc.want) {
+				t.Fatalf("DeleteNodes calls = %v, want %v", d, tc.want)
+			}
+		})
+	}
+}
+
 func TestUnneededNodesShareOnePDBBudget(t *testing.T) {
 	one := intstr.FromInt32(1)
 	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB})

@@ -214,7 +214,13 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 			failed = true
 			continue
 		}
-		if toMove, blocking := drain.PodsToMove(pods, nil, drain.Options{}, a.Clock()); len(toMove) > 0 || blocking != nil {
+		var kept []*apiv1.Pod // expendable pods go with the node
+		for _, p := range pods {
+			if !drain.Expendable(p, a.opts.ExpendablePodsPriorityCutoff) {
+				kept = append(kept, p)
+			}
+		}
+		if toMove, blocking := drain.PodsToMove(kept, nil, drain.Options{}, a.Clock()); len(toMove) > 0 || blocking != nil {
 			klog.Infof("Scale-down: node %s is no longer empty (%s); not removing it", c.Node.Name, arrivedPods(toMove, blocking))
 			if _, err := RemoveAutoscalerTaints(ctx, a.kube, c.Node.Name); err != nil {
 				klog.Errorf("Scale-down: %v", err)

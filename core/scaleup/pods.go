@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
 // PodScaleUpDelayAnnotation overrides --new-pod-scale-up-delay for one pod.
@@ -58,7 +59,7 @@ func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now ti
 			}
 			continue
 		}
-		if podPriority(p) < int32(opts.ExpendablePodsPriorityCutoff) {
+		if drain.Expendable(p, opts.ExpendablePodsPriorityCutoff) {
 			out.Expendable++
 			continue
 		}
@@ -94,13 +95,6 @@ func isUnprocessed(p *apiv1.Pod) bool {
 		}
 	}
 	return true
-}
-
-func podPriority(p *apiv1.Pod) int32 {
-	if p.Spec.Priority == nil {
-		return 0
-	}
-	return *p.Spec.Priority
 }
 
 // scaleUpDelay: the pod's own annotation when valid and not shorter than the

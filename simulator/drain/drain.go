@@ -112,6 +112,17 @@ var replicatedKinds = map[string]bool{
 	"Deployment":            true,
 }
 
+// Expendable reports whether a pod's priority is below cutoff
+// (--expendable-pods-priority-cutoff): such a pod neither causes a scale-up
+// nor keeps a node; it goes with its node.
+func Expendable(p *apiv1.Pod, cutoff int) bool {
+	prio := int32(0)
+	if p.Spec.Priority != nil {
+		prio = *p.Spec.Priority
+	}
+	return prio < int32(cutoff)
+}
+
 // PodsToMove returns the pods that must be evicted to empty the node, or the
 // first pod that blocks its removal and why. DaemonSet pods, mirror pods,
 // completed pods and pods terminating for longer than their grace period
