@@ -43,6 +43,10 @@ import (
 // apiTimeout bounds the autoscaler's own Kubernetes writes (status, taints).
 const apiTimeout = 30 * time.Second
 
+// exitWait bounds the wait for node removals at exit, inside the pod's
+// default 30 s termination grace period.
+const exitWait = 20 * time.Second
+
 // Autoscaler is the autoscaling loop.
 type Autoscaler struct {
 	opts     config.AutoscalingOptions
@@ -286,6 +290,16 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 // ExitCleanUp deletes the status ConfigMap (when written) and calls
 // provider.Cleanup.
 func (a *Autoscaler) ExitCleanUp() {
+	// Removals in flight finish (a DigitalOcean deletion) or give their node
+	// back before the Lease is released: the next leader clears leftover
+	// taints at start-up, and must not clear one from a node being deleted.
+	done := make(chan struct{})
+	go func() { a.scaleDown.Actuator.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(exitWait):
+		klog.Warningf("Exit: node removals still running after %s; leaving them", exitWait)
+	}
 	if a.opts.WriteStatusConfigMap && a.statusWritten {
 		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 		if err := utils.DeleteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName); err != nil {

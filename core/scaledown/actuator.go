@@ -172,7 +172,11 @@ func (a *Actuator) gpuLabels(n *apiv1.Node) (string, string) {
 func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err error) {
 	klog.Errorf("Scale-down: removing node %s failed: %v; keeping it", n.Name, err)
 	metrics.RegisterError(errType)
-	if _, uerr := RemoveAutoscalerTaints(ctx, a.kube, n.Name); uerr != nil {
+	// Not cancelled with ctx: a removal cut short by shutdown still gives
+	// its node back.
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, uerr := RemoveAutoscalerTaints(uctx, a.kube, n.Name); uerr != nil {
 		klog.Errorf("Scale-down: %v", uerr)
 	}
 	a.recorder.Eventf(n, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to remove node: %v", err)
