@@ -124,7 +124,18 @@ func newAPIClient(cfg *providerConfig, o clientOptions) (*apiClient, error) {
 	}
 	// oauth2.Transport asks the source for a token on every request; no
 	// ReuseTokenSource in between, so a rotated token file is seen at once.
-	hc := &http.Client{Transport: &oauth2.Transport{Source: cfg.tokenSource, Base: base}}
+	hc := &http.Client{Transport: &oauth2.Transport{Source: cfg.tokenSource, Base: base},
+		// The token is added below net/http's redirect handling, which
+		// therefore cannot strip it: never follow a redirect to another host.
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if req.URL.Host != via[0].URL.Host {
+				return fmt.Errorf("refusing a redirect from %s to another host, %s", via[0].URL.Host, req.URL.Host)
+			}
+			if len(via) >= 10 {
+				return fmt.Errorf("stopped after %d redirects", len(via))
+			}
+			return nil
+		}}
 	opts := []godo.ClientOpt{godo.SetUserAgent(userAgent())}
 	if cfg.baseURL != "" {
 		opts = append(opts, godo.SetBaseURL(cfg.baseURL))

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -928,5 +930,27 @@ func TestPricingFirstFetchFailure(t *testing.T) {
 	}
 	if n := e.sim.RequestCount(doks.OpListSizes); n != 2 {
 		t.Errorf("Sizes API asked %d times, want 2", n)
+	}
+}
+
+// A redirect to another host is not followed: the token would go with it.
+func TestRedirectToAnotherHostRefused(t *testing.T) {
+	e := newEnv(t, doks.Options{})
+	e.pool(autoscaled("a", 1, 0, 3))
+	var leaked atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Add(1)
+	}))
+	defer elsewhere.Close()
+	e.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusFound)
+		return true
+	})
+	err := e.p.Refresh()
+	if err == nil || !strings.Contains(err.Error(), "refusing a redirect") {
+		t.Fatalf("Refresh error = %v, want the redirect refused", err)
+	}
+	if n := leaked.Load(); n != 0 {
+		t.Fatalf("the other host got %d request(s)", n)
 	}
 }

@@ -26,13 +26,15 @@ type fileTokenSource struct {
 
 func newFileTokenSource(path string) (*fileTokenSource, error) {
 	s := &fileTokenSource{path: path}
-	token, err := readTokenFile(path)
-	if err != nil {
-		return nil, err
-	}
+	// Stat first: a rotation between the two leaves the newer file's stat
+	// with the older token, which the next Token call would never replace.
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read token file: %w", err)
+	}
+	token, err := readTokenFile(path)
+	if err != nil {
+		return nil, err
 	}
 	s.token, s.info = token, info
 	return s, nil
