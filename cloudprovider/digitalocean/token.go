@@ -28,13 +28,13 @@ func newFileTokenSource(path string) (*fileTokenSource, error) {
 	s := &fileTokenSource{path: path}
 	// Stat first: a rotation between the two leaves the newer file's stat
 	// with the older token, which the next Token call would never replace.
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("failed to read token file: %w", err)
-	}
+	info, statErr := os.Stat(path)
 	token, err := readTokenFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if statErr != nil {
+		return nil, fmt.Errorf("failed to read token file: %w", statErr)
 	}
 	s.token, s.info = token, info
 	return s, nil
