@@ -220,6 +220,23 @@ func TestExpendablePodDoesNotKeepNode(t *testing.T) {
 	}
 }
 
+// Beside a pod to move, a bare expendable pod neither blocks the drain nor
+// is evicted: the node is drained of the other pod and goes.
+func TestExpendablePodDoesNotBlockDrain(t *testing.T) {
+	p, objs, _ := scaleDownFixture(1)
+	batch := test.BuildScheduledPod("batch", 100, test.MiB, "", "g1-n1")
+	batch.Spec.Priority = ptr.To[int32](-100)
+	h := newHarness(t, testOptions(), p, append(objs, batch)...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(10*time.Minute + time.Second))
+	if !reflect.DeepEqual(h.evictions, []string{"default/light"}) {
+		t.Fatalf("evictions = %v, want only default/light", h.evictions)
+	}
+	if d := deletions(p); len(d) != 2 {
+		t.Fatalf("DeleteNodes calls = %v, want g1-n1 drained and g1-n2 (empty) removed", d)
+	}
+}
+
 func TestUnneededNodesShareOnePDBBudget(t *testing.T) {
 	one := intstr.FromInt32(1)
 	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB})

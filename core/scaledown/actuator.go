@@ -218,13 +218,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 			failed = true
 			continue
 		}
-		var kept []*apiv1.Pod // expendable pods go with the node
-		for _, p := range pods {
-			if !drain.Expendable(p, a.opts.ExpendablePodsPriorityCutoff) {
-				kept = append(kept, p)
-			}
-		}
-		if toMove, blocking := drain.PodsToMove(kept, nil, drain.Options{}, a.Clock()); len(toMove) > 0 || blocking != nil {
+		if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.Clock()); len(toMove) > 0 || blocking != nil {
 			klog.Infof("Scale-down: node %s is no longer empty (%s); not removing it", c.Node.Name, arrivedPods(toMove, blocking))
 			if _, err := RemoveAutoscalerTaints(ctx, a.kube, c.Node.Name); err != nil {
 				klog.Errorf("Scale-down: %v", err)
@@ -354,7 +348,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	}
 	opts := a.drainOptions()
 	opts.BudgetsLeftToEviction = true
-	pods, blocking := drain.PodsToMove(current, pdbs, opts, start)
+	pods, blocking := drain.PodsToMove(a.withoutExpendable(current), pdbs, opts, start)
 	if blocking != nil && blocking.Pod != nil {
 		a.fail(ctx, n, metrics.TransientError, fmt.Errorf("drain blocked: %s", describeBlocking(blocking)))
 		failed = true
@@ -470,6 +464,18 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 		case <-time.After(a.EvictionRetryInterval):
 		}
 	}
+}
+
+// withoutExpendable drops the pods below --expendable-pods-priority-cutoff:
+// the plan did not count them, and they go with the node.
+func (a *Actuator) withoutExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
+	out := make([]*apiv1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if !drain.Expendable(p, a.opts.ExpendablePodsPriorityCutoff) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // podsOnNode lists the pods bound to a node, from the API server.
