@@ -237,11 +237,10 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 		for i, c := range group {
 			nodes[i], gnames[i] = c.Node, c.Node.Name
 		}
-		if err := a.deleteNodes(nodes); err != nil {
+		if started, err := a.deleteNodes(nodes); err != nil {
 			// The group may have deleted some before failing: those keep
 			// their taint, or pods would be scheduled onto a node going away.
 			failed = true
-			started := a.deletionStarted(id, nodes)
 			var gone []*Candidate
 			gnames = gnames[:0]
 			for _, c := range group {
@@ -268,46 +267,45 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 }
 
 // deleteNodes asks the nodes' group to delete them (all from one group).
-func (a *Actuator) deleteNodes(nodes []*apiv1.Node) error {
+// When DeleteNodes fails, deleted names the nodes the group deleted before
+// failing: those it lists as deleting, or no longer lists though it did
+// before the call. The same group object is asked before and after.
+func (a *Actuator) deleteNodes(nodes []*apiv1.Node) (deleted map[string]bool, err error) {
 	g, err := a.provider.NodeGroupForNode(nodes[0])
 	if err != nil {
-		return fmt.Errorf("node group of %s: %w", nodes[0].Name, err)
+		return nil, fmt.Errorf("node group of %s: %w", nodes[0].Name, err)
 	}
 	if g == nil {
-		return fmt.Errorf("node %s belongs to no node group", nodes[0].Name)
+		return nil, fmt.Errorf("node %s belongs to no node group", nodes[0].Name)
 	}
-	return g.DeleteNodes(nodes)
-}
-
-// deletionStarted tells, after a failed DeleteNodes, which of its nodes the
-// group reports as deleting or no longer lists: their deletion went through.
-func (a *Actuator) deletionStarted(groupID string, nodes []*apiv1.Node) map[string]bool {
-	out := map[string]bool{}
-	var g cloudprovider.NodeGroup
-	for _, cand := range a.provider.NodeGroups() {
-		if cand.Id() == groupID {
-			g = cand
+	before, _ := g.Nodes() // nil on error: then only "deleting" counts
+	err = g.DeleteNodes(nodes)
+	if err == nil {
+		return nil, nil
+	}
+	after, lerr := g.Nodes()
+	if lerr != nil {
+		klog.Warningf("Scale-down: listing the instances of node group %s after a failed deletion: %v; keeping all its nodes", g.Id(), lerr)
+		return nil, err
+	}
+	state := func(ins []cloudprovider.Instance) map[string]*cloudprovider.InstanceStatus {
+		m := make(map[string]*cloudprovider.InstanceStatus, len(ins))
+		for _, in := range ins {
+			m[in.Id] = in.Status
 		}
+		return m
 	}
-	if g == nil {
-		return out
-	}
-	instances, err := g.Nodes()
-	if err != nil {
-		klog.Warningf("Scale-down: listing the instances of node group %s after a failed deletion: %v; keeping all its nodes", g.Id(), err)
-		return out
-	}
-	byID := make(map[string]cloudprovider.Instance, len(instances))
-	for _, in := range instances {
-		byID[in.Id] = in
-	}
+	was, now := state(before), state(after)
+	deleted = map[string]bool{}
 	for _, n := range nodes {
-		in, listed := byID[n.Spec.ProviderID]
-		if !listed || (in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting) {
-			out[n.Name] = true
+		id := n.Spec.ProviderID
+		_, listedBefore := was[id]
+		st, listed := now[id]
+		if (listedBefore && !listed) || (listed && st != nil && st.State == cloudprovider.InstanceDeleting) {
+			deleted[n.Name] = true
 		}
 	}
-	return out
+	return deleted, err
 }
 
 // Drain removes one non-empty node: taint, evict its pods through the
@@ -362,7 +360,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 		failed = true
 		return
 	}
-	if err := a.deleteNodes([]*apiv1.Node{n}); err != nil {
+	if started, err := a.deleteNodes([]*apiv1.Node{n}); err != nil && !started[n.Name] {
 		a.fail(ctx, n, metrics.CloudProviderError, fmt.Errorf("deleting node: %w", err))
 		failed = true
 		return
