@@ -43,9 +43,13 @@ import (
 // apiTimeout bounds the autoscaler's own Kubernetes writes (status, taints).
 const apiTimeout = 30 * time.Second
 
-// exitWait bounds the wait for node removals at exit, inside the pod's
-// default 30 s termination grace period.
-const exitWait = 20 * time.Second
+// exitWait bounds the wait for node removals at exit and exitAPITimeout the
+// status ConfigMap's deletion: together inside the pod's default 30 s
+// termination grace period, so the Lease is released before SIGKILL.
+const (
+	exitWait       = 20 * time.Second
+	exitAPITimeout = 5 * time.Second
+)
 
 // Autoscaler is the autoscaling loop.
 type Autoscaler struct {
@@ -301,7 +305,7 @@ func (a *Autoscaler) ExitCleanUp() {
 		klog.Warningf("Exit: node removals still running after %s; leaving them", exitWait)
 	}
 	if a.opts.WriteStatusConfigMap && a.statusWritten {
-		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), exitAPITimeout)
 		if err := utils.DeleteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName); err != nil {
 			klog.Errorf("Exit: deleting status ConfigMap: %v", err)
 		}
