@@ -361,7 +361,7 @@ func (r *Registry) updateRequests(now time.Time) {
 			delete(r.requests, id)
 			continue
 		}
-		if gs.UpcomingUnregistered == 0 && r.notGivenUp(id, gs.errored) == 0 && r.notGivenUp(id, gs.longUnreg) == 0 {
+		if gs.UpcomingUnregistered == 0 && len(r.notGivenUp(id, gs.errored)) == 0 && len(r.notGivenUp(id, gs.longUnreg)) == 0 {
 			klog.V(2).Infof("Scale-up of node group %s by %d completed after %s", id, req.Increase, now.Sub(req.Time).Round(time.Second))
 			delete(r.requests, id)
 			if !req.failed {
@@ -371,15 +371,15 @@ func (r *Registry) updateRequests(now time.Time) {
 	}
 }
 
-// notGivenUp counts the instances of a group not given up yet.
-func (r *Registry) notGivenUp(groupID string, ins []cloudprovider.Instance) int {
-	n := 0
+// notGivenUp returns the instances of a group not given up yet.
+func (r *Registry) notGivenUp(groupID string, ins []cloudprovider.Instance) []cloudprovider.Instance {
+	var out []cloudprovider.Instance
 	for _, in := range ins {
 		if u := r.unregistered[instanceKey(groupID, in.Id)]; u != nil && u.gaveUp.IsZero() {
-			n++
+			out = append(out, in)
 		}
 	}
-	return n
+	return out
 }
 
 // IsClusterHealthy reports whether few enough nodes are unready to scale.
@@ -541,15 +541,7 @@ func (r *Registry) FixNodeGroupSizes(now time.Time) ([]GiveUp, error) {
 func (r *Registry) fixGroup(gs *groupState, now time.Time) (*GiveUp, error) {
 	id := gs.Group.Id()
 	req := r.requests[id]
-	pick := func(ins []cloudprovider.Instance) []cloudprovider.Instance {
-		var out []cloudprovider.Instance
-		for _, in := range ins {
-			if u := r.unregistered[instanceKey(id, in.Id)]; u != nil && u.gaveUp.IsZero() {
-				out = append(out, in)
-			}
-		}
-		return out
-	}
+	pick := func(ins []cloudprovider.Instance) []cloudprovider.Instance { return r.notGivenUp(id, ins) }
 	var (
 		instances []cloudprovider.Instance
 		decrease  int

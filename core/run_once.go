@@ -105,7 +105,7 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 	// capacity is going away; and their pods except expendable ones, which
 	// neither keep a node nor take room a pending pod could preempt.
 	beingDeleted := a.scaleDown.Actuator.BeingDeleted()
-	placed := withoutExpendable(pods, a.opts.ExpendablePodsPriorityCutoff)
+	placed := drain.WithoutExpendable(pods, a.opts.ExpendablePodsPriorityCutoff)
 	live := make([]*apiv1.Node, 0, len(nodes))
 	for _, n := range nodes {
 		if !beingDeleted[n.Name] && !clusterstate.HasToBeDeletedTaint(n) {
@@ -236,17 +236,6 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 }
 
 // podsByNode groups bound pods by node name.
-// withoutExpendable drops the bound pods below the priority cutoff.
-func withoutExpendable(pods []*apiv1.Pod, cutoff int) []*apiv1.Pod {
-	out := make([]*apiv1.Pod, 0, len(pods))
-	for _, p := range pods {
-		if p.Spec.NodeName == "" || !drain.Expendable(p, cutoff) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 func podsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
 	out := map[string][]*apiv1.Pod{}
 	for _, p := range pods {

@@ -467,13 +467,7 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 // withoutExpendable drops the pods below --expendable-pods-priority-cutoff:
 // the plan did not count them, and they go with the node.
 func (a *Actuator) withoutExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
-	out := make([]*apiv1.Pod, 0, len(pods))
-	for _, p := range pods {
-		if !drain.Expendable(p, a.opts.ExpendablePodsPriorityCutoff) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return drain.WithoutExpendable(pods, a.opts.ExpendablePodsPriorityCutoff)
 }
 
 // podsOnNode lists the pods bound to a node, from the API server.

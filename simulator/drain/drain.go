@@ -123,6 +123,17 @@ func Expendable(p *apiv1.Pod, cutoff int) bool {
 	return prio < int32(cutoff)
 }
 
+// WithoutExpendable returns pods without the expendable ones.
+func WithoutExpendable(pods []*apiv1.Pod, cutoff int) []*apiv1.Pod {
+	out := make([]*apiv1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if !Expendable(p, cutoff) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // PodsToMove returns the pods that must be evicted to empty the node, or the
 // first pod that blocks its removal and why. DaemonSet pods, mirror pods,
 // completed pods and pods terminating for longer than their grace period
@@ -145,7 +156,7 @@ func PodsToMove(pods []*apiv1.Pod, pdbs []*policyv1.PodDisruptionBudget, opts Op
 		covering := matchingPDBs(matchers, pod)
 		for _, i := range covering {
 			if opts.BudgetsLeftToEviction {
-				break
+				continue // coverage only
 			}
 			used[i]++
 			if used[i] > matchers[i].pdb.Status.DisruptionsAllowed {
