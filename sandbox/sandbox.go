@@ -33,7 +33,7 @@ import (
 const (
 	DefaultBootDelay   = 2 * time.Second
 	DefaultDeleteDelay = time.Second
-	DefaultRegion      = "nyc1"
+	DefaultRegion      = doks.DefaultRegion
 )
 
 // Options configures Start.

@@ -330,7 +330,7 @@ func (s *Server) handleGetCluster(w http.ResponseWriter, r *http.Request, _ stri
 	s.mu.Lock()
 	region := s.opts.Region
 	if region == "" {
-		region = "nyc1"
+		region = DefaultRegion
 	}
 	c := godo.KubernetesCluster{ID: s.opts.ClusterID, Name: "sandbox", RegionSlug: region,
 		Status: &godo.KubernetesClusterStatus{State: godo.KubernetesClusterStatusRunning}}

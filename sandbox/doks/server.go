@@ -50,6 +50,9 @@ const DefaultRateLimit = 5000
 // any 60 seconds.
 const DefaultMinuteLimit = 250
 
+// DefaultRegion is the simulated cluster's region unless Options say.
+const DefaultRegion = "nyc1"
+
 // Options configure a simulator.
 type Options struct {
 	ClusterID string
@@ -61,7 +64,7 @@ type Options struct {
 	// DeleteDelay: draining/deleting → gone. 0 removes deleted nodes at
 	// once; a negative value leaves them deleting forever.
 	DeleteDelay time.Duration
-	// Region is the cluster's region_slug; "nyc1" when empty.
+	// Region is the cluster's region_slug; DefaultRegion when empty.
 	Region string
 }
 

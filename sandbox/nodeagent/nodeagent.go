@@ -45,7 +45,7 @@ const (
 
 // Options configures an Agent.
 type Options struct {
-	// Region fills topology.kubernetes.io/region; default "nyc1".
+	// Region fills the region labels; doks.DefaultRegion when empty.
 	Region string
 	// HeartbeatInterval is how often node Leases are renewed; default 10s.
 	HeartbeatInterval time.Duration
@@ -89,7 +89,7 @@ type managedRef struct{ poolName, nodeID string }
 // New returns an agent; nothing runs until Start.
 func New(kube kubernetes.Interface, sim *doks.Server, opts Options) *Agent {
 	if opts.Region == "" {
-		opts.Region = "nyc1"
+		opts.Region = doks.DefaultRegion
 	}
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 10 * time.Second
