@@ -35,16 +35,79 @@ func HasToBeDeletedTaint(node *apiv1.Node) bool {
 	return false
 }
 
-// NodeReadiness tells whether the node is Ready and since when its Ready
-// condition has had its current value.
+// notReadyTaints are the node-lifecycle taints that say a node cannot run
+// pods yet, whatever its Ready condition says: the node controller (or the
+// TaintNodesByCondition admission) puts them on a node that has just
+// registered and takes them off once it is ready.
+var notReadyTaints = map[string]bool{
+	apiv1.TaintNodeNotReady:           true,
+	apiv1.TaintNodeUnreachable:        true,
+	apiv1.TaintNodeDiskPressure:       true,
+	apiv1.TaintNodeNetworkUnavailable: true,
+}
+
+// NodeReadiness tells whether the node is ready as upstream judges it, and
+// since when: the Ready condition true, no DiskPressure or
+// NetworkUnavailable condition, and none of the not-ready taints. since is
+// the latest transition among those conditions and taints.
 func NodeReadiness(node *apiv1.Node) (ready bool, since time.Time) {
-	for _, c := range node.Status.Conditions {
-		if c.Type == apiv1.NodeReady {
-			return c.Status == apiv1.ConditionTrue, c.LastTransitionTime.Time
+	ready, found := true, false
+	later := func(t time.Time) {
+		if t.After(since) {
+			since = t
 		}
 	}
-	// No Ready condition yet: a node that has only just registered.
-	return false, node.CreationTimestamp.Time
+	for _, c := range node.Status.Conditions {
+		switch c.Type {
+		case apiv1.NodeReady:
+			found = true
+			if c.Status != apiv1.ConditionTrue {
+				ready = false
+			}
+			later(c.LastTransitionTime.Time)
+		case apiv1.NodeDiskPressure, apiv1.NodeNetworkUnavailable:
+			if c.Status == apiv1.ConditionTrue {
+				ready = false
+			}
+			later(c.LastTransitionTime.Time)
+		}
+	}
+	for _, t := range node.Spec.Taints {
+		if notReadyTaints[t.Key] {
+			ready = false
+			if t.TimeAdded != nil {
+				later(t.TimeAdded.Time)
+			}
+		}
+	}
+	if !found {
+		// No Ready condition yet: a node that has only just registered.
+		return false, node.CreationTimestamp.Time
+	}
+	return ready, since
+}
+
+// GPU resources a GPU node advertises once its device plugin runs.
+var gpuResources = []apiv1.ResourceName{"nvidia.com/gpu", "amd.com/gpu", "microsoft.com/directx"}
+
+// ResourceUnready tells a GPU node (one carrying gpuLabel) that advertises
+// no GPU yet: its device plugin is still starting, which takes up to 15
+// minutes after the node is Ready. Like upstream, the autoscaler treats such
+// a node as not ready, so that the pods waiting for its GPU count on it as
+// upcoming instead of asking for another node.
+func ResourceUnready(node *apiv1.Node, gpuLabel string) bool {
+	if gpuLabel == "" {
+		return false
+	}
+	if _, ok := node.Labels[gpuLabel]; !ok {
+		return false
+	}
+	for _, r := range gpuResources {
+		if q, ok := node.Status.Allocatable[r]; ok && !q.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // NodeGroupOptions returns the group's autoscaling options: its own when the

@@ -28,6 +28,9 @@ type Readiness struct {
 	Unready      int // registered, not Ready, older than MaxNodeStartupTime
 	NotStarted   int // registered, not Ready yet, younger than MaxNodeStartupTime
 	BeingDeleted int // carrying ToBeDeletedTaint
+	// ResourceUnready: the part of Unready that is Ready but still lacks its
+	// GPU resource (see ResourceUnready).
+	ResourceUnready int
 	// Registered = Ready + Unready + NotStarted + BeingDeleted.
 	Registered int
 	// Unregistered: cloud instances without a Node, within the provision time.
@@ -106,6 +109,7 @@ type Registry struct {
 	candidates        map[string]int                   // scale-down candidates by group id
 	conditions        map[string]condition
 	taints            TaintConfig
+	gpuLabel          string
 }
 
 // NewRegistry returns an empty registry.
@@ -123,6 +127,7 @@ func NewRegistry(provider cloudprovider.CloudProvider, opts config.AutoscalingOp
 		candidates:        map[string]int{},
 		conditions:        map[string]condition{},
 		taints:            NewTaintConfig(opts),
+		gpuLabel:          provider.GPULabel(),
 	}
 }
 
@@ -137,6 +142,7 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 	r.lastUpdate = now
 
 	groups := map[string]*groupState{}
+	byInstance := map[string]string{} // provider ID → group id
 	var order []string
 	for _, g := range r.provider.NodeGroups() {
 		target, err := g.TargetSize()
@@ -151,6 +157,7 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 		}
 		gs.deletingIDs = map[string]bool{}
 		for _, in := range gs.instances {
+			byInstance[in.Id] = g.Id()
 			if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
 				gs.deletingIDs[in.Id] = true
 			}
@@ -160,24 +167,19 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 	}
 
 	nodeGroup := make(map[string]string, len(nodes))
-	registeredIDs := map[string]bool{}
+	// An instance is registered when a Node carries its provider ID,
+	// whichever group the provider says the Node is in.
+	registeredIDs := make(map[string]bool, len(nodes))
 	var total Readiness
+	groupErrs := groupLookupErrors{}
 	for _, n := range nodes {
-		g, err := r.provider.NodeGroupForNode(n)
-		if err != nil {
-			klog.Warningf("Cannot tell the node group of node %s: %v", n.Name, err)
-		}
-		id := ""
-		if g != nil {
-			id = g.Id()
-		}
+		id := r.groupOfNode(n, groups, byInstance, &groupErrs)
 		gs := groups[id]
-		if gs == nil {
-			id = ""
-		}
 		nodeGroup[n.Name] = id
-		registeredIDs[instanceKey(id, n.Spec.ProviderID)] = true
-		kind := classify(n, now, r.taints)
+		if n.Spec.ProviderID != "" {
+			registeredIDs[n.Spec.ProviderID] = true
+		}
+		kind := r.classify(n, now)
 		add(&total, kind)
 		if gs != nil {
 			// A node being deleted that the cloud already dropped (or is
@@ -192,6 +194,8 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 		}
 	}
 
+	groupErrs.log()
+
 	// Instances without a Node.
 	seen := map[string]bool{}
 	for _, id := range order {
@@ -200,10 +204,10 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 			if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
 				continue
 			}
-			key := instanceKey(id, in.Id)
-			if registeredIDs[key] {
+			if registeredIDs[in.Id] {
 				continue
 			}
+			key := instanceKey(id, in.Id)
 			seen[key] = true
 			u := r.unregistered[key]
 			if u == nil {
@@ -265,6 +269,52 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 	return nil
 }
 
+// groupOfNode returns the id of the node's group, "" for none. The
+// provider's NodeGroupForNode decides; when it fails, or names no group of
+// this iteration, the group whose instances list the node's provider ID is
+// taken, so that a provider error never detaches a running, registered node
+// from its group (it would then look like a missing node, and its instance
+// like one that never registered).
+func (r *Registry) groupOfNode(n *apiv1.Node, groups map[string]*groupState, byInstance map[string]string, errs *groupLookupErrors) string {
+	g, err := r.provider.NodeGroupForNode(n)
+	if err == nil && g != nil && groups[g.Id()] != nil {
+		return g.Id()
+	}
+	id := ""
+	if n.Spec.ProviderID != "" {
+		id = byInstance[n.Spec.ProviderID]
+	}
+	if err != nil {
+		errs.add(n.Name, id, err)
+	}
+	return id
+}
+
+// groupLookupErrors gathers NodeGroupForNode failures of one update into one
+// log line: a provider outage would otherwise log once per node.
+type groupLookupErrors struct {
+	count, recovered int
+	first            string
+}
+
+func (e *groupLookupErrors) add(node, byInstance string, err error) {
+	e.count++
+	if byInstance != "" {
+		e.recovered++
+	}
+	if e.first == "" {
+		e.first = fmt.Sprintf("node %s: %v", node, err)
+	}
+}
+
+func (e *groupLookupErrors) log() {
+	if e.count == 0 {
+		return
+	}
+	klog.Warningf("Cannot tell the node group of %d node(s) (first: %s); %d of them found by provider ID in a group's instances, the others count as in no group",
+		e.count, e.first, e.recovered)
+}
+
 // beingDeletedInTarget counts the group's tainted nodes the cloud still
 // counts in its target.
 func beingDeletedInTarget(gs *groupState, nodes []*apiv1.Node, nodeGroup map[string]string) int {
@@ -299,21 +349,27 @@ const (
 	kindUnready
 	kindNotStarted
 	kindBeingDeleted
+	// kindResourceUnready: Ready without its GPU, past MaxNodeStartupTime.
+	kindResourceUnready
 )
 
-// classify sorts a node by readiness. A Ready node still holding a startup
-// taint is not ready yet: pods cannot use it, and counting it as upcoming
-// keeps the pods waiting for it from causing another scale-up.
-func classify(n *apiv1.Node, now time.Time, taints TaintConfig) nodeKind {
+// classify sorts a node by readiness (NodeReadiness). A Ready node still
+// holding a startup taint, or a GPU node whose GPU is not advertised yet, is
+// not ready: pods cannot use it yet, and counting it as not started, hence
+// upcoming, keeps the pods waiting for it from causing another scale-up.
+func (r *Registry) classify(n *apiv1.Node, now time.Time) nodeKind {
 	if HasToBeDeletedTaint(n) {
 		return kindBeingDeleted
 	}
 	ready, _ := NodeReadiness(n)
+	resourceUnready := ready && ResourceUnready(n, r.gpuLabel)
 	switch {
-	case ready && !taints.HasStartupTaint(n):
+	case ready && !resourceUnready && !r.taints.HasStartupTaint(n):
 		return kindReady
 	case now.Sub(n.CreationTimestamp.Time) < MaxNodeStartupTime:
 		return kindNotStarted
+	case resourceUnready:
+		return kindResourceUnready
 	default:
 		return kindUnready
 	}
@@ -326,6 +382,9 @@ func add(r *Readiness, k nodeKind) {
 		r.Ready++
 	case kindUnready:
 		r.Unready++
+	case kindResourceUnready:
+		r.Unready++
+		r.ResourceUnready++
 	case kindNotStarted:
 		r.NotStarted++
 	case kindBeingDeleted:

@@ -15,7 +15,7 @@ func nodeCount(rd Readiness) api.NodeCount {
 			Ready:        rd.Ready,
 			NotStarted:   rd.NotStarted,
 			BeingDeleted: rd.BeingDeleted,
-			Unready:      api.RegisteredUnreadyNodeCount{Total: rd.Unready},
+			Unready:      api.RegisteredUnreadyNodeCount{Total: rd.Unready, ResourceUnready: rd.ResourceUnready},
 		},
 		LongUnregistered: rd.LongUnregistered,
 		Unregistered:     rd.Unregistered,

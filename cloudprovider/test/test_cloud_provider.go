@@ -315,6 +315,14 @@ func (g *NodeGroup) SetInstanceError(id string, info *cloudprovider.InstanceErro
 	}
 }
 
+// SetTemplate replaces the group's template (nil: TemplateNodeInfo returns
+// ErrNotImplemented).
+func (g *NodeGroup) SetTemplate(t *framework.NodeInfo) {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	g.template = t
+}
+
 // SetTargetSize moves the target without recording a call (test setup).
 func (g *NodeGroup) SetTargetSize(n int) {
 	g.p.mu.Lock()

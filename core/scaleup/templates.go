@@ -52,7 +52,9 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 		if id == "" || clusterstate.HasToBeDeletedTaint(n) {
 			continue
 		}
-		if ready, _ := clusterstate.NodeReadiness(n); !ready {
+		// A node not ready yet (startup taint, GPU not advertised) would
+		// give a template without what its pods need.
+		if ready, _ := clusterstate.NodeReadiness(n); !ready || taints.HasStartupTaint(n) || clusterstate.ResourceUnready(n, provider.GPULabel()) {
 			continue
 		}
 		if cur := readyNode[id]; cur == nil || n.Name < cur.Name {
