@@ -125,7 +125,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	a.trigger = NewTrigger(clk, opts.TriggerIdleWindow, opts.TriggerMaxWindow, opts.FrequentLoopsEnabled)
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			if p, ok := obj.(*apiv1.Pod); ok && scaleup.IsUnschedulable(p) {
+			if p, ok := obj.(*apiv1.Pod); ok && a.wantsNode(p) {
 				a.trigger.Notify()
 			}
 		},
@@ -134,7 +134,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 			n, ok2 := newObj.(*apiv1.Pod)
 			// Only the transition counts: the scheduler rewrites the condition
 			// of a pod it keeps failing to place.
-			if ok1 && ok2 && scaleup.IsUnschedulable(n) && !scaleup.IsUnschedulable(o) {
+			if ok1 && ok2 && a.wantsNode(n) && !a.wantsNode(o) {
 				a.trigger.Notify()
 			}
 		},
@@ -167,6 +167,18 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	actuator.PDBs = a.listPDBs
 	a.scaleDown = scaledown.New(opts, provider, a.registry, planner, actuator)
 	return a, nil
+}
+
+// wantsNode tells a pod that may need a new node: unschedulable, and not
+// waiting for preemption on a node it was nominated for (that one needs no
+// iteration at once; it causes no scale-up).
+func (a *Autoscaler) wantsNode(p *apiv1.Pod) bool {
+	return scaleup.IsUnschedulable(p) && !scaleup.WaitsForPreemption(p, a.nodeExists)
+}
+
+func (a *Autoscaler) nodeExists(name string) bool {
+	_, err := a.nodes.Get(name)
+	return err == nil
 }
 
 // stripManagedFields drops managedFields from objects entering the caches.

@@ -166,8 +166,13 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 // (the scheduler will bind them there), so scale-down sees that load too.
 func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, error), nodes []*apiv1.Node, pods []*apiv1.Pod, dss []*appsv1.DaemonSet, groups []clusterstate.NodeGroupState,
 	total clusterstate.Readiness, now time.Time) (bool, error) {
-	pending := scaleup.FilterPendingPods(pods, a.opts, now)
-	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung, pending.SchedulerUnprocessed)
+	pending := scaleup.FilterPendingPods(pods, a.opts, now, nodeNames(nodes))
+	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung+len(pending.Nominated), pending.SchedulerUnprocessed)
+	if len(pending.Nominated) > 0 {
+		if err := a.placeNominated(snapshot, pending.Nominated); err != nil {
+			return false, err
+		}
+	}
 	if len(pending.Eligible) == 0 {
 		if pending.TooYoung > 0 || pending.Expendable > 0 {
 			klog.V(1).Infof("Scale-up: no unschedulable pods old enough to act on (%d younger than their scale-up delay, %d expendable)", pending.TooYoung, pending.Expendable)
@@ -233,6 +238,39 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		return false, fmt.Errorf("scale-up: %w", err)
 	}
 	return res.ScaledUp(), nil
+}
+
+// placeNominated puts pods waiting for preemption on their nominated nodes in
+// the snapshot, as upstream does: whether they fit there or not, the
+// scheduler will make room for them by preemption, and the rest of the
+// iteration (pending pods, scale-down) must see that room as taken.
+func (a *Autoscaler) placeNominated(snapshot func() (*simulator.ClusterSnapshot, error), pods []*apiv1.Pod) error {
+	snap, err := snapshot()
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		node := p.Status.NominatedNodeName
+		if !snap.HasNode(node) {
+			// Being removed: not in the snapshot, and no room to take.
+			continue
+		}
+		if err := snap.AddEquivalentPod(p, nil, node); err != nil {
+			metrics.RegisterError(metrics.InternalError)
+			return fmt.Errorf("placing pod %s/%s on its nominated node %s: %w", p.Namespace, p.Name, node, err)
+		}
+	}
+	klog.V(1).Infof("Scale-up: %d pending pod(s) wait for preemption on their nominated node(s); no scale-up for them", len(pods))
+	return nil
+}
+
+// nodeNames returns a lookup of the nodes by name.
+func nodeNames(nodes []*apiv1.Node) func(string) bool {
+	names := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		names[n.Name] = true
+	}
+	return func(name string) bool { return names[name] }
 }
 
 // podsByNode groups bound pods by node name.

@@ -26,6 +26,11 @@ type PendingPods struct {
 	TooYoung int
 	// Expendable: unschedulable with priority below the cutoff.
 	Expendable int
+	// Nominated: unschedulable pods waiting for the preemption of lower
+	// priority pods on the node in their status.nominatedNodeName, a node
+	// of the cluster. As upstream, they are placed on that node in the
+	// simulation, whether they fit it or not, and never cause a scale-up.
+	Nominated []*apiv1.Pod
 	// SchedulerUnprocessed: unbound pods the scheduler has not marked
 	// either way yet (no PodScheduled condition).
 	SchedulerUnprocessed int
@@ -49,8 +54,8 @@ func IsUnschedulable(p *apiv1.Pod) bool {
 }
 
 // FilterPendingPods picks, from all pods, the unschedulable ones that may
-// cause a scale-up at now.
-func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now time.Time) PendingPods {
+// cause a scale-up at now; nodeExists tells a node of the cluster by name.
+func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now time.Time, nodeExists func(string) bool) PendingPods {
 	var out PendingPods
 	for _, p := range pods {
 		if !IsUnschedulable(p) {
@@ -61,6 +66,10 @@ func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now ti
 		}
 		if drain.Expendable(p, opts.ExpendablePodsPriorityCutoff) {
 			out.Expendable++
+			continue
+		}
+		if WaitsForPreemption(p, nodeExists) {
+			out.Nominated = append(out.Nominated, p)
 			continue
 		}
 		if now.Sub(p.CreationTimestamp.Time) < scaleUpDelay(p, opts.NewPodScaleUpDelay) {
@@ -82,6 +91,23 @@ func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now ti
 		return a.Name < b.Name
 	})
 	return out
+}
+
+// WaitsForPreemption tells a pending pod the scheduler nominated for a node
+// of the cluster, where it waits for lower priority pods to go. A pod
+// nominated for a node that no longer exists waits for nothing: it is an
+// ordinary pending pod.
+func WaitsForPreemption(p *apiv1.Pod, nodeExists func(string) bool) bool {
+	n := p.Status.NominatedNodeName
+	if n == "" {
+		return false
+	}
+	if nodeExists(n) {
+		klog.V(4).Infof("Pod %s/%s will be scheduled on %s after lower priority pods are preempted; ignoring it in scale-up", p.Namespace, p.Name, n)
+		return true
+	}
+	klog.V(4).Infof("Pod %s/%s has nominatedNodeName %s but that node is gone", p.Namespace, p.Name, n)
+	return false
 }
 
 // isUnprocessed: a live, unbound pod with no PodScheduled condition.

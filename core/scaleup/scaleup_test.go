@@ -37,7 +37,7 @@ func TestFilterPendingPods(t *testing.T) {
 
 	opts := config.Defaults()
 	opts.NewPodScaleUpDelay = 30 * time.Second
-	got := FilterPendingPods([]*apiv1.Pod{young, annotated, shorter, badAnnotation, expendable, important, scheduled, noCondition, deleting, plain}, opts, now)
+	got := FilterPendingPods([]*apiv1.Pod{young, annotated, shorter, badAnnotation, expendable, important, scheduled, noCondition, deleting, plain}, opts, now, func(string) bool { return false })
 	var names []string
 	for _, p := range got.Eligible {
 		names = append(names, p.Name)
