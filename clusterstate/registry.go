@@ -79,9 +79,14 @@ type groupState struct {
 }
 
 type unregisteredInstance struct {
-	since  time.Time
-	gaveUp time.Time // zero until the registry gave up on it
+	since      time.Time
+	gaveUp     time.Time // zero until the registry gave up on it
+	lastDelete time.Time // last time its deletion was asked for
 }
+
+// retryDeleteInterval is how often the deletion of a given-up instance the
+// cloud still lists is asked for again.
+const retryDeleteInterval = time.Minute
 
 type condition struct {
 	status string
@@ -242,7 +247,7 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 		gs.inTarget = rd.Ready + rd.Unready + rd.NotStarted + beingDeletedInTarget(gs, nodes, nodeGroup)
 		gs.UpcomingUnregistered = max(0, gs.Target-gs.inTarget-rd.LongUnregistered)
 		gs.Upcoming = max(0, gs.UpcomingUnregistered+rd.NotStarted)
-		gs.Healthy = r.groupHealthy(rd)
+		gs.Healthy = r.groupHealthy(gs)
 		metrics.UpdateNodeGroupMetrics(id, gs.Group.MinSize(), gs.Group.MaxSize(), gs.Target)
 	}
 	for id := range r.groups {
@@ -399,13 +404,24 @@ func (r *Registry) tooManyUnready(unready, total int) bool {
 		float64(unready) > r.opts.MaxTotalUnreadyPercentage/100*float64(total)
 }
 
+// clusterHealthy, as upstream: registered nodes that are unready, against
+// all registered nodes. Instances that never registered, or failed, do not
+// count: they are given up and deleted, but a cloud that refuses to delete
+// them, or keeps listing them, must not stop the autoscaler for good.
 func (r *Registry) clusterHealthy() bool {
-	t := r.total
-	return !r.tooManyUnready(t.Unready+t.LongUnregistered, t.Ready+t.Unready+t.NotStarted+t.LongUnregistered)
+	return !r.tooManyUnready(r.total.Unready, r.total.Registered)
 }
 
-func (r *Registry) groupHealthy(rd Readiness) bool {
-	return !r.tooManyUnready(rd.Unready+rd.LongUnregistered, rd.Ready+rd.Unready+rd.NotStarted+rd.LongUnregistered)
+// groupHealthy, as upstream: the group's ready nodes fall short of what its
+// target promises, leaving out the nodes a scale-up in progress still owes
+// and instances given up as never registering, by too many.
+func (r *Registry) groupHealthy(gs *groupState) bool {
+	rd := gs.Readiness
+	expected := gs.Target - len(gs.longUnreg)
+	if req := r.requests[gs.Group.Id()]; req != nil {
+		expected -= req.Increase
+	}
+	return !r.tooManyUnready(max(0, expected-rd.Ready), rd.Ready+rd.Unready+rd.NotStarted)
 }
 
 // updateRequests ends scale-up requests whose nodes all registered (clearing
@@ -566,6 +582,13 @@ type GiveUp struct {
 	Instances []string
 	Decreased int // how much the target went down
 	BackedOff bool
+	// Deleting: the instances whose deletion was asked for; DeleteErr is nil
+	// when the provider deleted them.
+	Deleting  []cloudprovider.Instance
+	DeleteErr error
+	// Retried: a new attempt to delete instances given up earlier that the
+	// cloud still lists; nothing else changed.
+	Retried bool
 }
 
 // FixNodeGroupSizes gives up on nodes that will not come: instances the
@@ -583,6 +606,9 @@ func (r *Registry) FixNodeGroupSizes(now time.Time) ([]GiveUp, error) {
 	var errs []string
 	for _, id := range r.groupOrder {
 		gs := r.groups[id]
+		if gu := r.retryDeletes(gs, now); gu != nil {
+			out = append(out, *gu)
+		}
 		gu, err := r.fixGroup(gs, now)
 		if err != nil {
 			errs = append(errs, err.Error())
@@ -661,29 +687,9 @@ func (r *Registry) fixGroup(gs *groupState, now time.Time) (*GiveUp, error) {
 	klog.Warningf("Node group %s: giving up on %d node(s): %s", id, decrease, why)
 
 	var firstErr error
-	deleted := 0
-	if len(instances) > 0 {
-		// DeleteNodes takes Node objects: build placeholders carrying the
-		// provider ID, marked as such so the provider can match them by it.
-		// A provider that still refuses gets its target lowered instead.
-		fake := make([]*apiv1.Node, 0, len(instances))
-		for _, in := range instances {
-			n := &apiv1.Node{}
-			n.Name = in.Id
-			n.Spec.ProviderID = in.Id
-			reason := cloudprovider.FakeNodeUnregistered
-			if in.Status != nil && in.Status.ErrorInfo != nil {
-				reason = cloudprovider.FakeNodeCreateError
-			}
-			n.Annotations = map[string]string{cloudprovider.FakeNodeReasonAnnotation: reason}
-			fake = append(fake, n)
-		}
-		if err := gs.Group.DeleteNodes(fake); err != nil {
-			klog.Warningf("Node group %s: cannot delete %d unregistered instance(s) (%v); lowering the target instead", id, len(fake), err)
-		} else {
-			deleted = len(fake)
-			klog.Infof("Node group %s: deleted unregistered instance(s) %s", id, strings.Join(gu.Instances, ", "))
-		}
+	deleted := r.deleteInstances(gs, instances, gu, now)
+	if deleted == 0 && len(instances) > 0 {
+		klog.Warningf("Node group %s: lowering the target instead", id)
 	}
 	target := gs.Target - deleted
 	if t, err := gs.Group.TargetSize(); err == nil {
@@ -713,6 +719,82 @@ func (r *Registry) fixGroup(gs *groupState, now time.Time) (*GiveUp, error) {
 		metrics.RegisterFailedScaleUp(reason, "", "")
 	}
 	return gu, firstErr
+}
+
+// deleteInstances asks the provider to delete instances that have no Node,
+// records the attempt in gu and returns how many were deleted.
+func (r *Registry) deleteInstances(gs *groupState, instances []cloudprovider.Instance, gu *GiveUp, now time.Time) int {
+	if len(instances) == 0 {
+		return 0
+	}
+	id := gs.Group.Id()
+	// DeleteNodes takes Node objects: build placeholders carrying the
+	// provider ID, marked as such so the provider can match them by it.
+	fake := make([]*apiv1.Node, 0, len(instances))
+	names := make([]string, 0, len(instances))
+	for _, in := range instances {
+		if u := r.unregistered[instanceKey(id, in.Id)]; u != nil {
+			u.lastDelete = now
+		}
+		n := &apiv1.Node{}
+		n.Name = in.Id
+		n.Spec.ProviderID = in.Id
+		reason := cloudprovider.FakeNodeUnregistered
+		if in.Status != nil && in.Status.ErrorInfo != nil {
+			reason = cloudprovider.FakeNodeCreateError
+		}
+		n.Annotations = map[string]string{cloudprovider.FakeNodeReasonAnnotation: reason}
+		fake = append(fake, n)
+		names = append(names, in.Id)
+	}
+	gu.Deleting = instances
+	if err := gs.Group.DeleteNodes(fake); err != nil {
+		gu.DeleteErr = err
+		klog.Warningf("Node group %s: cannot delete %d instance(s) without a Node (%s): %v", id, len(fake), strings.Join(names, ", "), err)
+		return 0
+	}
+	klog.Infof("Node group %s: deleted instance(s) without a Node %s", id, strings.Join(names, ", "))
+	return len(fake)
+}
+
+// retryDeletes asks again, at most every retryDeleteInterval, to delete
+// instances given up earlier that the cloud still lists and still counts in
+// the group's target (as upstream retries deleting failed instances every
+// loop): a refused deletion must not leave them, and the room they take in
+// the target, forever. Instances outside the target (it was lowered
+// instead) are left alone: deleting them would lower the target again,
+// below the nodes that run.
+func (r *Registry) retryDeletes(gs *groupState, now time.Time) *GiveUp {
+	id := gs.Group.Id()
+	room := gs.Target - gs.inTarget
+	if room <= 0 {
+		return nil
+	}
+	var due []cloudprovider.Instance
+	for _, in := range append(append([]cloudprovider.Instance(nil), gs.errored...), gs.longUnreg...) {
+		u := r.unregistered[instanceKey(id, in.Id)]
+		if len(due) == room || u == nil || u.gaveUp.IsZero() || now.Sub(u.lastDelete) < retryDeleteInterval {
+			continue
+		}
+		due = append(due, in)
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	gu := &GiveUp{GroupID: id, Retried: true}
+	for _, in := range due {
+		gu.Instances = append(gu.Instances, in.Id)
+	}
+	klog.V(1).Infof("Node group %s: asking again to delete %d given-up instance(s) the cloud still lists", id, len(due))
+	deleted := r.deleteInstances(gs, due, gu, now)
+	if t, err := gs.Group.TargetSize(); err == nil {
+		gu.Decreased = gs.Target - t
+		gs.Target = t
+	} else {
+		gs.Target -= deleted
+		gu.Decreased = deleted
+	}
+	return gu
 }
 
 // setCondition returns the transition time of key's status, moving it to

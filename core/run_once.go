@@ -80,10 +80,7 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 	}
 	if len(gaveUp) > 0 {
 		a.acted = true
-		for _, g := range gaveUp {
-			klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", g.GroupID, g.Decreased, g.Reason,
-				map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[g.BackedOff])
-		}
+		a.reportGiveUps(gaveUp)
 		// The targets changed: recount upcoming nodes before scaling up.
 		if err := a.registry.UpdateNodes(nodes, now); err != nil {
 			metrics.RegisterError(metrics.CloudProviderError)
@@ -238,6 +235,18 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		return false, fmt.Errorf("scale-up: %w", err)
 	}
 	return res.ScaledUp(), nil
+}
+
+// reportGiveUps logs what the registry gave up on, and its deletions.
+func (a *Autoscaler) reportGiveUps(gaveUp []clusterstate.GiveUp) {
+	for _, g := range gaveUp {
+		if g.Retried {
+			klog.Infof("Node group %s: asked again to delete %d given-up instance(s) (error: %v)", g.GroupID, len(g.Deleting), g.DeleteErr)
+			continue
+		}
+		klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", g.GroupID, g.Decreased, g.Reason,
+			map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[g.BackedOff])
+	}
 }
 
 // placeNominated puts pods waiting for preemption on their nominated nodes in

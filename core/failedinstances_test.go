@@ -1,0 +1,102 @@
+package core
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/expander/priority"
+)
+
+// failedGroupFixture: 3 full nodes in "base", 4 pending pods that need a
+// node each, and two empty groups; the priority expander prefers "a".
+func failedGroupFixture(t *testing.T) (*test.Provider, *harness) {
+	t.Helper()
+	p, nodes := cluster(
+		groupSpec{id: "base", min: 3, max: 3, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB},
+		groupSpec{id: "a", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
+		groupSpec{id: "b", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
+	)
+	cm := &apiv1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: priority.ConfigMapName, Namespace: "kube-system"},
+		Data:       map[string]string{priority.ConfigMapKey: "50:\n  - ^a$\n10:\n  - ^b$\n"},
+	}
+	o := testOptions()
+	o.ExpanderNames = []string{"priority"}
+	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 4, 1500, test.GiB), []runtime.Object{cm})...)
+	h.runOnce(t0)
+	if got := increases(p); !reflect.DeepEqual(got, []string{"a+4"}) {
+		t.Fatalf("IncreaseSize calls = %v, want [a+4]", got)
+	}
+	ins, _ := p.Group("a").Nodes()
+	for _, in := range ins {
+		p.Group("a").SetInstanceError(in.Id, &cloudprovider.InstanceErrorInfo{
+			ErrorClass: cloudprovider.OtherErrorClass, ErrorCode: "no-code-digitalocean", ErrorMessage: "droplet failed"})
+	}
+	return p, h
+}
+
+// 4 instances in error, against 3 ready nodes, that the cloud refuses to
+// delete: whether the target could be lowered (the cloud keeps listing
+// them anyway) or not, they do not make the cluster unhealthy. Group "a" is
+// backed off and the pending pods go to "b" in the same loop. Deletion of
+// instances still in the target is asked for again later, and succeeds
+// once the cloud accepts it.
+func TestFailedInstancesDoNotFreezeTheCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		decreaseRefused bool
+	}{
+		{"target lowered, instances still listed", false},
+		{"target cannot be lowered either", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, h := failedGroupFixture(t)
+			p.Group("a").InjectError("DeleteNodes", errString("droplet is locked"))
+			if tc.decreaseRefused {
+				p.Group("a").InjectError("DecreaseTargetSize", errString("pool is busy"))
+			}
+			h.runOnce(t0.Add(time.Minute))
+			if !h.a.registry.IsClusterHealthy() {
+				t.Fatalf("cluster unhealthy behind 4 failed instances: %+v", h.a.registry.TotalReadiness())
+			}
+			if got := increases(p); !reflect.DeepEqual(got, []string{"a+4", "b+4"}) {
+				t.Fatalf("IncreaseSize calls = %v, want [a+4 b+4]: a backed off, its pods go to b", got)
+			}
+			if off, _, _ := h.a.registry.BackedOff("a", t0.Add(time.Minute)); !off {
+				t.Fatal("group a not backed off")
+			}
+			st := h.a.registry.GetStatus(t0.Add(time.Minute))
+			if st.ClusterWide.Health.Status != "Healthy" || st.ClusterWide.Health.NodeCounts.LongUnregistered != 4 {
+				t.Fatalf("status health = %+v, want Healthy with 4 longUnregistered", st.ClusterWide.Health)
+			}
+
+			deletes := len(p.CallsOf("DeleteNodes"))
+			h.runOnce(t0.Add(3 * time.Minute))
+			retried := len(p.CallsOf("DeleteNodes")) > deletes
+			if retried != tc.decreaseRefused {
+				t.Fatalf("deletion asked again: %v, want %v (only while the instances are in the target)", retried, tc.decreaseRefused)
+			}
+			if !tc.decreaseRefused {
+				return
+			}
+			p.Group("a").InjectError("DeleteNodes", nil)
+			h.runOnce(t0.Add(5 * time.Minute))
+			if ids := p.Group("a").InstanceIDs(); len(ids) != 0 {
+				t.Fatalf("instances of a after the cloud accepted the deletion: %v", ids)
+			}
+			if ts, _ := p.Group("a").TargetSize(); ts != 0 {
+				t.Fatalf("target of a = %d, want 0", ts)
+			}
+			if got := increases(p); len(got) != 2 {
+				t.Fatalf("IncreaseSize calls = %v", got)
+			}
+		})
+	}
+}
