@@ -139,6 +139,7 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 	est := estimator.NewBinpackingEstimator(o.checker, in.Snapshot)
 	skipped := map[string]bool{}
 	var options []expander.Option
+	var cands []candidate
 	for _, gs := range groups {
 		id := gs.Group.Id()
 		if reason := o.skipReason(gs, in); reason != "" {
@@ -147,11 +148,14 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 			continue
 		}
 		tmpl := in.Templates[id]
-		fit := o.fittingGroups(in.Snapshot, tmpl, egs, reasons)
-		if len(fit) == 0 {
-			continue
+		if fit := o.fittingGroups(in.Snapshot, tmpl, egs, reasons); len(fit) > 0 {
+			cands = append(cands, candidate{gs: gs, tmpl: tmpl, fit: fit})
 		}
-		room, limitReason, metricReason := o.room(gs, tmpl, u)
+	}
+	similar := o.similarGroups(cands)
+	for _, c := range cands {
+		gs, tmpl, fit, id := c.gs, c.tmpl, c.fit, c.gs.Group.Id()
+		room, limitReason, metricReason := o.room(gs, tmpl, u, similar[id])
 		if room <= 0 {
 			klog.V(2).Infof("Scale-up: node group %s could host pending pods but %s", id, limitReason)
 			for i := range fit {
@@ -204,7 +208,7 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 		if best == nil {
 			break
 		}
-		plan := o.plan(*best, options, groups)
+		plan := o.plan(*best, similar[best.NodeGroup.Id()])
 		done, failed := o.execute(plan, in.Templates, in.Now)
 		if len(done) > 0 {
 			res.Increases = done
@@ -355,9 +359,15 @@ func (o *Orchestrator) usage(in Input, groups []clusterstate.NodeGroupState) usa
 	return u
 }
 
-// room: how many nodes the group may add, and if none, why.
-func (o *Orchestrator) room(gs clusterstate.NodeGroupState, tmpl *framework.NodeInfo, u usage) (int, string, string) {
+// room: how many nodes the group, with the similar groups a balanced
+// scale-up spreads them over, may add, and if none, why. As upstream's
+// similar-node-group capacity threshold, the estimate is bounded by their
+// combined room, not the group's own.
+func (o *Orchestrator) room(gs clusterstate.NodeGroupState, tmpl *framework.NodeInfo, u usage, similar []clusterstate.NodeGroupState) (int, string, string) {
 	room := gs.Group.MaxSize() - gs.Target
+	for _, sg := range similar {
+		room += max(0, sg.Group.MaxSize()-sg.Target)
+	}
 	if o.opts.MaxNodesPerScaleUp > 0 && room > o.opts.MaxNodesPerScaleUp {
 		room = o.opts.MaxNodesPerScaleUp
 	}
@@ -390,25 +400,11 @@ func (o *Orchestrator) room(gs clusterstate.NodeGroupState, tmpl *framework.Node
 }
 
 // plan turns the chosen option into per-group increases: the option's group
-// alone, or with --balance-similar-node-groups spread over the options'
-// groups similar to it, filling the smallest first.
-func (o *Orchestrator) plan(best expander.Option, options []expander.Option, groups []clusterstate.NodeGroupState) []Increase {
-	state := map[string]clusterstate.NodeGroupState{}
-	for _, gs := range groups {
-		state[gs.Group.Id()] = gs
-	}
-	bestState := state[best.NodeGroup.Id()]
-	members := []clusterstate.NodeGroupState{bestState}
-	if o.opts.BalanceSimilarNodeGroups {
-		for _, opt := range options {
-			if opt.NodeGroup.Id() == best.NodeGroup.Id() {
-				continue
-			}
-			if Similar(best.NodeInfo, opt.NodeInfo) {
-				members = append(members, state[opt.NodeGroup.Id()])
-			}
-		}
-	}
+// alone, or with --balance-similar-node-groups spread over it and its
+// similar groups, filling the smallest first.
+func (o *Orchestrator) plan(best expander.Option, similar []clusterstate.NodeGroupState) []Increase {
+	bestState, _ := o.registry.NodeGroup(best.NodeGroup.Id())
+	members := append([]clusterstate.NodeGroupState{bestState}, similar...)
 	if len(members) > 1 {
 		ids := make([]string, 0, len(members))
 		for _, m := range members {
@@ -417,6 +413,46 @@ func (o *Orchestrator) plan(best expander.Option, options []expander.Option, gro
 		klog.V(2).Infof("Scale-up: balancing %d node(s) across similar node groups %s", best.NodeCount, strings.Join(ids, ", "))
 	}
 	return Balance(members, best.NodeCount)
+}
+
+// candidate is a group that may grow now, with its template and the pod
+// equivalence groups that fit its nodes.
+type candidate struct {
+	gs   clusterstate.NodeGroupState
+	tmpl *framework.NodeInfo
+	fit  []fitGroup
+}
+
+// similarGroups: with --balance-similar-node-groups, for each candidate the
+// other candidates whose nodes are like its own (Similar) and fit the same
+// pending pods, as upstream's ComputeSimilarNodeGroups; nil otherwise.
+// Groups that cannot grow now (backed off, unhealthy, at max) are not
+// candidates, hence never similar.
+func (o *Orchestrator) similarGroups(cands []candidate) map[string][]clusterstate.NodeGroupState {
+	if !o.opts.BalanceSimilarNodeGroups {
+		return nil
+	}
+	out := map[string][]clusterstate.NodeGroupState{}
+	for i, a := range cands {
+		for j, b := range cands {
+			if i != j && sameFit(a.fit, b.fit) && Similar(a.tmpl, b.tmpl) {
+				out[a.gs.Group.Id()] = append(out[a.gs.Group.Id()], b.gs)
+			}
+		}
+	}
+	return out
+}
+
+func sameFit(a, b []fitGroup) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].index != b[i].index {
+			return false
+		}
+	}
+	return true
 }
 
 // Balance spreads n new nodes over groups so their targets end up as even
