@@ -260,6 +260,7 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 	r.healthy = r.clusterHealthy()
 	r.updateRequests(now)
 	r.backoff.Cleanup(now)
+	r.updateGroupHealthMetrics(now)
 
 	metrics.UpdateNodesCount(total.Ready, total.Unready, total.NotStarted, total.LongUnregistered, total.Unregistered)
 	metrics.UpdateNodeGroupsCount(len(order))
@@ -394,6 +395,15 @@ func add(r *Readiness, k nodeKind) {
 		r.NotStarted++
 	case kindBeingDeleted:
 		r.BeingDeleted++
+	}
+}
+
+// updateGroupHealthMetrics exports each group's health and backoff
+// (--emit-per-nodegroup-metrics).
+func (r *Registry) updateGroupHealthMetrics(now time.Time) {
+	for _, id := range r.groupOrder {
+		off, info, _ := r.backoff.BackedOff(id, now)
+		metrics.UpdateNodeGroupHealth(id, r.groups[id].Healthy, off, info.ErrorCode)
 	}
 }
 
@@ -559,6 +569,9 @@ func (r *Registry) RegisterFailedScaleUp(g cloudprovider.NodeGroup, reason strin
 func (r *Registry) failedLocked(id, reason string, info BackoffInfo, now time.Time) {
 	metrics.RegisterFailedScaleUp(reason, "", "")
 	until := r.backoff.Backoff(id, info, now)
+	if gs := r.groups[id]; gs != nil {
+		metrics.UpdateNodeGroupHealth(id, gs.Healthy, true, info.ErrorCode)
+	}
 	if req := r.requests[id]; req != nil {
 		req.failed = true
 	}
@@ -589,6 +602,9 @@ type GiveUp struct {
 	// Retried: a new attempt to delete instances given up earlier that the
 	// cloud still lists; nothing else changed.
 	Retried bool
+	// TimedOutAfter: set when a scale-up request timed out, the time since
+	// it was made.
+	TimedOutAfter time.Duration
 }
 
 // FixNodeGroupSizes gives up on nodes that will not come: instances the
@@ -680,6 +696,10 @@ func (r *Registry) fixGroup(gs *groupState, now time.Time) (*GiveUp, error) {
 		decrease = gs.Target - registered
 	}
 	gu := &GiveUp{GroupID: id, Reason: reason, BackedOff: backoff}
+	if req != nil && reason == metrics.FailedScaleUpTimeout && now.After(req.ExpectedAddTime) {
+		gu.TimedOutAfter = now.Sub(req.Time)
+	}
+	metrics.RegisterFailedNodeCreations(reason, decrease)
 	for _, in := range instances {
 		gu.Instances = append(gu.Instances, in.Id)
 		r.unregistered[instanceKey(id, in.Id)].gaveUp = now

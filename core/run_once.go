@@ -237,15 +237,36 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 	return res.ScaledUp(), nil
 }
 
-// reportGiveUps logs what the registry gave up on, and its deletions.
+// reportGiveUps logs what the registry gave up on and records upstream's
+// events on the status ConfigMap: ScaleUpTimedOut for a scale-up whose nodes
+// did not register in time, DeleteUnregistered / DeleteUnregisteredFailed
+// for each never-registered instance whose deletion was asked for.
 func (a *Autoscaler) reportGiveUps(gaveUp []clusterstate.GiveUp) {
+	ref := scaleup.StatusConfigMapRef(a.opts)
 	for _, g := range gaveUp {
 		if g.Retried {
 			klog.Infof("Node group %s: asked again to delete %d given-up instance(s) (error: %v)", g.GroupID, len(g.Deleting), g.DeleteErr)
-			continue
+		} else {
+			klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", g.GroupID, g.Decreased, g.Reason,
+				map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[g.BackedOff])
 		}
-		klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", g.GroupID, g.Decreased, g.Reason,
-			map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[g.BackedOff])
+		if g.TimedOutAfter > 0 {
+			a.recorder.Eventf(ref, apiv1.EventTypeWarning, "ScaleUpTimedOut",
+				"Nodes added to group %s failed to register within %v", g.GroupID, g.TimedOutAfter)
+		}
+		removed := 0
+		for _, in := range g.Deleting {
+			if in.Status != nil && in.Status.ErrorInfo != nil {
+				continue // failed to create, not unregistered: upstream records no event
+			}
+			if g.DeleteErr != nil {
+				a.recorder.Eventf(ref, apiv1.EventTypeWarning, "DeleteUnregisteredFailed", "Failed to remove node %s: %v", in.Id, g.DeleteErr)
+				continue
+			}
+			a.recorder.Eventf(ref, apiv1.EventTypeNormal, "DeleteUnregistered", "Removed unregistered node %v", in.Id)
+			removed++
+		}
+		metrics.RegisterOldUnregisteredNodesRemoved(removed)
 	}
 }
 

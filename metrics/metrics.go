@@ -220,13 +220,15 @@ func baseCollectors() []prometheus.Collector {
 		memoryLimitsBytes, lastActivity, functionDuration, functionDurationSummary,
 		scaledUpNodes, failedScaleUps, scaledDownNodes, evictedPods, errorsCount,
 		unneededNodesCount, scaleDownInCooldown, skippedScaleEvents,
+		failedNodeCreations, oldUnregisteredNodesRemoved,
 		doAPIRequests, doAPIRequestDuration, doAPIRateLimitRemaining, doAPIRateLimitLimit,
 		doAPIRateLimitReset,
 	}
 }
 
 func perNodeGroupCollectors() []prometheus.Collector {
-	return []prometheus.Collector{nodeGroupMinCount, nodeGroupMaxCount, nodeGroupTargetCount}
+	return []prometheus.Collector{nodeGroupMinCount, nodeGroupMaxCount, nodeGroupTargetCount,
+		nodeGroupHealthiness, nodeGroupBackoffStatus}
 }
 
 // RegisterAll registers the autoscaler's collectors into reg. The per node
@@ -404,6 +406,7 @@ func DeleteNodeGroupMetrics(nodeGroup string) {
 	nodeGroupMinCount.DeleteLabelValues(nodeGroup)
 	nodeGroupMaxCount.DeleteLabelValues(nodeGroup)
 	nodeGroupTargetCount.DeleteLabelValues(nodeGroup)
+	deleteNodeGroupHealth(nodeGroup)
 }
 
 func boolToFloat(b bool) float64 {

@@ -153,10 +153,13 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 		}
 	}
 	similar := o.similarGroups(cands)
+	cappedByTotal := map[string]bool{} // groups whose estimate --max-nodes-total bounds
 	for _, c := range cands {
 		gs, tmpl, fit, id := c.gs, c.tmpl, c.fit, c.gs.Group.Id()
 		room, limitReason, metricReason := o.room(gs, tmpl, u, similar[id])
+		capped := o.opts.MaxNodesTotal > 0 && room >= o.opts.MaxNodesTotal-u.nodes
 		if room <= 0 {
+			cappedByTotal[id] = capped
 			klog.V(2).Infof("Scale-up: node group %s could host pending pods but %s", id, limitReason)
 			for i := range fit {
 				reasons[fit[i].index][limitReason]++
@@ -177,6 +180,7 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 		if n <= 0 || len(pods) == 0 {
 			continue
 		}
+		cappedByTotal[id] = capped && n >= room
 		klog.V(4).Infof("Scale-up: option: node group %s +%d node(s) for %d pod(s)", id, n, len(pods))
 		options = append(options, expander.Option{NodeGroup: gs.Group, NodeCount: n, Pods: pods, NodeInfo: tmpl,
 			Debug: fmt.Sprintf("%s +%d for %d pods", id, n, len(pods))})
@@ -208,6 +212,9 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 		if best == nil {
 			break
 		}
+		if cappedByTotal[best.NodeGroup.Id()] {
+			o.maxNodesTotalReached()
+		}
 		plan := o.plan(*best, similar[best.NodeGroup.Id()])
 		done, failed := o.execute(plan, in.Templates, in.Now)
 		if len(done) > 0 {
@@ -230,6 +237,9 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 		}
 		options = rest
 	}
+	if len(options) == 0 && anyTrue(cappedByTotal) {
+		o.maxNodesTotalReached()
+	}
 	if len(res.NoGroup) > 0 {
 		klog.Infof("Scale-up: %d pending pod(s) (%s) fit no node group: %s",
 			len(res.NoGroup), PodNames(res.NoGroup, 5), reasonSummary(reasonsFor(egs, reasons, res.NoGroup[0])))
@@ -237,6 +247,22 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 		klog.V(2).Infof("Scale-up: no scale-up possible for %d pending pod(s)", len(in.Pods))
 	}
 	return res, nil
+}
+
+// maxNodesTotalReached records upstream's MaxNodesTotalReached event on the
+// status ConfigMap: --max-nodes-total bounds a scale-up the pending pods need.
+func (o *Orchestrator) maxNodesTotalReached() {
+	klog.V(1).Infof("Scale-up: max total nodes in cluster reached (--max-nodes-total=%d)", o.opts.MaxNodesTotal)
+	o.recorder.Eventf(o.statusRef, apiv1.EventTypeWarning, "MaxNodesTotalReached", "Max total nodes in cluster reached: %v", o.opts.MaxNodesTotal)
+}
+
+func anyTrue(m map[string]bool) bool {
+	for _, v := range m {
+		if v {
+			return true
+		}
+	}
+	return false
 }
 
 func reasonsFor(egs []simulator.PodEquivalenceGroup, reasons []map[string]int, p *apiv1.Pod) map[string]int {
@@ -507,6 +533,7 @@ func (o *Orchestrator) execute(plan []Increase, templates map[string]*framework.
 			failed[inc.GroupID] = true
 			klog.Errorf("Scale-up: node group %s %d->%d failed: %v", inc.GroupID, inc.From, inc.To, err)
 			metrics.RegisterError(metrics.CloudProviderError)
+			metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpCloudProviderError, delta)
 			o.registry.RegisterFailedScaleUp(g, metrics.FailedScaleUpCloudProviderError,
 				clusterstate.BackoffInfo{ErrorCode: "cloudProviderError", ErrorMessage: err.Error()}, now)
 			o.recorder.Eventf(o.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",

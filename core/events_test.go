@@ -1,0 +1,169 @@
+package core
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/expander/priority"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+)
+
+// scrape registers the autoscaler's metrics (with the per node group ones)
+// in a fresh registry and returns a reader of one series' value.
+func scrape(t *testing.T) func(name string, labels map[string]string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	metrics.RegisterAll(reg, true)
+	return func(name string, labels map[string]string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "cluster_autoscaler_"+name {
+				continue
+			}
+		series:
+			for _, m := range mf.GetMetric() {
+				if len(m.GetLabel()) != len(labels) {
+					continue
+				}
+				for _, lp := range m.GetLabel() {
+					if labels[lp.GetName()] != lp.GetValue() {
+						continue series
+					}
+				}
+				if m.Counter != nil {
+					return m.GetCounter().GetValue()
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+}
+
+// lateGroupFixture: "a" (preferred) gets a+1 for 2 pending pods at t0; its
+// node never registers.
+func lateGroupFixture(t *testing.T) (*test.Provider, *harness) {
+	t.Helper()
+	p, nodes := cluster(
+		groupSpec{id: "base", min: 1, max: 1, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},
+		groupSpec{id: "a", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
+		groupSpec{id: "b", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
+	)
+	cm := &apiv1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: priority.ConfigMapName, Namespace: "kube-system"},
+		Data:       map[string]string{priority.ConfigMapKey: "50:\n  - ^a$\n10:\n  - ^b$\n"},
+	}
+	o := testOptions()
+	o.ExpanderNames = []string{"priority"}
+	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 2, 1000, test.GiB), []runtime.Object{cm})...)
+	h.runOnce(t0)
+	if got := increases(p); !reflect.DeepEqual(got, []string{"a+1"}) {
+		t.Fatalf("IncreaseSize calls = %v", got)
+	}
+	h.events()
+	return p, h
+}
+
+// A scale-up whose node does not register within --max-node-provision-time:
+// ScaleUpTimedOut and DeleteUnregistered on the status ConfigMap, with
+// upstream's messages; failed_node_creations_total{reason=timeout},
+// old_unregistered_nodes_removed_count, and the group's backoff in
+// node_group_backoff_status.
+func TestScaleUpTimeoutEventsAndMetrics(t *testing.T) {
+	value := scrape(t)
+	failedBefore := max(0, value("failed_node_creations_total", map[string]string{"reason": "timeout"}))
+	removedBefore := value("old_unregistered_nodes_removed_count", map[string]string{})
+	_, h := lateGroupFixture(t)
+	h.runOnce(t0.Add(16 * time.Minute))
+	ev := h.events()
+	for _, want := range []string{
+		"Warning ScaleUpTimedOut Nodes added to group a failed to register within 16m0s involvedObject{kind=ConfigMap",
+		"Normal DeleteUnregistered Removed unregistered node test://a-new-1 involvedObject{kind=ConfigMap",
+	} {
+		if countEvents(ev, want) != 1 {
+			t.Errorf("no event %q in %v", want, ev)
+		}
+	}
+	if got := value("failed_node_creations_total", map[string]string{"reason": "timeout"}) - failedBefore; got != 1 {
+		t.Errorf("failed_node_creations_total{reason=timeout} grew by %v, want 1", got)
+	}
+	if got := value("old_unregistered_nodes_removed_count", map[string]string{}) - removedBefore; got != 1 {
+		t.Errorf("old_unregistered_nodes_removed_count grew by %v, want 1", got)
+	}
+	if got := value("node_group_backoff_status", map[string]string{"node_group": "a", "reason": "timeout"}); got != 1 {
+		t.Errorf("node_group_backoff_status{a,timeout} = %v, want 1", got)
+	}
+	if got := value("node_group_backoff_status", map[string]string{"node_group": "b", "reason": ""}); got != 0 {
+		t.Errorf("node_group_backoff_status{b,\"\"} = %v, want 0", got)
+	}
+	if got := value("node_group_healthiness", map[string]string{"node_group": "b"}); got != 1 {
+		t.Errorf("node_group_healthiness{b} = %v, want 1", got)
+	}
+}
+
+func TestDeleteUnregisteredFailedEvent(t *testing.T) {
+	p, h := lateGroupFixture(t)
+	p.Group("a").InjectError("DeleteNodes", errString("droplet is locked"))
+	h.runOnce(t0.Add(16 * time.Minute))
+	want := "Warning DeleteUnregisteredFailed Failed to remove node test://a-new-1: droplet is locked involvedObject{kind=ConfigMap"
+	if ev := h.events(); countEvents(ev, want) != 1 {
+		t.Fatalf("no event %q in %v", want, ev)
+	}
+}
+
+// --max-nodes-total bounding a scale-up, or stopping it, records
+// MaxNodesTotalReached on the status ConfigMap.
+func TestMaxNodesTotalReachedEvent(t *testing.T) {
+	for _, tc := range []struct {
+		max  int
+		want []string
+	}{{3, []string{"g1+2"}}, {1, nil}} {
+		p, objs := scaleUpFixture(10)
+		o := testOptions()
+		o.MaxNodesTotal = tc.max
+		h := newHarness(t, o, p, objs...)
+		h.runOnce(t0)
+		if got := increases(p); !reflect.DeepEqual(got, tc.want) {
+			t.Fatalf("max %d: IncreaseSize calls = %v, want %v", tc.max, got, tc.want)
+		}
+		want := "Warning MaxNodesTotalReached Max total nodes in cluster reached: " + map[int]string{3: "3", 1: "1"}[tc.max] + " involvedObject{kind=ConfigMap"
+		if ev := h.events(); countEvents(ev, want) != 1 {
+			t.Errorf("max %d: no event %q in %v", tc.max, want, ev)
+		}
+	}
+	// Not bounded by it: no event.
+	p, objs := scaleUpFixture(10)
+	o := testOptions()
+	o.MaxNodesTotal = 10
+	h := newHarness(t, o, p, objs...)
+	h.runOnce(t0)
+	if n := countEvents(h.events(), "MaxNodesTotalReached"); n != 0 {
+		t.Errorf("MaxNodesTotalReached with room to spare: %d", n)
+	}
+}
+
+// A failed IncreaseSize counts the nodes it asked for in
+// failed_node_creations_total{reason=cloudProviderError}.
+func TestFailedNodeCreationsOnIncreaseSizeError(t *testing.T) {
+	value := scrape(t)
+	before := max(0, value("failed_node_creations_total", map[string]string{"reason": "cloudProviderError"}))
+	p, objs := scaleUpFixture(10)
+	p.Group("g1").InjectError("IncreaseSize", errString("quota exceeded"))
+	h := newHarness(t, testOptions(), p, objs...)
+	h.runOnce(t0)
+	if got := value("failed_node_creations_total", map[string]string{"reason": "cloudProviderError"}) - before; got != 3 {
+		t.Fatalf("failed_node_creations_total{reason=cloudProviderError} grew by %v, want 3", got)
+	}
+}
