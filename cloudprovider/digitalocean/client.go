@@ -161,6 +161,7 @@ func (c *apiClient) call(ctx context.Context, op string, retryOnTransportError b
 		elapsed := c.o.now().Sub(start)
 
 		status, header := responseStatus(resp, err)
+		err = asAPIError(err)
 		c.observer.ObserveCall(op, status, elapsed, err)
 		c.noteRate(header)
 		if err == nil {
@@ -355,7 +356,8 @@ func listAll[T any](ctx context.Context, c *apiClient, op, path string, decode f
 }
 
 func (c *apiClient) listNodePools(ctx context.Context) ([]*godo.KubernetesNodePool, error) {
-	path := fmt.Sprintf("v2/kubernetes/clusters/%s/node_pools", url.PathEscape(c.clusterID))
+	// godo's own path for ListNodePools (kubernetes.go), absolute.
+	path := fmt.Sprintf("/v2/kubernetes/clusters/%s/node_pools", url.PathEscape(c.clusterID))
 	return listAll(ctx, c, opListNodePools, path, func(ctx context.Context, p string) (listPage[*godo.KubernetesNodePool], *godo.Response, error) {
 		var root struct {
 			NodePools []*godo.KubernetesNodePool `json:"node_pools"`
@@ -372,7 +374,9 @@ func (c *apiClient) listNodePools(ctx context.Context) ([]*godo.KubernetesNodePo
 }
 
 func (c *apiClient) listSizes(ctx context.Context) ([]godo.Size, error) {
-	return listAll(ctx, c, opListSizes, "v2/sizes", func(ctx context.Context, p string) (listPage[godo.Size], *godo.Response, error) {
+	// godo's sizes.go says "v2/sizes", relative to the base URL, which is
+	// always the server root (see validateURL).
+	return listAll(ctx, c, opListSizes, "/v2/sizes", func(ctx context.Context, p string) (listPage[godo.Size], *godo.Response, error) {
 		var root struct {
 			Sizes []godo.Size `json:"sizes"`
 			Links *godo.Links `json:"links"`

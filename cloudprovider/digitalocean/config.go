@@ -23,7 +23,8 @@ type cloudConfigFile struct {
 	// TokenFile is a file holding the token, e.g. a mounted Secret; it is
 	// re-read when it changes, so the token can be rotated in place.
 	TokenFile string `json:"token_file"`
-	// URL overrides the API base URL (https://api.digitalocean.com/).
+	// URL overrides the API host (https://api.digitalocean.com); see
+	// validateURL for the forms accepted.
 	URL string `json:"url"`
 	// NodePoolSelection says which pools are node groups: "auto_scale"
 	// (the default) or "tags"; see selectPool.
@@ -33,7 +34,7 @@ type cloudConfigFile struct {
 // providerConfig is a validated cloud config.
 type providerConfig struct {
 	clusterID string
-	// baseURL is empty for godo's default, else ends with "/".
+	// baseURL is empty for godo's default, else a server root ending in "/".
 	baseURL     string
 	tokenSource oauth2.TokenSource
 	// selection is SelectByAutoScale or SelectByTags.
@@ -149,34 +150,54 @@ func position(data []byte, offset int64) string {
 
 // validateURL accepts https URLs, and plain http only for loopback hosts
 // (a local simulator), so a token is never sent in clear over a network.
+//
+// The result is always the server's root, "scheme://host[:port]/": godo's
+// Kubernetes paths are absolute ("/v2/kubernetes/..."), so a path in the
+// base URL would be dropped by those calls yet kept by relative ones
+// ("v2/sizes"). The forms users copy from DigitalOcean's docs, with or
+// without "/v2" and a trailing slash, all mean the root; any other path (a
+// proxy prefix) is refused rather than honoured for some calls only.
 func validateURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("url %q does not parse: %v", raw, err)
+		return "", fmt.Errorf("url (%d characters) does not parse as a URL", len(raw))
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return "", fmt.Errorf("url %q has no host", raw)
+		return "", fmt.Errorf("url (%d characters) has no host: want an absolute URL such as https://api.digitalocean.com", len(raw))
 	}
+	shown := redactURL(u)
 	if u.User != nil {
-		return "", fmt.Errorf("url %q must not carry user information", u.Redacted())
+		return "", fmt.Errorf("url %s must not carry user information", shown)
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !isLoopback(u.Hostname()) {
-			return "", fmt.Errorf("url %q must use https (plain http is allowed only for loopback hosts)", raw)
+			return "", fmt.Errorf("url %s must use https (plain http is allowed only for loopback hosts)", shown)
 		}
 	default:
-		return "", fmt.Errorf("url %q must use https, not %q", raw, u.Scheme)
+		return "", fmt.Errorf("url %s must use https, not %q", shown, u.Scheme)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("url %q must not have a query or fragment", raw)
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", fmt.Errorf("url %s must not have a query or fragment", shown)
 	}
-	if !strings.HasSuffix(u.Path, "/") {
-		// godo resolves "v2/..." against the base, which must be a directory.
-		u.Path += "/"
+	switch u.EscapedPath() {
+	case "", "/", "/v2", "/v2/":
+	default:
+		return "", fmt.Errorf("url %s has a path of %d characters: only the API root is accepted (https://host, optionally followed by /v2); requests go to /v2/... on that host, so a proxy path prefix is not supported", shown, len(u.EscapedPath()))
 	}
-	return u.String(), nil
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/"}).String(), nil
+}
+
+// redactURL shows a URL as scheme://host/…, without user information,
+// path, query or fragment, any of which may hold a secret put there by
+// mistake.
+func redactURL(u *url.URL) string {
+	s := u.Scheme + "://" + u.Host + "/"
+	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		s += "…"
+	}
+	return s
 }
 
 func isLoopback(host string) bool {

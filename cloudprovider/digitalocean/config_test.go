@@ -35,8 +35,8 @@ func TestLoadConfigFixtures(t *testing.T) {
 		{file: "cloud-config-malformed.json", wantErr: "malformed JSON at line 4, column 3"},
 		{file: "cloud-config-unknown-field.json", wantErr: `unknown field "region"`},
 		{file: "cloud-config-wrong-type.json", wantErr: `malformed JSON at line 2, column 22 (offset 23): field "cluster_id" must be a string, not a number`},
-		{file: "cloud-config-http-url.json", wantErr: `url "http://api.example.com/" must use https (plain http is allowed only for loopback hosts)`},
-		{file: "cloud-config-bad-url.json", wantErr: `url "https://api.digitalocean.com/%zz" does not parse`},
+		{file: "cloud-config-http-url.json", wantErr: `url http://api.example.com/ must use https (plain http is allowed only for loopback hosts)`},
+		{file: "cloud-config-bad-url.json", wantErr: `url (32 characters) does not parse`},
 		{file: "no-such-cloud-config.json", wantErr: "failed to read cloud config: open ../../testdata/no-such-cloud-config.json: no such file or directory"},
 	}
 	for _, c := range cases {
@@ -83,7 +83,8 @@ func TestParseConfigRules(t *testing.T) {
 		{"http localhost", `{"cluster_id": "c", "token": "t", "url": "http://localhost:8081"}`, ""},
 		{"http ipv6 loopback", `{"cluster_id": "c", "token": "t", "url": "http://[::1]:8081/"}`, ""},
 		{"http 127.x", `{"cluster_id": "c", "token": "t", "url": "http://127.3.2.1/"}`, ""},
-		{"https path kept", `{"cluster_id": "c", "token": "t", "url": "https://proxy.example/do"}`, ""},
+		{"https path prefix refused", `{"cluster_id": "c", "token": "t", "url": "https://proxy.example/do"}`, "url https://proxy.example/… has a path of 3 characters"},
+		{"https v2 path", `{"cluster_id": "c", "token": "t", "url": "https://api.digitalocean.com/v2"}`, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -59,7 +59,7 @@ func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *c
 	if endpoint == "" {
 		endpoint = client.godo.BaseURL.String()
 	}
-	klog.Infof("DigitalOcean provider for cluster %s via %s (user agent %s); GPU label %s; node_pool_selection=%s (%s)",
+	klog.Infof("DigitalOcean provider for cluster %s: API base URL %s, requests go to /v2/... there (user agent %s); GPU label %s; node_pool_selection=%s (%s)",
 		cfg.clusterID, endpoint, userAgent(), gpuLabel, m.selection, selectionRule(m.selection))
 	return &CloudProvider{m: m, limiter: rl, gpuLabel: gpuLabel, pricing: &pricingModel{m: m}}, nil
 }

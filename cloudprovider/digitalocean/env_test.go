@@ -82,6 +82,8 @@ type testEnv struct {
 
 	// selection is the cloud config's node_pool_selection ("" = unset).
 	selection string
+	// urlSuffix is appended to the server's address in the cloud config's url.
+	urlSuffix string
 }
 
 type envOption func(*testEnv, *clientOptions, *config.AutoscalingOptions)
@@ -122,7 +124,7 @@ func newEnv(t testing.TB, simOpts doks.Options, options ...envOption) *testEnv {
 	for _, f := range options {
 		f(e, &o, &opts)
 	}
-	cfgJSON := fmt.Sprintf(`{"cluster_id": %q, "token": %q, "url": %q`, testCluster, simOpts.Token, e.hs.URL)
+	cfgJSON := fmt.Sprintf(`{"cluster_id": %q, "token": %q, "url": %q`, testCluster, simOpts.Token, e.hs.URL+e.urlSuffix)
 	if e.selection != "" {
 		cfgJSON += fmt.Sprintf(`, "node_pool_selection": %q`, e.selection)
 	}
@@ -146,6 +148,10 @@ func withPageSize(n int) envOption {
 
 func withSelection(mode string) envOption {
 	return func(e *testEnv, _ *clientOptions, _ *config.AutoscalingOptions) { e.selection = mode }
+}
+
+func withURLSuffix(suffix string) envOption {
+	return func(e *testEnv, _ *clientOptions, _ *config.AutoscalingOptions) { e.urlSuffix = suffix }
 }
 
 func withGPULabel(l string) envOption {

@@ -1,0 +1,86 @@
+package digitalocean
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/digitalocean/godo"
+)
+
+// maxErrorText bounds the part of an API error body kept in an error: the
+// text ends up in logs, events, the status ConfigMap and metrics, and a
+// broken or hostile server could send megabytes.
+const maxErrorText = 512
+
+// apiError is a DigitalOcean error answer, reduced to what an operator
+// needs: the request, the status, the request ID and the start of the
+// message.
+type apiError struct {
+	Method     string
+	URL        string // scheme://host/path, no query
+	StatusCode int
+	RequestID  string
+	Message    string // at most maxErrorText bytes, control characters replaced
+}
+
+func (e *apiError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: %d %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " (request %s)", e.RequestID)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if e.StatusCode == http.StatusNotFound {
+		b.WriteString(" (check cluster_id and url in the cloud config)")
+	}
+	return b.String()
+}
+
+// asAPIError converts godo's error answer; other errors are returned as
+// they are.
+func asAPIError(err error) error {
+	var er *godo.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil {
+		return err
+	}
+	out := &apiError{StatusCode: er.Response.StatusCode, RequestID: truncateText(er.RequestID, 64)}
+	if r := er.Response.Request; r != nil && r.URL != nil {
+		out.Method = r.Method
+		out.URL = r.URL.Scheme + "://" + r.URL.Host + r.URL.EscapedPath()
+	}
+	msg := er.Message
+	if msg == "" && er.NestedError != nil {
+		msg = er.NestedError.Message
+	}
+	out.Message = truncateText(msg, maxErrorText)
+	return out
+}
+
+// truncateText keeps at most n bytes of s, with
+// control characters replaced so that one error stays one log line.
+func truncateText(s string, n int) string {
+	cut := len(s) > n
+	if cut {
+		s = s[:n]
+		// Drop a rune cut in half rather than show a replacement for it.
+		for i := 0; i < utf8.UTFMax && len(s) > 0 && !utf8.ValidString(s); i++ {
+			s = s[:len(s)-1]
+		}
+	}
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	if cut {
+		s += fmt.Sprintf("… (truncated to %d bytes)", n)
+	}
+	return s
+}
