@@ -35,3 +35,9 @@ func (DOAPIObserver) ObserveRateLimit(limit, remaining int, reset time.Time) {
 		doAPIRateLimitReset.Set(float64(reset.Unix()))
 	}
 }
+
+// ObservePoolRefused counts a node pool refused as a node group (the
+// provider's RefusalObserver).
+func (DOAPIObserver) ObservePoolRefused(reason string) {
+	doNodePoolsRefused.WithLabelValues(reason).Inc()
+}

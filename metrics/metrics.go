@@ -202,6 +202,10 @@ var (
 		Namespace: caNamespace, Name: "digitalocean_api_rate_limit_limit",
 		Help: "Size of the DigitalOcean API rate-limit window (RateLimit-Limit header).",
 	})
+	doNodePoolsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: caNamespace, Name: "digitalocean_node_pools_refused_total",
+		Help: "DigitalOcean node pools refused as node groups, counted when a refusal starts or changes, by reason: bounds (min_nodes/max_nodes/count or tags), ids (path characters in an ID or name), template (template values).",
+	}, []string{"reason"})
 	doAPIRateLimitReset = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: caNamespace, Name: "digitalocean_api_rate_limit_reset_timestamp_seconds",
 		Help: "Unix time at which the DigitalOcean API rate-limit window resets (RateLimit-Reset header).",
@@ -222,7 +226,7 @@ func baseCollectors() []prometheus.Collector {
 		unneededNodesCount, scaleDownInCooldown, skippedScaleEvents,
 		failedNodeCreations, oldUnregisteredNodesRemoved,
 		doAPIRequests, doAPIRequestDuration, doAPIRateLimitRemaining, doAPIRateLimitLimit,
-		doAPIRateLimitReset,
+		doAPIRateLimitReset, doNodePoolsRefused,
 	}
 }
 

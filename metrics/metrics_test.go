@@ -133,6 +133,7 @@ func TestRegisterAllExposesUpstreamNames(t *testing.T) {
 	RegisterSkippedScaleUp(SkippedMaxNodesTotalReached)
 	DOAPIObserver{}.ObserveCall("ListNodePools", 200, 50*time.Millisecond, nil)
 	DOAPIObserver{}.ObserveRateLimit(5000, 4990, time.Unix(1700000060, 0))
+	DOAPIObserver{}.ObservePoolRefused("bounds")
 
 	fams := gather(t, reg)
 	want := []string{
@@ -144,7 +145,7 @@ func TestRegisterAllExposesUpstreamNames(t *testing.T) {
 		"scale_down_in_cooldown", "skipped_scale_events_count",
 		"digitalocean_api_requests_total", "digitalocean_api_request_duration_seconds",
 		"digitalocean_api_rate_limit_remaining", "digitalocean_api_rate_limit_limit",
-		"digitalocean_api_rate_limit_reset_timestamp_seconds",
+		"digitalocean_api_rate_limit_reset_timestamp_seconds", "digitalocean_node_pools_refused_total",
 	}
 	for _, n := range want {
 		if _, ok := fams["cluster_autoscaler_"+n]; !ok {

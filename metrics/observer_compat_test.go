@@ -7,3 +7,6 @@ import (
 
 // DOAPIObserver must stay installable with digitalocean.SetCallObserver.
 var _ digitalocean.CallObserver = metrics.DOAPIObserver{}
+
+// and count the pools the provider refuses as node groups.
+var _ digitalocean.RefusalObserver = metrics.DOAPIObserver{}

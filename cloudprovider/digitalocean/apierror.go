@@ -84,3 +84,25 @@ func truncateText(s string, n int) string {
 	}
 	return s
 }
+
+// checkPathID refuses an ID from the API that could change the path of a
+// request built from it ("/", "?", "#", "%", "\", ".", "..", spaces or
+// control characters), so that no request leaves
+// /v2/kubernetes/clusters/<cluster id>/. DOKS IDs are UUIDs and pool names
+// DNS labels, so nothing real is refused.
+func checkPathID(field, v string) error {
+	switch {
+	case v == "":
+		return fmt.Errorf("%s is empty", field)
+	case v == "." || v == "..":
+		return fmt.Errorf("%s %q is a path element", field, v)
+	case len(v) > 255:
+		return fmt.Errorf("%s is %d bytes long", field, len(v))
+	}
+	for _, r := range v {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune(`/?#%\`, r) {
+			return fmt.Errorf("%s %q contains %q, which would change the request path", field, truncateText(v, 64), r)
+		}
+	}
+	return nil
+}

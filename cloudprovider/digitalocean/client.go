@@ -124,18 +124,8 @@ func newAPIClient(cfg *providerConfig, o clientOptions) (*apiClient, error) {
 	}
 	// oauth2.Transport asks the source for a token on every request; no
 	// ReuseTokenSource in between, so a rotated token file is seen at once.
-	hc := &http.Client{Transport: &oauth2.Transport{Source: cfg.tokenSource, Base: base},
-		// The token is added below net/http's redirect handling, which
-		// therefore cannot strip it: never follow a redirect to another host.
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if req.URL.Host != via[0].URL.Host {
-				return fmt.Errorf("refusing a redirect from %s to another host, %s", via[0].URL.Host, req.URL.Host)
-			}
-			if len(via) >= 10 {
-				return fmt.Errorf("stopped after %d redirects", len(via))
-			}
-			return nil
-		}}
+	hc := &http.Client{Transport: &oauth2.Transport{Source: cfg.tokenSource, Base: guardTransport{base}},
+		CheckRedirect: checkRedirect}
 	opts := []godo.ClientOpt{godo.SetUserAgent(userAgent())}
 	if cfg.baseURL != "" {
 		opts = append(opts, godo.SetBaseURL(cfg.baseURL))
@@ -154,14 +144,33 @@ func (c *apiClient) call(ctx context.Context, op string, retryOnTransportError b
 		if err := c.pace(ctx, op); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		actx, cancel := context.WithTimeout(ctx, c.o.attemptTimeout)
+		rec := &attemptRecord{}
+		actx, cancel := context.WithTimeout(withAttemptRecord(ctx, rec), c.o.attemptTimeout)
 		start := c.o.now()
 		resp, err := fn(actx)
 		cancel()
 		elapsed := c.o.now().Sub(start)
 
 		status, header := responseStatus(resp, err)
-		err = asAPIError(err)
+		answered := int(rec.status.Load())
+		switch {
+		case err == nil:
+		case rec.overflow.Load() && answered >= 200 && answered <= 299:
+			// Not retried: the same server would send the same answer.
+			err = fmt.Errorf("the %d answer was refused: its body is over %d bytes (%w)", answered, maxResponseBody, errBodyTooLarge)
+			status = answered
+		case rec.overflow.Load():
+			// An error answer cut at maxErrorBody: its status and request
+			// ID are kept, and it is not retried either.
+			err = fmt.Errorf("%w (its body is over %d bytes)", asAPIError(err), maxErrorBody)
+		case status == 0 && answered != 0:
+			// godo drops the response when the body does not decode: the
+			// server answered, so this is not a transport failure to retry.
+			err = fmt.Errorf("decoding the %d answer: %w", answered, err)
+			status = answered
+		default:
+			err = asAPIError(err)
+		}
 		c.observer.ObserveCall(op, status, elapsed, err)
 		c.noteRate(header)
 		if err == nil {
@@ -169,6 +178,9 @@ func (c *apiClient) call(ctx context.Context, op string, retryOnTransportError b
 			return nil
 		}
 		wait, why, retry := c.retryPlan(ctx, status, header, err, attempt, retryOnTransportError)
+		if rec.overflow.Load() || (status >= 200 && status <= 299) {
+			retry = false
+		}
 		if !retry || attempt >= c.o.maxAttempts {
 			if attempt > 1 {
 				return fmt.Errorf("%s: giving up after %d attempts: %w", op, attempt, err)
@@ -321,7 +333,6 @@ type listPage[T any] struct {
 // while links.pages.next is present, or, when the server sends no links,
 // while pages come back full.
 func listAll[T any](ctx context.Context, c *apiClient, op, path string, decode func(ctx context.Context, path string) (listPage[T], *godo.Response, error)) ([]T, error) {
-	const maxPages = 10000 // a guard against a server that never stops
 	var all []T
 	for page := 1; page <= maxPages; page++ {
 		var got listPage[T]
@@ -345,6 +356,9 @@ func listAll[T any](ctx context.Context, c *apiClient, op, path string, decode f
 			if got.links.Pages == nil || got.links.Pages.Next == "" {
 				return all, nil
 			}
+			if next, ok := pageOf(got.links.Pages.Next); ok && next <= page {
+				return nil, fmt.Errorf("%s: page %d links to page %d as the next one: the listing does not advance", op, page, next)
+			}
 		case len(got.items) < c.o.pageSize:
 			return all, nil
 		}
@@ -352,7 +366,22 @@ func listAll[T any](ctx context.Context, c *apiClient, op, path string, decode f
 			return all, nil
 		}
 	}
-	return nil, fmt.Errorf("%s: more than %d pages", op, maxPages)
+	return nil, fmt.Errorf("%s: more than %d pages (%d items): refusing to list further", op, maxPages, len(all))
+}
+
+// maxPages bounds a listing: DOKS clusters have tens of pools and
+// DigitalOcean has about a hundred sizes, a page or two at 200 per page; a
+// server that keeps sending pages is broken.
+const maxPages = 100
+
+// pageOf reads the page number of a links.pages URL.
+func pageOf(link string) (int, bool) {
+	u, err := url.Parse(link)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(u.Query().Get("page"))
+	return n, err == nil
 }
 
 func (c *apiClient) listNodePools(ctx context.Context) ([]*godo.KubernetesNodePool, error) {
@@ -392,6 +421,9 @@ func (c *apiClient) listSizes(ctx context.Context) ([]godo.Size, error) {
 }
 
 func (c *apiClient) getNodePoolTemplate(ctx context.Context, poolName string) (*godo.KubernetesNodeTemplate, error) {
+	if err := checkPathID("node pool name", poolName); err != nil {
+		return nil, fmt.Errorf("%s: %w", opGetNodePoolTemplate, err)
+	}
 	var out *godo.KubernetesNodePoolTemplate
 	err := c.call(ctx, opGetNodePoolTemplate, true, func(ctx context.Context) (*godo.Response, error) {
 		var resp *godo.Response
@@ -430,6 +462,12 @@ func (c *apiClient) getCluster(ctx context.Context) (*godo.KubernetesCluster, er
 // updateNodePoolCount sets a pool's count. A PUT with an absolute count is
 // idempotent, so it is retried like a read.
 func (c *apiClient) updateNodePoolCount(ctx context.Context, poolID string, count int) (*godo.KubernetesNodePool, error) {
+	if err := checkPathID("node pool id", poolID); err != nil {
+		return nil, fmt.Errorf("%s: %w", opUpdateNodePool, err)
+	}
+	if count < 0 {
+		return nil, fmt.Errorf("%s: refusing to set node pool %s to a negative count, %d", opUpdateNodePool, poolID, count)
+	}
 	var out *godo.KubernetesNodePool
 	err := c.call(ctx, opUpdateNodePool, true, func(ctx context.Context) (*godo.Response, error) {
 		var resp *godo.Response
@@ -450,6 +488,11 @@ func (c *apiClient) updateNodePoolCount(ctx context.Context, poolID string, coun
 // deleteNode deletes one node with skip_drain (the autoscaler has drained
 // it already; DOKS would drain it a second time) and without replacement.
 func (c *apiClient) deleteNode(ctx context.Context, poolID, nodeID string) error {
+	for _, id := range [][2]string{{"node pool id", poolID}, {"node id", nodeID}} {
+		if err := checkPathID(id[0], id[1]); err != nil {
+			return fmt.Errorf("%s: %w", opDeleteNode, err)
+		}
+	}
 	return c.call(ctx, opDeleteNode, false, func(ctx context.Context) (*godo.Response, error) {
 		return c.godo.Kubernetes.DeleteNode(ctx, c.clusterID, poolID, nodeID, &godo.KubernetesNodeDeleteRequest{SkipDrain: true})
 	})

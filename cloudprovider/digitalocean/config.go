@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 
 	"golang.org/x/oauth2"
@@ -83,6 +84,9 @@ func parseConfig(data []byte) (*providerConfig, error) {
 	if clusterID == "" {
 		return nil, errors.New("cluster ID is not provided")
 	}
+	if err := checkClusterID(clusterID); err != nil {
+		return nil, err
+	}
 	cfg := &providerConfig{clusterID: clusterID}
 	switch f.NodePoolSelection {
 	case "", SelectByAutoScale:
@@ -90,7 +94,12 @@ func parseConfig(data []byte) (*providerConfig, error) {
 	case SelectByTags:
 		cfg.selection = SelectByTags
 	default:
-		return nil, fmt.Errorf("node_pool_selection %q is not valid: want %q (the default) or %q", f.NodePoolSelection, SelectByAutoScale, SelectByTags)
+		return nil, fmt.Errorf("node_pool_selection %s is not valid: want %q (the default) or %q", showWord(f.NodePoolSelection), SelectByAutoScale, SelectByTags)
+	}
+	if token != "" {
+		if err := checkToken(token); err != nil {
+			return nil, fmt.Errorf("token: %w", err)
+		}
 	}
 	if tokenFile != "" {
 		src, err := newFileTokenSource(tokenFile)
@@ -198,6 +207,61 @@ func redactURL(u *url.URL) string {
 		s += "…"
 	}
 	return s
+}
+
+// uuidPattern is the form of DOKS cluster IDs.
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// checkClusterID wants a UUID, as DOKS cluster IDs are; the ID goes into
+// every request path.
+func checkClusterID(id string) error {
+	if strings.HasPrefix(id, "<") && strings.HasSuffix(id, ">") {
+		return fmt.Errorf("cluster_id %s is a template placeholder: replace it with the cluster's UUID (doctl kubernetes cluster list)", truncateText(id, 40))
+	}
+	if !uuidPattern.MatchString(id) {
+		// Not echoed: it may be a token pasted into the wrong field.
+		return fmt.Errorf("cluster_id (a value of %d characters) is not a UUID: want the cluster's ID as doctl kubernetes cluster list shows it, e.g. 123e4567-e89b-12d3-a456-426614174000", len(id))
+	}
+	return nil
+}
+
+// maxTokenLength: DigitalOcean tokens are about 70 characters; anything
+// this long is a wrong file or a paste gone wrong.
+const maxTokenLength = 1024
+
+// checkToken refuses a token that cannot be one: control characters
+// (including NUL) would corrupt the Authorization header.
+func checkToken(token string) error {
+	if len(token) > maxTokenLength {
+		return fmt.Errorf("the token is %d bytes long, over %d: not a DigitalOcean token", len(token), maxTokenLength)
+	}
+	for i, r := range token {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("the token (%d characters) contains a control character at byte %d", len(token), i)
+		}
+	}
+	return nil
+}
+
+// showPath prints a token_file value when it looks like a path (it holds
+// a "/", which DigitalOcean tokens never do); anything else may be a token
+// put into the wrong field and is named by its length only.
+func showPath(p string) string {
+	if strings.Contains(p, "/") {
+		return fmt.Sprintf("%q", p)
+	}
+	return fmt.Sprintf("(a value of %d characters)", len(p))
+}
+
+// showWord prints a short word of letters, spaces, "-" and "_" (a typo
+// of a mode name); anything else may be a token pasted into the wrong
+// field (DigitalOcean tokens are about 70 characters) and is named by its
+// length only.
+func showWord(v string) string {
+	if len(v) <= 20 && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_- ") == "" {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("(a value of %d characters)", len(v))
 }
 
 func isLoopback(host string) bool {

@@ -31,7 +31,7 @@ func TestLoadConfigFixtures(t *testing.T) {
 		{file: "cloud-config-no-cluster-id.json", wantErr: "cluster ID is not provided"},
 		{file: "cloud-config-empty-token-file.json", wantErr: `token file "../../testdata/empty_token" is empty`},
 		{file: "cloud-config-whitespace-token-file.json", wantErr: `token file "../../testdata/whitespace_token" is empty`},
-		{file: "cloud-config-missing-token-file.json", wantErr: "failed to read token file: open ../../testdata/no_such_token: no such file or directory"},
+		{file: "cloud-config-missing-token-file.json", wantErr: `failed to read token file "../../testdata/no_such_token": open: no such file or directory`},
 		{file: "cloud-config-malformed.json", wantErr: "malformed JSON at line 4, column 3"},
 		{file: "cloud-config-unknown-field.json", wantErr: `unknown field "region"`},
 		{file: "cloud-config-wrong-type.json", wantErr: `malformed JSON at line 2, column 22 (offset 23): field "cluster_id" must be a string, not a number`},
@@ -68,23 +68,23 @@ func TestParseConfigRules(t *testing.T) {
 	}{
 		{"empty document", ``, "cloud config is empty"},
 		{"truncated", `{"cluster_id": "c", "tok`, "malformed JSON: unexpected end of input at line 1, column 25"},
-		{"trailing data", `{"cluster_id": "c", "token": "t"} {}`, "unexpected data after the JSON object"},
+		{"trailing data", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t"} {}`, "unexpected data after the JSON object"},
 		{"not an object", `["c"]`, "malformed JSON at line 1, column 2"},
-		{"whitespace literal token", `{"cluster_id": "c", "token": "  "}`, "access token is not provided"},
+		{"whitespace literal token", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "  "}`, "access token is not provided"},
 		{"blank cluster id", `{"cluster_id": " ", "token": "t"}`, "cluster ID is not provided"},
-		{"unknown field", `{"cluster_id": "c", "token": "t", "tokne": "x"}`, `unknown field "tokne"`},
-		{"ftp url", `{"cluster_id": "c", "token": "t", "url": "ftp://127.0.0.1/"}`, `must use https, not "ftp"`},
-		{"no host", `{"cluster_id": "c", "token": "t", "url": "https:///v2"}`, "has no host"},
-		{"relative url", `{"cluster_id": "c", "token": "t", "url": "api.digitalocean.com"}`, "has no host"},
-		{"http public ip", `{"cluster_id": "c", "token": "t", "url": "http://10.0.0.1:8080/"}`, "must use https"},
-		{"http loopback lookalike", `{"cluster_id": "c", "token": "t", "url": "http://localhost.example.com/"}`, "must use https"},
-		{"query", `{"cluster_id": "c", "token": "t", "url": "https://x.example/?a=b"}`, "must not have a query"},
-		{"user info", `{"cluster_id": "c", "token": "t", "url": "https://u:p@x.example/"}`, "must not carry user information"},
-		{"http localhost", `{"cluster_id": "c", "token": "t", "url": "http://localhost:8081"}`, ""},
-		{"http ipv6 loopback", `{"cluster_id": "c", "token": "t", "url": "http://[::1]:8081/"}`, ""},
-		{"http 127.x", `{"cluster_id": "c", "token": "t", "url": "http://127.3.2.1/"}`, ""},
-		{"https path prefix refused", `{"cluster_id": "c", "token": "t", "url": "https://proxy.example/do"}`, "url https://proxy.example/… has a path of 3 characters"},
-		{"https v2 path", `{"cluster_id": "c", "token": "t", "url": "https://api.digitalocean.com/v2"}`, ""},
+		{"unknown field", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "tokne": "x"}`, `unknown field "tokne"`},
+		{"ftp url", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "ftp://127.0.0.1/"}`, `must use https, not "ftp"`},
+		{"no host", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "https:///v2"}`, "has no host"},
+		{"relative url", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "api.digitalocean.com"}`, "has no host"},
+		{"http public ip", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "http://10.0.0.1:8080/"}`, "must use https"},
+		{"http loopback lookalike", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "http://localhost.example.com/"}`, "must use https"},
+		{"query", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "https://x.example/?a=b"}`, "must not have a query"},
+		{"user info", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "https://u:p@x.example/"}`, "must not carry user information"},
+		{"http localhost", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "http://localhost:8081"}`, ""},
+		{"http ipv6 loopback", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "http://[::1]:8081/"}`, ""},
+		{"http 127.x", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "http://127.3.2.1/"}`, ""},
+		{"https path prefix refused", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "https://proxy.example/do"}`, "url https://proxy.example/… has a path of 3 characters"},
+		{"https v2 path", `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "url": "https://api.digitalocean.com/v2"}`, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,8 +105,8 @@ func TestParseConfigRules(t *testing.T) {
 // The exact texts users and upstream's docs know.
 func TestConfigErrorTextsExact(t *testing.T) {
 	cases := map[string]string{
-		`{"cluster_id": "c"}`: "access token is not provided",
-		`{"cluster_id": "c", "token": "t", "token_file": "f"}`: "access token literal and access token file must not be provided together",
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000"}`:                                  "access token is not provided",
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t", "token_file": "f"}`: "access token literal and access token file must not be provided together",
 		`{"token": "t"}`: "cluster ID is not provided",
 	}
 	for in, want := range cases {
@@ -126,16 +126,16 @@ func TestConfigErrorsNeverContainToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	inputs := []string{
-		`{"cluster_id": "c", "token": "` + secret + `", "token_file": "` + tokenPath + `"}`,
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "` + secret + `", "token_file": "` + tokenPath + `"}`,
 		`{"token": "` + secret + `"}`,
-		`{"cluster_id": "c", "token": "` + secret + `", "url": "http://example.com/"}`,
-		`{"cluster_id": "c", "token": "` + secret + `", "url": "https://a b/%zz"}`,
-		`{"cluster_id": "c", "token": "` + secret + `", "extra": 1}`,
-		`{"cluster_id": "c", "token": "` + secret + `" "url": ""}`,
-		`{"cluster_id": "c", "token": ["` + secret + `"]}`,
-		`{"cluster_id": "c", "token": "` + secret,
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "` + secret + `", "url": "http://example.com/"}`,
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "` + secret + `", "url": "https://a b/%zz"}`,
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "` + secret + `", "extra": 1}`,
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "` + secret + `" "url": ""}`,
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": ["` + secret + `"]}`,
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "` + secret,
 		`{"token_file": "` + tokenPath + `"}`,
-		`{"cluster_id": "c", "token_file": "` + tokenPath + `", "url": "http://8.8.8.8/"}`,
+		`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token_file": "` + tokenPath + `", "url": "http://8.8.8.8/"}`,
 	}
 	for _, in := range inputs {
 		_, err := parseConfig([]byte(in))

@@ -36,6 +36,22 @@ type recordingObserver struct {
 	rateCalls int
 	lastLimit int
 	lastRem   int
+	refused   map[string]int
+}
+
+func (o *recordingObserver) ObservePoolRefused(reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.refused == nil {
+		o.refused = map[string]int{}
+	}
+	o.refused[reason]++
+}
+
+func (o *recordingObserver) refusals(reason string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.refused[reason]
 }
 
 func (o *recordingObserver) ObserveCall(op string, status int, _ time.Duration, err error) {

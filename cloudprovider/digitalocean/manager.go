@@ -2,6 +2,7 @@ package digitalocean
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,6 +14,10 @@ import (
 )
 
 const providerIDPrefix = "digitalocean://"
+
+// errTemplateRefused marks a template that was fetched but whose values
+// make no sense (see buildTemplateNode).
+var errTemplateRefused = errors.New("template refused")
 
 // templateEntry is a cached node pool template.
 type templateEntry struct {
@@ -159,10 +164,18 @@ func (m *manager) Refresh(ctx context.Context) error {
 	byNodeID := map[string]*NodeGroup{}
 	sizes := map[string]string{}
 	fetched, failed := 0, 0
+	seen := make(map[string]bool, len(pools))
 	for _, p := range pools {
 		if p == nil {
 			continue
 		}
+		if seen[p.ID] {
+			// A listing that repeats a pool (pages shifting under it, a
+			// broken server) must not make two node groups of it.
+			klog.V(2).Infof("node pool %s (%s) listed twice: using its first entry", p.Name, p.ID)
+			continue
+		}
+		seen[p.ID] = true
 		for _, n := range p.Nodes {
 			if n != nil {
 				sizes[instanceID(n)] = p.Size
@@ -170,6 +183,9 @@ func (m *manager) Refresh(ctx context.Context) error {
 		}
 		v := selectPool(m.selection, p)
 		logVerdict(v, oldNotes[p.ID])
+		if v.refused != "" && v.note != oldNotes[p.ID] {
+			observeRefusal(m.client.observer, v.refused)
+		}
 		notes[p.ID] = v.note
 		if !v.group {
 			continue
@@ -179,6 +195,9 @@ func (m *manager) Refresh(ctx context.Context) error {
 			fetched++
 			if entry.err != nil {
 				failed++
+				if errors.Is(entry.err, errTemplateRefused) {
+					observeRefusal(m.client.observer, refusedTemplate)
+				}
 			}
 		}
 		templates[p.ID] = entry
@@ -258,7 +277,7 @@ func (m *manager) template(ctx context.Context, p *godo.KubernetesNodePool, old 
 	switch {
 	case old == nil:
 		reason = "new node pool"
-	case old.template == nil:
+	case old.template == nil && !errors.Is(old.err, errTemplateRefused):
 		reason = "no template yet (last fetch failed)"
 	case old.spec != spec:
 		reason = "node pool spec changed"
@@ -269,12 +288,25 @@ func (m *manager) template(ctx context.Context, p *godo.KubernetesNodePool, old 
 	}
 	klog.V(2).Infof("fetching template of node pool %s (%s): %s", p.Name, p.ID, reason)
 	t, err := m.client.getNodePoolTemplate(ctx, p.Name)
+	if err == nil {
+		// Checked now, not only when the core asks for it, so that a bad
+		// template is logged (and counted) once per fetch.
+		if _, berr := buildTemplateNode(p, t, m.gpuLabel, ""); berr != nil {
+			t, err = nil, fmt.Errorf("%w: %v", errTemplateRefused, berr)
+		}
+	}
 	if err != nil {
 		if old != nil && old.template != nil {
 			klog.Errorf("fetching template of node pool %s (%s) failed, keeping the previous template and retrying at the next refresh: %v", p.Name, p.ID, err)
 			kept := *old
 			kept.err = err
 			return &kept, true
+		}
+		if errors.Is(err, errTemplateRefused) {
+			// Fetched again when the pool's spec changes or the TTL passes,
+			// as a good template would be.
+			klog.Errorf("node pool %s (%s): %v; it cannot scale up from zero until the template is fixed", p.Name, p.ID, err)
+			return &templateEntry{err: err, spec: spec, fetchedAt: now}, true
 		}
 		klog.Errorf("fetching template of node pool %s (%s) failed; it cannot scale up from zero until a fetch succeeds (retried at the next refresh): %v", p.Name, p.ID, err)
 		return &templateEntry{err: err}, true

@@ -40,3 +40,18 @@ func currentObserver() CallObserver {
 	}
 	return noopObserver{}
 }
+
+// RefusalObserver is optionally implemented by a CallObserver to count node
+// pools refused as node groups: reason is "bounds" (min/max or count make
+// no sense), "ids" (an ID or name with path characters) or "template" (the
+// template's values make no sense). It is called once each time a pool's
+// refusal starts or changes, when it is also logged.
+type RefusalObserver interface {
+	ObservePoolRefused(reason string)
+}
+
+func observeRefusal(o CallObserver, reason string) {
+	if r, ok := o.(RefusalObserver); ok {
+		r.ObservePoolRefused(reason)
+	}
+}

@@ -109,13 +109,84 @@ type poolVerdict struct {
 	// it must be stable while the pool does not change.
 	note string
 	warn bool
+	// refused names why a pool that asked to be a node group is not one
+	// (refusedBounds, refusedIDs), for the refusal metric; "" otherwise.
+	refused string
+}
+
+// Reasons a pool is refused as a node group, as the metric labels them.
+const (
+	refusedBounds   = "bounds"
+	refusedIDs      = "ids"
+	refusedTemplate = "template"
+)
+
+// checkPoolIDs refuses a pool whose ID, name or nodes' IDs could change
+// the path of a request built from them.
+func checkPoolIDs(p *godo.KubernetesNodePool) error {
+	if err := checkPathID("id", p.ID); err != nil {
+		return err
+	}
+	if err := checkPathID("name", p.Name); err != nil {
+		return err
+	}
+	for _, n := range p.Nodes {
+		if n == nil {
+			continue
+		}
+		if err := checkPathID("node id", n.ID); err != nil {
+			return err
+		}
+		if n.DropletID != "" {
+			if err := checkPathID("node droplet_id", n.DropletID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkAutoScaleBounds applies to min_nodes/max_nodes the rules the tags
+// follow, and refuses a negative count.
+func checkAutoScaleBounds(p *godo.KubernetesNodePool) error {
+	switch {
+	case p.MinNodes < 0:
+		return fmt.Errorf("min_nodes %d is negative", p.MinNodes)
+	case p.MaxNodes < 0:
+		return fmt.Errorf("max_nodes %d is negative", p.MaxNodes)
+	case p.MinNodes > p.MaxNodes:
+		return fmt.Errorf("min_nodes %d is greater than max_nodes %d", p.MinNodes, p.MaxNodes)
+	case p.Count < 0:
+		return fmt.Errorf("count %d is negative", p.Count)
+	}
+	return nil
 }
 
 // selectPool applies the selection mode to one pool.
 func selectPool(mode string, p *godo.KubernetesNodePool) poolVerdict {
+	v := selectPoolByMode(mode, p)
+	if !v.group {
+		return v
+	}
+	if err := checkPoolIDs(p); err != nil {
+		return poolVerdict{warn: true, refused: refusedIDs, note: fmt.Sprintf(
+			"node pool %q: %v: not a node group", truncateText(p.Name, 64), err)}
+	}
+	if p.Count < 0 {
+		return poolVerdict{warn: true, refused: refusedBounds, note: fmt.Sprintf(
+			"node pool %s (%s) has count %d, which is negative: not a node group", p.Name, p.ID, p.Count)}
+	}
+	return v
+}
+
+func selectPoolByMode(mode string, p *godo.KubernetesNodePool) poolVerdict {
 	if mode != SelectByTags {
 		if !p.AutoScale {
 			return poolVerdict{note: fmt.Sprintf("node pool %s (%s) has auto_scale off: not a node group", p.Name, p.ID)}
+		}
+		if err := checkAutoScaleBounds(p); err != nil {
+			return poolVerdict{warn: true, refused: refusedBounds, note: fmt.Sprintf(
+				"node pool %s (%s) has auto_scale on but %v: not a node group", p.Name, p.ID, err)}
 		}
 		return poolVerdict{group: true, minSize: p.MinNodes, maxSize: p.MaxNodes}
 	}
@@ -140,7 +211,7 @@ func selectPool(mode string, p *godo.KubernetesNodePool) poolVerdict {
 	}
 	minSize, maxSize, err := tagBounds(p.Tags)
 	if err != nil {
-		return poolVerdict{warn: true, note: fmt.Sprintf("node pool %s (%s) has tag %s but %v: not a node group", p.Name, p.ID, TagAutoscalerEnabled, err)}
+		return poolVerdict{warn: true, refused: refusedBounds, note: fmt.Sprintf("node pool %s (%s) has tag %s but %v: not a node group", p.Name, p.ID, TagAutoscalerEnabled, err)}
 	}
 	return poolVerdict{group: true, minSize: minSize, maxSize: maxSize, note: fmt.Sprintf(
 		"node pool %s (%s) is a node group by its tags: min %d, max %d", p.Name, p.ID, minSize, maxSize)}

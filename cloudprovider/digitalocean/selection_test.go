@@ -34,7 +34,7 @@ func TestParseConfigNodePoolSelection(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := `{"cluster_id": "c", "token": "t"`
+			in := `{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t"`
 			if c.field != "" {
 				in += `, "node_pool_selection": ` + c.field
 			}

@@ -31,6 +31,16 @@ const (
 // defaultPods is the kubelet's default, used when a template omits pods.
 const defaultPods = 110
 
+// Bounds past which a template value is taken as broken rather than as a
+// node: DigitalOcean's largest sizes have a few hundred vCPUs, a few TiB of
+// memory and 8 GPUs, and the kubelet runs a few hundred pods at most.
+const (
+	maxTemplateMilliCPU = 10_000 * 1000   // 10,000 cores
+	maxTemplateMemory   = int64(64) << 40 // 64 TiB
+	maxTemplatePods     = 10_000
+	maxTemplateGPUs     = 1024
+)
+
 // gpuResourceForVendor returns the extended resource of a GPU vendor.
 func gpuResourceForVendor(vendor string) apiv1.ResourceName {
 	if strings.Contains(strings.ToLower(vendor), "amd") {
@@ -50,6 +60,9 @@ func resourceList(r *godo.KubernetesNodePoolResources, what string) (apiv1.Resou
 	if milli <= 0 {
 		return nil, fmt.Errorf("template %s has no cpu", what)
 	}
+	if milli > maxTemplateMilliCPU || r.CPU > maxTemplateMilliCPU/1000 {
+		return nil, fmt.Errorf("template %s.cpu_milli_cores %d is not a plausible node size (over %d cores)", what, milli, maxTemplateMilliCPU/1000)
+	}
 	if strings.TrimSpace(r.Memory) == "" {
 		return nil, fmt.Errorf("template %s has no memory", what)
 	}
@@ -60,9 +73,15 @@ func resourceList(r *godo.KubernetesNodePoolResources, what string) (apiv1.Resou
 	if mem.Sign() <= 0 {
 		return nil, fmt.Errorf("template %s memory %q is not positive", what, r.Memory)
 	}
+	if mem.Cmp(*resource.NewQuantity(maxTemplateMemory, resource.BinarySI)) > 0 {
+		return nil, fmt.Errorf("template %s.memory %q is not a plausible node size (over 64Ti)", what, truncateText(r.Memory, 32))
+	}
 	pods := r.Pods
 	if pods < 0 {
 		return nil, fmt.Errorf("template %s pods %d is negative", what, pods)
+	}
+	if pods > maxTemplatePods {
+		return nil, fmt.Errorf("template %s.pods %d is not plausible (over %d)", what, pods, maxTemplatePods)
 	}
 	if pods == 0 {
 		pods = defaultPods
@@ -97,6 +116,19 @@ func parseTaint(s string) (apiv1.Taint, error) {
 	return apiv1.Taint{Key: key, Value: value, Effect: effect}, nil
 }
 
+// checkLabels refuses labels Kubernetes would not accept on a Node.
+func checkLabels(field string, labels map[string]string) error {
+	for k, v := range labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("%s: key %q is not a valid label key: %s", field, truncateText(k, 64), strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("%s[%s]: value %q is not a valid label value: %s", field, k, truncateText(v, 64), strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
 func randomSuffix(n int) string {
 	const letters = "bcdfghjklmnpqrstvwxz2456789"
 	b := make([]byte, n)
@@ -124,6 +156,26 @@ func buildTemplateNode(pool *godo.KubernetesNodePool, t *godo.KubernetesNodeTemp
 		if allocatable, err = resourceList(t.Allocatable, "allocatable"); err != nil {
 			return nil, err
 		}
+		for _, name := range []apiv1.ResourceName{apiv1.ResourceCPU, apiv1.ResourceMemory, apiv1.ResourcePods} {
+			a, c := allocatable[name], capacity[name]
+			if a.Cmp(c) > 0 {
+				return nil, fmt.Errorf("template allocatable.%s %s is above capacity.%s %s", name, a.String(), name, c.String())
+			}
+		}
+	}
+	if t.Gpu != nil {
+		if t.Gpu.Count < 0 {
+			return nil, fmt.Errorf("template gpu.count %d is negative", t.Gpu.Count)
+		}
+		if t.Gpu.Count > maxTemplateGPUs {
+			return nil, fmt.Errorf("template gpu.count %d is not plausible (over %d)", t.Gpu.Count, maxTemplateGPUs)
+		}
+	}
+	if err := checkLabels("template labels", t.Labels); err != nil {
+		return nil, err
+	}
+	if err := checkLabels("node pool labels", pool.Labels); err != nil {
+		return nil, err
 	}
 	var taints []apiv1.Taint
 	for _, s := range t.Taints {
@@ -175,6 +227,10 @@ func buildTemplateNode(pool *godo.KubernetesNodePool, t *godo.KubernetesNodeTemp
 		if gpuLabel != "" && labels[gpuLabel] == "" {
 			labels[gpuLabel] = brand
 		}
+	}
+
+	if err := checkLabels("template gpu labels (gpu.vendor, gpu.model)", labels); err != nil {
+		return nil, err
 	}
 
 	now := metav1.Now()

@@ -211,7 +211,7 @@ func TestGetNodeGpuConfig(t *testing.T) {
 }
 
 func TestGPULabelDefault(t *testing.T) {
-	cfg, err := parseConfig([]byte(`{"cluster_id": "c", "token": "t"}`))
+	cfg, err := parseConfig([]byte(`{"cluster_id": "123e4567-e89b-12d3-a456-426614174000", "token": "t"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 package digitalocean
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -22,6 +24,8 @@ type fileTokenSource struct {
 	mu    sync.Mutex
 	token string
 	info  os.FileInfo
+	// problem is the warning last logged about the file, "" while it is fine.
+	problem string
 }
 
 func newFileTokenSource(path string) (*fileTokenSource, error) {
@@ -34,22 +38,37 @@ func newFileTokenSource(path string) (*fileTokenSource, error) {
 		return nil, err
 	}
 	if statErr != nil {
-		return nil, fmt.Errorf("failed to read token file: %w", statErr)
+		return nil, fmt.Errorf("failed to read token file %s: %v", showPath(path), pathless(statErr))
 	}
 	s.token, s.info = token, info
 	return s, nil
 }
 
+// readTokenFile reads and checks the token. Errors show the path only when
+// it looks like one (see showPath), never the content.
 func readTokenFile(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("failed to read token file: %w", err)
+		return "", fmt.Errorf("failed to read token file %s: %v", showPath(path), pathless(err))
 	}
 	token := strings.TrimSpace(string(data))
 	if token == "" {
-		return "", fmt.Errorf("token file %q is empty", path)
+		return "", fmt.Errorf("token file %s is empty", showPath(path))
+	}
+	if err := checkToken(token); err != nil {
+		return "", fmt.Errorf("token file %s: %w", showPath(path), err)
 	}
 	return token, nil
+}
+
+// pathless drops the path an *fs.PathError carries (it may be a token in
+// the wrong field); the caller names the file.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // Token implements oauth2.TokenSource. The returned token has no expiry:
@@ -59,21 +78,37 @@ func (s *fileTokenSource) Token() (*oauth2.Token, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	info, err := os.Stat(s.path)
-	if err != nil {
-		klog.Warningf("DigitalOcean token file %s: %v; keeping the token read before", s.path, err)
-	} else if !sameVersion(info, s.info) {
+	switch {
+	case err != nil:
+		s.problemLocked(fmt.Sprintf("DigitalOcean token file %s: %v; keeping the token read before", showPath(s.path), pathless(err)))
+	case !sameVersion(info, s.info):
 		token, rerr := readTokenFile(s.path)
 		if rerr != nil {
-			klog.Warningf("DigitalOcean token file changed but cannot be used (%v); keeping the token read before", rerr)
-		} else {
-			if token != s.token {
-				klog.Infof("DigitalOcean token file %s changed: using the new token from the next request", s.path)
-			}
-			s.token = token
-			s.info = info
+			s.problemLocked(fmt.Sprintf("DigitalOcean token file changed but cannot be used (%v); keeping the token read before", rerr))
+			break
+		}
+		if token != s.token {
+			klog.Infof("DigitalOcean token file %s changed: using the new token from the next request", showPath(s.path))
+		} else if s.problem != "" {
+			klog.Infof("DigitalOcean token file %s is usable again", showPath(s.path))
+		}
+		s.token, s.info, s.problem = token, info, ""
+	default:
+		if s.problem != "" {
+			klog.Infof("DigitalOcean token file %s is usable again", showPath(s.path))
+			s.problem = ""
 		}
 	}
 	return &oauth2.Token{AccessToken: s.token, TokenType: "Bearer"}, nil
+}
+
+// problemLocked logs a problem with the file once, not on every request:
+// again only when it changes.
+func (s *fileTokenSource) problemLocked(msg string) {
+	if msg != s.problem {
+		klog.Warning(msg)
+		s.problem = msg
+	}
 }
 
 func sameVersion(a, b os.FileInfo) bool {
