@@ -84,9 +84,6 @@ func parseConfig(data []byte) (*providerConfig, error) {
 	if clusterID == "" {
 		return nil, errors.New("cluster ID is not provided")
 	}
-	if err := checkClusterID(clusterID); err != nil {
-		return nil, err
-	}
 	cfg := &providerConfig{clusterID: clusterID}
 	switch f.NodePoolSelection {
 	case "", SelectByAutoScale:
@@ -116,6 +113,9 @@ func parseConfig(data []byte) (*providerConfig, error) {
 			return nil, err
 		}
 		cfg.baseURL = u
+	}
+	if err := checkClusterID(clusterID); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

@@ -1,7 +1,7 @@
 // Command doks-simulator runs the DOKS API simulator standalone, for trying
 // the autoscaler against a fake DigitalOcean:
 //
-//	go run ./cmd/doks-simulator --addr 127.0.0.1:8081 --token t --cluster-id c --pools 3
+//	go run ./cmd/doks-simulator --addr 127.0.0.1:8081 --token t --cluster-id 123e4567-e89b-12d3-a456-426614174000 --pools 3
 //
 // It prints the base URL and a cloud-config JSON for --cloud-config, then
 // serves until interrupted.
