@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -48,29 +48,30 @@ func main() {
 // run returns the process exit code: 0 after a clean shutdown, 1 when the
 // autoscaler cannot start or stops on an error, 2 for bad flags.
 func run(args []string) int {
-	fs := flag.NewFlagSet(componentName, flag.ContinueOnError)
-	klog.InitFlags(fs)
+	fs := pflag.NewFlagSet(componentName, pflag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
 	flags := config.NewFlags(fs)
-	if err := config.CheckUnsupported(args); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		return 2
+	opts, err := flags.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	if err != nil {
+		var problems config.FlagErrors
+		if errors.As(err, &problems) {
+			for _, p := range problems {
+				fmt.Fprintln(os.Stderr, "error:", p)
+			}
+		} else {
+			fmt.Fprintln(os.Stderr, "error:", err)
 		}
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "error: unexpected arguments %q: every option is a --flag\n", fs.Args())
-		return 2
-	}
-	opts, err := flags.Options()
-	if err != nil {
+	if err := flags.Logging().Apply(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 2
 	}
 	defer klog.Flush()
+	fs.VisitAll(func(f *pflag.Flag) { klog.V(2).Infof("FLAG: --%s=%q", f.Name, f.Value) })
 	klog.Infof("cluster-autoscaler %s starting: provider %s, scan interval %v, expanders %v",
 		version.Version, opts.CloudProviderName, opts.ScanInterval, opts.ExpanderNames)
 
@@ -158,6 +159,7 @@ func newKubeClient(opts config.AutoscalingOptions) (kubernetes.Interface, error)
 	}
 	cfg.QPS = float32(opts.KubeClientQPS)
 	cfg.Burst = opts.KubeClientBurst
+	cfg.ContentType = opts.KubeAPIContentType
 	cfg.UserAgent = componentName + "/" + version.Version
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

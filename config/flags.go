@@ -1,22 +1,27 @@
 package config
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+	cliflag "k8s.io/component-base/cli/flag"
 )
 
 // Flags binds every command-line flag to an AutoscalingOptions. Names and
 // defaults are upstream's; the few flags of our own are marked in their help.
 type Flags struct {
-	fs   *flag.FlagSet
-	opts AutoscalingOptions
+	fs      *pflag.FlagSet
+	opts    AutoscalingOptions
+	logging *Logging
 
-	startupTaints, ignoreTaints, statusTaints stringList
+	startupTaints, ignoreTaints, statusTaints multiString
+	startupTaintPrefixes                      multiString
+	balancingIgnoreLabels, balancingLabels    multiString
 
 	coresTotal      string
 	memoryTotal     string
@@ -25,8 +30,11 @@ type Flags struct {
 	leaderElectLock string
 }
 
-// NewFlags registers the autoscaler's flags on fs with their defaults.
-func NewFlags(fs *flag.FlagSet) *Flags {
+// NewFlags registers the autoscaler's flags, upstream's logging flags and
+// every other flag upstream's binary defines on fs, with upstream's defaults.
+// Like upstream, "_" and "-" separate words interchangeably in flag names.
+func NewFlags(fs *pflag.FlagSet) *Flags {
+	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
 	f := &Flags{fs: fs, opts: Defaults()}
 	o := &f.opts
 	d := Defaults()
@@ -36,6 +44,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&o.CloudConfig, "cloud-config", "", "Path to the cloud provider configuration file (DigitalOcean: JSON with cluster_id, token or token_file, url).")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; empty means in-cluster configuration.")
 	fs.StringVar(&o.KubernetesURL, "kubernetes", "", "Kubernetes API server URL, overriding the one in the kubeconfig.")
+	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", d.KubeAPIContentType, "Content type of requests sent to the API server.")
 	fs.StringVar(&o.Namespace, "namespace", d.Namespace, "Namespace of the status ConfigMap, the priority expander ConfigMap and the leader election Lease.")
 	fs.StringVar(&o.Address, "address", d.Address, "Address to serve /metrics and /health-check on.")
 	fs.Float64Var(&o.KubeClientQPS, "kube-client-qps", d.KubeClientQPS, "QPS of the Kubernetes client.")
@@ -47,6 +56,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&o.TriggerMaxWindow, "pending-pods-batch-max", d.TriggerMaxWindow, "(not in upstream) Longest wait from the first new unschedulable pod to the iteration it triggers.")
 	fs.DurationVar(&o.MaxInactivityTime, "max-inactivity", d.MaxInactivityTime, "Maximum time since the last recorded activity before /health-check fails.")
 	fs.DurationVar(&o.MaxFailingTime, "max-failing-time", d.MaxFailingTime, "Maximum time since the last successful iteration before /health-check fails.")
+	fs.DurationVar(&o.MaxStartupTime, "max-startup-time", d.MaxStartupTime, "Maximum time the first successful iteration may take before /health-check fails.")
 
 	fs.StringVar(&f.expander, "expander", strings.Join(d.ExpanderNames, ","), "Comma-separated list of expanders applied in order: random, most-pods, least-waste, price, priority.")
 	fs.StringVar(&f.estimator, "estimator", "binpacking", "Estimator used for scale-up. Only binpacking is available.")
@@ -57,94 +67,218 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&o.NewPodScaleUpDelay, "new-pod-scale-up-delay", d.NewPodScaleUpDelay, "Pods younger than this are not considered for scale-up.")
 	fs.BoolVar(&o.BalanceSimilarNodeGroups, "balance-similar-node-groups", d.BalanceSimilarNodeGroups, "Split scale-ups across node groups with the same node shape.")
 	fs.BoolVar(&o.ScaleUpFromZero, "scale-up-from-zero", d.ScaleUpFromZero, "Scale up even when the cluster has no ready nodes.")
+	fs.BoolVar(&o.EnforceNodeGroupMinSize, "enforce-node-group-min-size", d.EnforceNodeGroupMinSize, "Scale a node group up to its minimum size when it is below it.")
 	fs.DurationVar(&o.InitialNodeGroupBackoffDuration, "initial-node-group-backoff-duration", d.InitialNodeGroupBackoffDuration, "First backoff of a node group after a failed scale-up.")
 	fs.DurationVar(&o.MaxNodeGroupBackoffDuration, "max-node-group-backoff-duration", d.MaxNodeGroupBackoffDuration, "Longest backoff of a node group after repeated failed scale-ups.")
 	fs.DurationVar(&o.NodeGroupBackoffResetTimeout, "node-group-backoff-reset-timeout", d.NodeGroupBackoffResetTimeout, "Time without failures after which a node group's backoff starts again from the initial duration.")
 	fs.Var(&f.startupTaints, "startup-taint", "Taint key a node carries only while it starts (e.g. an agent removes it once the node is usable): left out of templates, and a node holding one is not ready yet. Repeat the flag for several; keys with the prefix startup-taint.cluster-autoscaler.kubernetes.io/ need no flag.")
 	fs.Var(&f.ignoreTaints, "ignore-taint", "Deprecated: the same as --startup-taint (keys with the prefix ignore-taint.cluster-autoscaler.kubernetes.io/ need no flag).")
 	fs.Var(&f.statusTaints, "status-taint", "Taint key that reports a condition of a ready node: left out of templates, the node stays ready. Repeat the flag for several; keys with the prefix status-taint.cluster-autoscaler.kubernetes.io/ need no flag.")
+	fs.Var(&f.startupTaintPrefixes, "startup-taint-prefix", "Taint key prefix that marks startup taints, in addition to startup-taint.cluster-autoscaler.kubernetes.io/.")
 	fs.StringVar(&o.GPULabel, "gpu-label", d.GPULabel, "(not in upstream) Node label that marks GPU nodes; empty uses the provider's (DigitalOcean: doks.digitalocean.com/gpu-brand).")
+	fs.Var(&f.balancingIgnoreLabels, "balancing-ignore-label", "Label ignored, besides the built-in ones, when comparing node groups for --balance-similar-node-groups.")
+	fs.Var(&f.balancingLabels, "balancing-label", "Label compared, instead of the built-in heuristics, when comparing node groups for --balance-similar-node-groups.")
+	fs.Float64Var(&o.MaxCapacityMemoryDifferenceRatio, "memory-difference-ratio", d.MaxCapacityMemoryDifferenceRatio, "Largest memory capacity difference between similar node groups, as a ratio of the smaller.")
+	fs.Float64Var(&o.MaxFreeDifferenceRatio, "max-free-difference-ratio", d.MaxFreeDifferenceRatio, "Largest free resource difference between similar node groups, as a ratio of the smaller.")
+	fs.Float64Var(&o.MaxAllocatableDifferenceRatio, "max-allocatable-difference-ratio", d.MaxAllocatableDifferenceRatio, "Largest allocatable resource difference between similar node groups, as a ratio of the smaller.")
+	fs.BoolVar(&o.ParallelScaleUp, "parallel-scale-up", d.ParallelScaleUp, "Scale up several node groups in parallel.")
+	fs.DurationVar(&o.MaxBinpackingTime, "max-binpacking-time", d.MaxBinpackingTime, "Longest time spent estimating one scale-up.")
+	fs.DurationVar(&o.MaxNodeGroupBinpackingDuration, "max-nodegroup-binpacking-duration", d.MaxNodeGroupBinpackingDuration, "Longest time spent estimating one node group.")
+	fs.BoolVar(&o.FastpathBinpackingEnabled, "fastpath-binpacking-enabled", d.FastpathBinpackingEnabled, "Use upstream's fast-path binpacking.")
+	fs.BoolVar(&o.ProactiveScaleupEnabled, "enable-proactive-scaleup", d.ProactiveScaleupEnabled, "Scale up for pods of controllers before they are created.")
+	fs.IntVar(&o.PodInjectionLimit, "pod-injection-limit", d.PodInjectionLimit, "Most fake pods injected for proactive scale-up.")
+	fs.BoolVar(&o.ForceDaemonSets, "force-ds", d.ForceDaemonSets, "Block scale-up of node groups too small for all their DaemonSet pods.")
+	fs.BoolVar(&o.ScaleFromUnschedulable, "scale-from-unschedulable", d.ScaleFromUnschedulable, "Ignore a node's spec.unschedulable in node templates.")
+	fs.BoolVar(&o.SalvoScaleUp, "salvo-scale-up", d.SalvoScaleUp, "Upstream's salvo scale-up.")
+	fs.DurationVar(&o.SalvoScaleUpBudget, "salvo-scale-up-budget", d.SalvoScaleUpBudget, "Time budget of a salvo scale-up.")
+	fs.BoolVar(&o.ScaleUpSimulationForSkippedNodeGroupsEnabled, "scaleup-simulation-for-skipped-node-groups-enabled", d.ScaleUpSimulationForSkippedNodeGroupsEnabled, "Simulate scale-up for node groups skipped (e.g. in backoff).")
+	fs.BoolVar(&o.CapacityQuotasEnabled, "capacity-quotas-enabled", d.CapacityQuotasEnabled, "Honour capacity quota objects.")
+	fs.DurationVar(&o.NodeInfoCacheExpireTime, "node-info-cache-expire-time", d.NodeInfoCacheExpireTime, "Expiry of cached node templates.")
+	fs.StringSliceVar(&o.AllowedSchedulerNames, "allowed-scheduler-names", nil, "Schedulers whose pods may cause scale-ups, besides the default one.")
+	fs.StringSliceVar(&o.BypassedSchedulers, "bypassed-scheduler-names", nil, "Schedulers whose unscheduled pods cause scale-ups without waiting for the scheduler's verdict.")
+	fs.StringVar(&o.SchedulerConfigFile, "scheduler-config-file", "", "KubeSchedulerConfiguration file for the simulation's plugins.")
+	fs.IntVar(&o.PredicateParallelism, "predicate-parallelism", d.PredicateParallelism, "Parallelism of the scheduler predicate checks.")
+	fs.IntVar(&o.ClusterSnapshotParallelism, "cluster-snapshot-parallelism", d.ClusterSnapshotParallelism, "Parallelism of the cluster snapshot creation.")
+	fs.BoolVar(&o.CSINodeAwareSchedulingEnabled, "enable-csi-node-aware-scheduling", d.CSINodeAwareSchedulingEnabled, "Simulate CSINode objects.")
 
 	fs.BoolVar(&o.ScaleDownEnabled, "scale-down-enabled", d.ScaleDownEnabled, "Whether to remove unneeded nodes.")
 	fs.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", d.ScaleDownDelayAfterAdd, "How long after a scale-up scale-down evaluation resumes.")
 	fs.DurationVar(&o.ScaleDownDelayAfterDelete, "scale-down-delay-after-delete", d.ScaleDownDelayAfterDelete, "How long after a node deletion starts scale-down evaluation resumes; 0 means one --scan-interval.")
 	fs.DurationVar(&o.ScaleDownDelayAfterFailure, "scale-down-delay-after-failure", d.ScaleDownDelayAfterFailure, "How long after a failed scale-down evaluation resumes.")
+	fs.BoolVar(&o.ScaleDownDelayTypeLocal, "scale-down-delay-type-local", d.ScaleDownDelayTypeLocal, "Apply the --scale-down-delay-after-* delays per node group instead of cluster-wide.")
 	fs.DurationVar(&ng.ScaleDownUnneededTime, "scale-down-unneeded-time", d.NodeGroupDefaults.ScaleDownUnneededTime, "How long a node must be unneeded before it is removed. When not given, the DOKS cluster's scale_down_unneeded_time applies if it sets one.")
 	fs.DurationVar(&ng.ScaleDownUnreadyTime, "scale-down-unready-time", d.NodeGroupDefaults.ScaleDownUnreadyTime, "How long an unready node must be unneeded before it is removed.")
 	fs.BoolVar(&o.ScaleDownUnreadyEnabled, "scale-down-unready-enabled", d.ScaleDownUnreadyEnabled, "Whether unready nodes may be removed.")
 	fs.Float64Var(&ng.ScaleDownUtilizationThreshold, "scale-down-utilization-threshold", d.NodeGroupDefaults.ScaleDownUtilizationThreshold, "Node utilization (max of cpu and memory requests over allocatable) below which a node may be removed. When not given, the DOKS cluster's scale_down_utilization_threshold applies if it sets one.")
 	fs.Float64Var(&ng.ScaleDownGpuUtilizationThreshold, "scale-down-gpu-utilization-threshold", d.NodeGroupDefaults.ScaleDownGpuUtilizationThreshold, "GPU utilization below which a GPU node may be removed.")
 	fs.IntVar(&o.ScaleDownNonEmptyCandidatesCount, "scale-down-non-empty-candidates-count", d.ScaleDownNonEmptyCandidatesCount, "Maximum number of non-empty nodes checked for removal in one iteration.")
+	fs.Float64Var(&o.ScaleDownCandidatesPoolRatio, "scale-down-candidates-pool-ratio", d.ScaleDownCandidatesPoolRatio, "Share of nodes checked as additional non-empty candidates when earlier candidates are no longer valid.")
+	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", d.ScaleDownCandidatesPoolMinCount, "Least number of nodes checked as additional non-empty candidates when earlier candidates are no longer valid.")
+	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", d.ScaleDownSimulationTimeout, "Longest time spent simulating scale-down in one iteration.")
 	fs.IntVar(&o.MaxEmptyBulkDelete, "max-empty-bulk-delete", d.MaxEmptyBulkDelete, "Maximum number of empty nodes deleted at once.")
+	fs.IntVar(&o.MaxScaleDownParallelism, "max-scale-down-parallelism", d.MaxScaleDownParallelism, "Maximum number of nodes (empty or drained) deleted in parallel.")
+	fs.IntVar(&o.MaxDrainParallelism, "max-drain-parallelism", d.MaxDrainParallelism, "Maximum number of non-empty nodes drained and deleted in parallel.")
 	fs.IntVar(&o.MaxGracefulTerminationSec, "max-graceful-termination-sec", d.MaxGracefulTerminationSec, "Longest grace period given to a pod evicted for scale-down, in seconds.")
+	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", "", "Comma-separated priority:terminationGracePeriodSeconds pairs: evict pods in priority groups, lowest first.")
 	fs.DurationVar(&o.MaxPodEvictionTime, "max-pod-eviction-time", d.MaxPodEvictionTime, "Give up evicting a pod after this long.")
+	fs.BoolVar(&o.CordonNodeBeforeTerminate, "cordon-node-before-terminating", d.CordonNodeBeforeTerminate, "Cordon a node before draining and deleting it.")
+	fs.BoolVar(&o.DaemonSetEvictionForEmptyNodes, "daemonset-eviction-for-empty-nodes", d.DaemonSetEvictionForEmptyNodes, "Evict DaemonSet pods from empty nodes before deleting them.")
+	fs.BoolVar(&o.DaemonSetEvictionForOccupiedNodes, "daemonset-eviction-for-occupied-nodes", d.DaemonSetEvictionForOccupiedNodes, "Evict DaemonSet pods from non-empty nodes before deleting them.")
 	fs.BoolVar(&o.SkipNodesWithLocalStorage, "skip-nodes-with-local-storage", d.SkipNodesWithLocalStorage, "Never remove nodes running pods with local storage (emptyDir, hostPath).")
 	fs.BoolVar(&o.SkipNodesWithSystemPods, "skip-nodes-with-system-pods", d.SkipNodesWithSystemPods, "Never remove nodes running kube-system pods (DaemonSet and mirror pods aside) without a PodDisruptionBudget.")
+	fs.DurationVar(&o.BspDisruptionTimeout, "blocking-system-pod-distruption-timeout", d.BspDisruptionTimeout, "After this long, kube-system pods without a PodDisruptionBudget no longer block a node's removal (with --skip-nodes-with-system-pods).")
 	fs.BoolVar(&o.SkipNodesWithCustomControllerPods, "skip-nodes-with-custom-controller-pods", d.SkipNodesWithCustomControllerPods, "Never remove nodes running pods owned by controllers other than the built-in ones.")
 	fs.IntVar(&o.MinReplicaCount, "min-replica-count", d.MinReplicaCount, "Minimum number of replicas a replicated pod's controller must have for the pod to be moved.")
 	fs.BoolVar(&o.IgnoreDaemonSetsUtilization, "ignore-daemonsets-utilization", d.IgnoreDaemonSetsUtilization, "Leave DaemonSet pods out of a node's utilization.")
+	fs.BoolVar(&o.IgnoreMirrorPodsUtilization, "ignore-mirror-pods-utilization", d.IgnoreMirrorPodsUtilization, "Leave mirror (static) pods out of a node's utilization.")
 	fs.IntVar(&o.ExpendablePodsPriorityCutoff, "expendable-pods-priority-cutoff", d.ExpendablePodsPriorityCutoff, "Pods with priority below this neither trigger scale-up nor keep a node.")
 	fs.DurationVar(&ng.MaxNodeProvisionTime, "max-node-provision-time", d.NodeGroupDefaults.MaxNodeProvisionTime, "How long a requested node may take to register before the scale-up is given up.")
+	fs.DurationVar(&o.MaxNodeStartupTime, "max-node-startup-time", d.MaxNodeStartupTime, "How long a registered node may take to become ready.")
 	fs.Float64Var(&o.MaxTotalUnreadyPercentage, "max-total-unready-percentage", d.MaxTotalUnreadyPercentage, "Percentage of unready nodes above which the autoscaler stops acting.")
 	fs.IntVar(&o.OkTotalUnreadyCount, "ok-total-unready-count", d.OkTotalUnreadyCount, "Number of unready nodes tolerated whatever the percentage.")
+	fs.DurationVar(&o.UnremovableNodeRecheckTimeout, "unremovable-node-recheck-timeout", d.UnremovableNodeRecheckTimeout, "How long before a node found unremovable is checked again.")
+	fs.DurationVar(&o.NodeDeletionDelayTimeout, "node-deletion-delay-timeout", d.NodeDeletionDelayTimeout, "Longest wait for delay-deletion.cluster-autoscaler.kubernetes.io/ annotations to go before a node is deleted.")
+	fs.DurationVar(&o.NodeDeleteDelayAfterTaint, "node-delete-delay-after-taint", d.NodeDeleteDelayAfterTaint, "Wait between tainting a node and deleting it.")
+	fs.BoolVar(&o.DynamicNodeDeleteDelayAfterTaintEnabled, "dynamic-node-delete-delay-after-taint-enabled", d.DynamicNodeDeleteDelayAfterTaintEnabled, "Adjust --node-delete-delay-after-taint to the API server's latency.")
+	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", d.NodeDeletionBatcherInterval, "How long node deletions are gathered into one batch.")
+	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", d.NodeDeletionCandidateTTL, "How long a node marked removable stays marked.")
+	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", d.MaxBulkSoftTaintCount, "Most nodes tainted or untainted PreferNoSchedule at once; 0 turns soft tainting off.")
+	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", d.MaxBulkSoftTaintTime, "Longest time spent soft-tainting nodes at once.")
+	fs.BoolVar(&o.ForceDeleteLongUnregisteredNodes, "force-delete-unregistered-nodes", d.ForceDeleteLongUnregisteredNodes, "Delete long-unregistered nodes even below the node group's minimum size.")
+	fs.BoolVar(&o.ForceDeleteFailedNodes, "force-delete-failed-nodes", d.ForceDeleteFailedNodes, "Delete failed nodes even below the node group's minimum size.")
+	fs.BoolVar(&o.MaxNodeSkipEvalTimeTrackerEnabled, "max-node-skip-eval-time-tracker-enabled", d.MaxNodeSkipEvalTimeTrackerEnabled, "Export max_node_skip_eval_duration_seconds.")
+	fs.BoolVar(&o.NodeRemovalLatencyTrackingEnabled, "node-removal-latency-tracking-enabled", d.NodeRemovalLatencyTrackingEnabled, "Export node_removal_latency_seconds.")
 
 	fs.BoolVar(&o.WriteStatusConfigMap, "write-status-configmap", d.WriteStatusConfigMap, "Write the status ConfigMap.")
 	fs.StringVar(&o.StatusConfigMapName, "status-config-map-name", d.StatusConfigMapName, "Name of the status ConfigMap.")
 	fs.BoolVar(&o.EmitPerNodeGroupMetrics, "emit-per-nodegroup-metrics", d.EmitPerNodeGroupMetrics, "Export min, max and target size gauges per node group.")
+	fs.BoolVar(&o.RecordDuplicatedEvents, "record-duplicated-events", d.RecordDuplicatedEvents, "Record similar events again within 5 minutes instead of aggregating them.")
+	fs.BoolVar(&o.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", d.DebuggingSnapshotEnabled, "Serve upstream's debugging snapshot on /snapshotz.")
 
 	fs.BoolVar(&o.LeaderElect, "leader-elect", d.LeaderElect, "Run only while holding the leader election Lease.")
 	fs.DurationVar(&o.LeaderElectLeaseDuration, "leader-elect-lease-duration", d.LeaderElectLeaseDuration, "How long non-leaders wait before taking over an unrenewed lease.")
 	fs.DurationVar(&o.LeaderElectRenewDeadline, "leader-elect-renew-deadline", d.LeaderElectRenewDeadline, "How long the leader keeps trying to renew before giving up leadership.")
 	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", d.LeaderElectRetryPeriod, "Time between attempts to acquire or renew the lease.")
 	fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", d.LeaderElectResourceName, "Name of the leader election Lease, in --namespace.")
+	fs.StringVar(&o.LeaderElectResourceNamespace, "leader-elect-resource-namespace", "", "Accepted and unused, as in upstream: the Lease lives in --namespace.")
 	fs.StringVar(&f.leaderElectLock, "leader-elect-resource-lock", "leases", "Leader election lock type. Only leases is available.")
 	fs.BoolVar(&o.Profiling, "profiling", d.Profiling, "Serve /debug/pprof on --address.")
+
+	f.logging = addLoggingFlags(fs)
+	addRefusedFlags(fs)
 	return f
 }
 
-// Options converts the parsed flags, refusing values that make no sense and
-// naming the flag at fault.
-func (f *Flags) Options() (AutoscalingOptions, error) {
+// Parse parses the command line and converts it to options. Every problem of
+// the command line is reported at once, each naming its flag: values that do
+// not parse, upstream flags this build refuses, and values out of range.
+// It returns pflag.ErrHelp for --help.
+func (f *Flags) Parse(args []string) (AutoscalingOptions, error) {
+	var problems []error
+	// Setting each value here rather than in pflag keeps parsing after a bad
+	// value, so one start reports every bad flag.
+	err := f.fs.ParseAll(args, func(fl *pflag.Flag, value string) error {
+		old := fl.Value.String()
+		if err := f.fs.Set(fl.Name, value); err != nil {
+			// pflag may leave a zero behind (a bad duration sets 0s):
+			// restore the previous value so that only this error is told.
+			if _, isSlice := fl.Value.(pflag.SliceValue); !isSlice {
+				_ = fl.Value.Set(old)
+			}
+			problems = append(problems, fmt.Errorf("--%s=%s: %v", fl.Name, value, unwrapSetError(err)))
+		}
+		return nil
+	})
+	if errors.Is(err, pflag.ErrHelp) {
+		return f.opts, err
+	}
+	if err != nil {
+		problems = append(problems, err)
+	}
+	if f.fs.NArg() > 0 {
+		problems = append(problems, fmt.Errorf("unexpected arguments %q: every option is a --flag (a bool flag takes its value as --flag=false)", f.fs.Args()))
+	}
+	problems = append(problems, refusals(f.fs)...)
+	o, convErrs := f.options()
+	problems = append(problems, convErrs...)
+	if len(problems) > 0 {
+		return o, FlagErrors(problems)
+	}
+	return o, nil
+}
+
+// Logging is the logging configuration of the parsed flags, applied by
+// ApplyLogging.
+func (f *Flags) Logging() *Logging { return f.logging }
+
+// FlagErrors lists every problem of one command line.
+type FlagErrors []error
+
+func (e FlagErrors) Error() string {
+	lines := make([]string, len(e))
+	for i, err := range e {
+		lines[i] = err.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// unwrapSetError drops pflag's `invalid argument "x" for "--f" flag:` prefix:
+// Parse prints the flag and value itself.
+func unwrapSetError(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, " flag: "); i >= 0 && strings.HasPrefix(s, "invalid argument") {
+		return s[i+len(" flag: "):]
+	}
+	return s
+}
+
+// options converts the parsed flags, collecting every value that makes no
+// sense, each naming its flag.
+func (f *Flags) options() (AutoscalingOptions, []error) {
 	o := f.opts
+	var errs []error
 	o.FlagsGiven = map[string]bool{}
-	f.fs.Visit(func(fl *flag.Flag) { o.FlagsGiven[fl.Name] = true })
+	f.fs.Visit(func(fl *pflag.Flag) { o.FlagsGiven[fl.Name] = true })
 	var err error
 	if o.MinCoresTotal, o.MaxCoresTotal, err = parseMinMax(f.coresTotal); err != nil {
-		return o, fmt.Errorf("--cores-total: %v", err)
+		errs = append(errs, fmt.Errorf("--cores-total: %v", err))
 	}
 	minMem, maxMem, err := parseMinMax(f.memoryTotal)
 	if err != nil {
-		return o, fmt.Errorf("--memory-total: %v", err)
+		errs = append(errs, fmt.Errorf("--memory-total: %v", err))
 	}
 	o.MinMemoryTotal, o.MaxMemoryTotal = minMem*GiB, maxMem*GiB
 	if o.ExpanderNames, err = parseExpanders(f.expander); err != nil {
-		return o, fmt.Errorf("--expander: %v", err)
+		errs = append(errs, fmt.Errorf("--expander: %v", err))
 	}
 	if f.estimator != "binpacking" {
-		return o, fmt.Errorf("--estimator: %q is not available; only binpacking is", f.estimator)
+		errs = append(errs, fmt.Errorf("--estimator: %q is not available; only binpacking is", f.estimator))
 	}
 	for _, l := range []struct {
 		flag string
-		keys stringList
+		keys multiString
 	}{{"startup-taint", f.startupTaints}, {"ignore-taint", f.ignoreTaints}, {"status-taint", f.statusTaints}} {
 		for _, k := range l.keys {
-			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-				return o, fmt.Errorf("--%s: %q is not a taint key: %s", l.flag, k, strings.Join(errs, "; "))
+			if errs2 := validation.IsQualifiedName(k); len(errs2) > 0 {
+				errs = append(errs, fmt.Errorf("--%s: %q is not a taint key: %s", l.flag, k, strings.Join(errs2, "; ")))
 			}
 		}
 	}
 	o.StartupTaints = append(append([]string(nil), f.startupTaints...), f.ignoreTaints...)
 	o.StatusTaints = append([]string(nil), f.statusTaints...)
+	o.StartupTaintPrefixes = append([]string(nil), f.startupTaintPrefixes...)
+	o.BalancingExtraIgnoredLabels = append([]string(nil), f.balancingIgnoreLabels...)
+	o.BalancingLabels = append([]string(nil), f.balancingLabels...)
 	if f.leaderElectLock != "leases" {
-		return o, fmt.Errorf("--leader-elect-resource-lock: %q is not available; only leases is", f.leaderElectLock)
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock: %q is not available; only leases is", f.leaderElectLock))
 	}
-	if err := validate(o); err != nil {
-		return o, err
-	}
-	return o, nil
+	errs = append(errs, validate(o)...)
+	return o, errs
 }
 
-func validate(o AutoscalingOptions) error {
+func validate(o AutoscalingOptions) []error {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	positive := []struct {
 		flag string
 		d    time.Duration
@@ -163,7 +297,7 @@ func validate(o AutoscalingOptions) error {
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
-			return fmt.Errorf("--%s must be positive, got %v", p.flag, p.d)
+			fail("--%s must be positive, got %v", p.flag, p.d)
 		}
 	}
 	nonNegative := []struct {
@@ -177,10 +311,11 @@ func validate(o AutoscalingOptions) error {
 		{"scale-down-unneeded-time", o.NodeGroupDefaults.ScaleDownUnneededTime},
 		{"scale-down-unready-time", o.NodeGroupDefaults.ScaleDownUnreadyTime},
 		{"max-pod-eviction-time", o.MaxPodEvictionTime},
+		{"max-startup-time", o.MaxStartupTime},
 	}
 	for _, p := range nonNegative {
 		if p.d < 0 {
-			return fmt.Errorf("--%s must not be negative, got %v", p.flag, p.d)
+			fail("--%s must not be negative, got %v", p.flag, p.d)
 		}
 	}
 	ints := []struct {
@@ -199,7 +334,7 @@ func validate(o AutoscalingOptions) error {
 	}
 	for _, i := range ints {
 		if i.v < i.min {
-			return fmt.Errorf("--%s must be at least %d, got %d", i.flag, i.min, i.v)
+			fail("--%s must be at least %d, got %d", i.flag, i.min, i.v)
 		}
 	}
 	for _, t := range []struct {
@@ -210,38 +345,43 @@ func validate(o AutoscalingOptions) error {
 		{"scale-down-gpu-utilization-threshold", o.NodeGroupDefaults.ScaleDownGpuUtilizationThreshold},
 	} {
 		if t.v < 0 || t.v > 1 {
-			return fmt.Errorf("--%s must be between 0 and 1, got %v", t.flag, t.v)
+			fail("--%s must be between 0 and 1, got %v", t.flag, t.v)
 		}
 	}
 	if o.MaxTotalUnreadyPercentage < 0 || o.MaxTotalUnreadyPercentage > 100 {
-		return fmt.Errorf("--max-total-unready-percentage must be between 0 and 100, got %v", o.MaxTotalUnreadyPercentage)
+		fail("--max-total-unready-percentage must be between 0 and 100, got %v", o.MaxTotalUnreadyPercentage)
 	}
 	if o.KubeClientQPS <= 0 {
-		return fmt.Errorf("--kube-client-qps must be positive, got %v", o.KubeClientQPS)
+		fail("--kube-client-qps must be positive, got %v", o.KubeClientQPS)
+	}
+	switch o.KubeAPIContentType {
+	case "application/vnd.kubernetes.protobuf", "application/json":
+	default:
+		fail("--kube-api-content-type must be application/vnd.kubernetes.protobuf or application/json, got %q", o.KubeAPIContentType)
 	}
 	if o.TriggerIdleWindow > o.TriggerMaxWindow {
-		return fmt.Errorf("--pending-pods-batch-idle (%v) must not exceed --pending-pods-batch-max (%v)", o.TriggerIdleWindow, o.TriggerMaxWindow)
+		fail("--pending-pods-batch-idle (%v) must not exceed --pending-pods-batch-max (%v)", o.TriggerIdleWindow, o.TriggerMaxWindow)
 	}
 	if o.LeaderElectRenewDeadline >= o.LeaderElectLeaseDuration {
-		return fmt.Errorf("--leader-elect-renew-deadline (%v) must be shorter than --leader-elect-lease-duration (%v)", o.LeaderElectRenewDeadline, o.LeaderElectLeaseDuration)
+		fail("--leader-elect-renew-deadline (%v) must be shorter than --leader-elect-lease-duration (%v)", o.LeaderElectRenewDeadline, o.LeaderElectLeaseDuration)
 	}
 	// client-go's leader election panics otherwise: the retries, with their
 	// jitter (its JitterFactor, 1.2), must fit in the renew deadline.
 	const leaderElectionJitter = 1.2
 	if float64(o.LeaderElectRenewDeadline) <= leaderElectionJitter*float64(o.LeaderElectRetryPeriod) {
-		return fmt.Errorf("--leader-elect-renew-deadline (%v) must be longer than %.1f × --leader-elect-retry-period (%v)",
+		fail("--leader-elect-renew-deadline (%v) must be longer than %.1f × --leader-elect-retry-period (%v)",
 			o.LeaderElectRenewDeadline, leaderElectionJitter, o.LeaderElectRetryPeriod)
 	}
 	if o.Namespace == "" {
-		return fmt.Errorf("--namespace must not be empty")
+		fail("--namespace must not be empty")
 	}
 	if o.WriteStatusConfigMap && o.StatusConfigMapName == "" {
-		return fmt.Errorf("--status-config-map-name must not be empty when --write-status-configmap is true")
+		fail("--status-config-map-name must not be empty when --write-status-configmap is true")
 	}
 	if o.CloudConfig == "" {
-		return fmt.Errorf("--cloud-config is required: the path of the provider's configuration file")
+		fail("--cloud-config is required: the path of the provider's configuration file")
 	}
-	return nil
+	return errs
 }
 
 func parseMinMax(s string) (int64, int64, error) {
@@ -290,12 +430,15 @@ func parseExpanders(s string) ([]string, error) {
 	return out, nil
 }
 
-// stringList is a repeatable flag: each occurrence adds one value.
-type stringList []string
+// multiString is a repeatable flag: each occurrence adds one value. It
+// prints as upstream's MultiStringFlag does ("[a b]").
+type multiString []string
 
-func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *multiString) String() string { return "[" + strings.Join(*l, " ") + "]" }
 
-func (l *stringList) Set(v string) error {
+func (l *multiString) Set(v string) error {
 	*l = append(*l, v)
 	return nil
 }
+
+func (l *multiString) Type() string { return "MultiStringFlag" }

@@ -1,22 +1,20 @@
 package config
 
 import (
-	"flag"
+	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func parse(t *testing.T, args ...string) (AutoscalingOptions, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	f := NewFlags(fs)
-	if err := fs.Parse(append([]string{"--cloud-config=/etc/do/cloud.json"}, args...)); err != nil {
-		return AutoscalingOptions{}, err
-	}
-	return f.Options()
+	return NewFlags(fs).Parse(append([]string{"--cloud-config=/etc/do/cloud.json"}, args...))
 }
 
 func TestDefaultsMatchUpstream(t *testing.T) {
@@ -151,17 +149,66 @@ func TestUnsupportedUpstreamFlagsAreRefused(t *testing.T) {
 		wantErr string
 	}{
 		{[]string{"--nodes=1:10:pool"}, "--nodes is an upstream cluster-autoscaler flag this build does not support"},
-		{[]string{"--v=4", "-node-group-auto-discovery", "x"}, "--node-group-auto-discovery"},
+		{[]string{"--v=4", "--node-group-auto-discovery", "x"}, "--node-group-auto-discovery"},
 		{[]string{"--gpu-total=nvidia:0:4"}, "--gpu-total"},
-		{[]string{"--max-node-startup-time=10m"}, "--max-node-startup-time"},
+		{[]string{"--regional"}, "--regional is an upstream cluster-autoscaler flag this build does not support: a GCE flag"},
+		{[]string{"--enable_provisioning_requests=false"}, "--enable-provisioning-requests"},
+		{[]string{"--ginkgo.v"}, "--ginkgo.v"},
+		{[]string{"--max-node-startup-time=10m"}, "--max-node-startup-time=10m0s is refused: this build supports only upstream's default (15m0s)"},
+		{[]string{"--max-drain-parallelism=3"}, "--max-drain-parallelism=3 is refused"},
+		{[]string{"--balancing-ignore-label=a"}, "--balancing-ignore-label=[a] is refused"},
+		{[]string{"--bypassed-scheduler-names=a,b"}, "--bypassed-scheduler-names=[a,b] is refused"},
 	}
 	for _, c := range cases {
-		err := CheckUnsupported(c.args)
+		_, err := parse(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 			t.Errorf("%v: got %v, want %q", c.args, err, c.wantErr)
 		}
 	}
-	if err := CheckUnsupported([]string{"--scan-interval=10s", "--v=4", "--", "--nodes"}); err != nil {
-		t.Errorf("supported flags refused: %v", err)
+}
+
+// Upstream's default value of a default-only flag is accepted, in whatever
+// spelling upstream accepts.
+func TestDefaultOnlyFlagsAcceptUpstreamDefault(t *testing.T) {
+	_, err := parse(t, "--max-drain-parallelism=1", "--cordon_node_before_terminating=true", "--cordon-node-before-terminating",
+		"--scale-down-candidates-pool-ratio=0.10", "--blocking-system-pod-distruption-timeout=60m", "--bypassed-scheduler-names=",
+		"--max-scale-down-parallelism", "10")
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// One start reports every problem of the command line, not only the first.
+func TestEveryProblemIsReportedAtOnce(t *testing.T) {
+	_, err := parse(t, "--nodes=1:3:p", "--max-drain-parallelism=4", "--scan-interval=soon", "--cores-total=8", "--scale-down-utilization-threshold=2", "--user_agent=x")
+	var problems FlagErrors
+	if !errors.As(err, &problems) {
+		t.Fatalf("got %v, want FlagErrors", err)
+	}
+	for _, want := range []string{"--nodes", "--max-drain-parallelism=4", "--scan-interval=soon", "--cores-total", "--scale-down-utilization-threshold", "--user-agent"} {
+		found := false
+		for _, p := range problems {
+			found = found || strings.Contains(p.Error(), want)
+		}
+		if !found {
+			t.Errorf("no problem names %s; got:\n%v", want, err)
+		}
+	}
+	if len(problems) != 6 {
+		t.Errorf("got %d problems, want 6:\n%v", len(problems), err)
+	}
+}
+
+// Like upstream, "_" and "-" are the same word separator in flag names.
+func TestUnderscoreAndHyphenSpellingsAreTheSameFlag(t *testing.T) {
+	o, err := parse(t, "--scan_interval=3s", "--max_nodes_total=7", "--log_file_max_size=1800", "--skip-headers=false", "--v=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ScanInterval != 3*time.Second || o.MaxNodesTotal != 7 {
+		t.Errorf("scan interval %v, max nodes %d", o.ScanInterval, o.MaxNodesTotal)
+	}
+	if !o.FlagsGiven["scan-interval"] {
+		t.Errorf("flags given are recorded by their hyphenated name: %v", o.FlagsGiven)
 	}
 }

@@ -36,6 +36,8 @@ type AutoscalingOptions struct {
 	Address           string
 	KubeClientQPS     float64
 	KubeClientBurst   int
+	// KubeAPIContentType is the content type of requests to the API server.
+	KubeAPIContentType string
 
 	ScanInterval         time.Duration
 	FrequentLoopsEnabled bool
@@ -43,6 +45,9 @@ type AutoscalingOptions struct {
 	TriggerMaxWindow     time.Duration // longest a trigger waits from the first new pod
 	MaxInactivityTime    time.Duration
 	MaxFailingTime       time.Duration
+	// MaxStartupTime bounds the wait for the first successful iteration
+	// in the health check.
+	MaxStartupTime time.Duration
 
 	ExpanderNames                   []string
 	MaxNodesTotal                   int
@@ -64,6 +69,39 @@ type AutoscalingOptions struct {
 	// of templates; see clusterstate.TaintConfig.
 	StartupTaints []string
 	StatusTaints  []string
+	// StartupTaintPrefixes are extra key prefixes marking startup taints
+	// (--startup-taint-prefix).
+	StartupTaintPrefixes    []string
+	EnforceNodeGroupMinSize bool
+
+	// Similar node groups (--balance-similar-node-groups).
+	BalancingExtraIgnoredLabels      []string
+	BalancingLabels                  []string
+	MaxCapacityMemoryDifferenceRatio float64
+	MaxFreeDifferenceRatio           float64
+	MaxAllocatableDifferenceRatio    float64
+
+	// Upstream flags defined for compatibility; the README's flag section
+	// says which values each accepts.
+	ParallelScaleUp                              bool
+	MaxBinpackingTime                            time.Duration
+	MaxNodeGroupBinpackingDuration               time.Duration
+	FastpathBinpackingEnabled                    bool
+	ProactiveScaleupEnabled                      bool
+	PodInjectionLimit                            int
+	ForceDaemonSets                              bool
+	ScaleFromUnschedulable                       bool
+	SalvoScaleUp                                 bool
+	SalvoScaleUpBudget                           time.Duration
+	ScaleUpSimulationForSkippedNodeGroupsEnabled bool
+	CapacityQuotasEnabled                        bool
+	NodeInfoCacheExpireTime                      time.Duration
+	AllowedSchedulerNames                        []string
+	BypassedSchedulers                           []string
+	SchedulerConfigFile                          string
+	PredicateParallelism                         int
+	ClusterSnapshotParallelism                   int
+	CSINodeAwareSchedulingEnabled                bool
 
 	ScaleDownEnabled                  bool
 	ScaleDownDelayAfterAdd            time.Duration
@@ -71,28 +109,59 @@ type AutoscalingOptions struct {
 	ScaleDownDelayAfterFailure        time.Duration
 	ScaleDownUnreadyEnabled           bool
 	ScaleDownNonEmptyCandidatesCount  int
+	ScaleDownDelayTypeLocal           bool
+	ScaleDownCandidatesPoolRatio      float64
+	ScaleDownCandidatesPoolMinCount   int
+	ScaleDownSimulationTimeout        time.Duration
 	MaxEmptyBulkDelete                int
-	MaxGracefulTerminationSec         int
-	MaxPodEvictionTime                time.Duration
-	SkipNodesWithLocalStorage         bool
-	SkipNodesWithSystemPods           bool
-	SkipNodesWithCustomControllerPods bool
-	MinReplicaCount                   int
-	IgnoreDaemonSetsUtilization       bool
-	ExpendablePodsPriorityCutoff      int
+	MaxScaleDownParallelism           int
+	MaxDrainParallelism               int
+	DrainPriorityConfig               string
+	CordonNodeBeforeTerminate         bool
+	DaemonSetEvictionForEmptyNodes    bool
+	DaemonSetEvictionForOccupiedNodes bool
+	// BspDisruptionTimeout: after it, kube-system pods without a PDB no
+	// longer block scale-down (--blocking-system-pod-distruption-timeout).
+	BspDisruptionTimeout                    time.Duration
+	IgnoreMirrorPodsUtilization             bool
+	MaxNodeStartupTime                      time.Duration
+	UnremovableNodeRecheckTimeout           time.Duration
+	NodeDeletionDelayTimeout                time.Duration
+	NodeDeleteDelayAfterTaint               time.Duration
+	DynamicNodeDeleteDelayAfterTaintEnabled bool
+	NodeDeletionBatcherInterval             time.Duration
+	NodeDeletionCandidateTTL                time.Duration
+	MaxBulkSoftTaintCount                   int
+	MaxBulkSoftTaintTime                    time.Duration
+	ForceDeleteLongUnregisteredNodes        bool
+	ForceDeleteFailedNodes                  bool
+	MaxNodeSkipEvalTimeTrackerEnabled       bool
+	NodeRemovalLatencyTrackingEnabled       bool
+	MaxGracefulTerminationSec               int
+	MaxPodEvictionTime                      time.Duration
+	SkipNodesWithLocalStorage               bool
+	SkipNodesWithSystemPods                 bool
+	SkipNodesWithCustomControllerPods       bool
+	MinReplicaCount                         int
+	IgnoreDaemonSetsUtilization             bool
+	ExpendablePodsPriorityCutoff            int
 
 	MaxTotalUnreadyPercentage float64
 	OkTotalUnreadyCount       int
 
-	WriteStatusConfigMap    bool
-	StatusConfigMapName     string
-	EmitPerNodeGroupMetrics bool
+	WriteStatusConfigMap     bool
+	StatusConfigMapName      string
+	EmitPerNodeGroupMetrics  bool
+	RecordDuplicatedEvents   bool
+	DebuggingSnapshotEnabled bool
 
 	LeaderElect              bool
 	LeaderElectLeaseDuration time.Duration
 	LeaderElectRenewDeadline time.Duration
 	LeaderElectRetryPeriod   time.Duration
 	LeaderElectResourceName  string
+	// LeaderElectResourceNamespace is accepted and unused, as upstream.
+	LeaderElectResourceNamespace string
 
 	Profiling bool
 }
@@ -112,6 +181,32 @@ func Defaults() AutoscalingOptions {
 		Address:                           ":8085",
 		KubeClientQPS:                     5,
 		KubeClientBurst:                   10,
+		KubeAPIContentType:                "application/vnd.kubernetes.protobuf",
+		MaxStartupTime:                    20 * time.Minute,
+		MaxCapacityMemoryDifferenceRatio:  0.015,
+		MaxFreeDifferenceRatio:            0.05,
+		MaxAllocatableDifferenceRatio:     0.05,
+		MaxBinpackingTime:                 5 * time.Minute,
+		MaxNodeGroupBinpackingDuration:    10 * time.Second,
+		PodInjectionLimit:                 5000,
+		SalvoScaleUpBudget:                time.Minute,
+		NodeInfoCacheExpireTime:           87600 * time.Hour,
+		PredicateParallelism:              4,
+		ClusterSnapshotParallelism:        16,
+		ScaleDownCandidatesPoolRatio:      0.1,
+		ScaleDownCandidatesPoolMinCount:   50,
+		ScaleDownSimulationTimeout:        30 * time.Second,
+		MaxScaleDownParallelism:           10,
+		MaxDrainParallelism:               1,
+		CordonNodeBeforeTerminate:         true,
+		DaemonSetEvictionForOccupiedNodes: true,
+		BspDisruptionTimeout:              time.Hour,
+		MaxNodeStartupTime:                15 * time.Minute,
+		UnremovableNodeRecheckTimeout:     5 * time.Minute,
+		NodeDeletionDelayTimeout:          2 * time.Minute,
+		NodeDeleteDelayAfterTaint:         5 * time.Second,
+		MaxBulkSoftTaintCount:             10,
+		MaxBulkSoftTaintTime:              3 * time.Second,
 		ScanInterval:                      10 * time.Second,
 		FrequentLoopsEnabled:              true,
 		TriggerIdleWindow:                 time.Second,

@@ -2,79 +2,222 @@ package config
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
-// unsupportedFlags are upstream cluster-autoscaler flags this build does not
-// implement. A user migrating from upstream gets told, rather than having the
-// flag silently ignored or reported as merely unknown.
-var unsupportedFlags = map[string]string{
-	"nodes":                                 "DigitalOcean node groups are the DOKS node pools with auto_scale enabled; set min_nodes/max_nodes on the pool",
-	"node-group-auto-discovery":             "DigitalOcean node groups are the DOKS node pools with auto_scale enabled",
-	"gpu-total":                             "GPU limits are a GKE feature",
-	"grpc-expander-url":                     "the grpc expander is not available",
-	"grpc-expander-cert":                    "the grpc expander is not available",
-	"node-autoprovisioning-enabled":         "DOKS node pools cannot be created by the autoscaler",
-	"max-autoprovisioned-node-group-count":  "DOKS node pools cannot be created by the autoscaler",
-	"scale-down-delay-type-local":           "scale-down delays are cluster-wide in this build",
-	"scale-down-simulation-timeout":         "the scale-down simulation is bounded by --scale-down-non-empty-candidates-count instead",
-	"max-node-startup-time":                 "registered nodes are judged by readiness and --scale-down-unready-time",
-	"max-startup-time":                      "health is judged by --max-inactivity and --max-failing-time",
-	"daemonset-eviction-for-empty-nodes":    "DaemonSet pods are left to DOKS's node drain",
-	"daemonset-eviction-for-occupied-nodes": "DaemonSet pods are left to DOKS's node drain",
-	"cordon-node-before-terminating":        "nodes are always tainted ToBeDeletedByClusterAutoscaler before draining",
-	"node-deletion-delay-timeout":           "delay-deletion annotations are not supported",
-	"unremovable-node-recheck-timeout":      "unremovable nodes are rechecked every iteration",
-	"max-scale-down-parallelism":            "empty nodes are bounded by --max-empty-bulk-delete and non-empty ones drain one at a time",
-	"max-drain-parallelism":                 "non-empty nodes drain one at a time",
-	"enforce-node-group-min-size":           "DOKS keeps a pool at its min_nodes itself",
-	"debugging-snapshot-enabled":            "debugging snapshots are not available",
-	"leader-elect-resource-namespace":       "the Lease lives in --namespace (upstream ignores this flag too)",
-	"enable-dynamic-resource-allocation":    "dynamic resource allocation is not supported",
-	"drain-priority-config":                 "pods are evicted together, bounded by --max-graceful-termination-sec",
-	"predicate-parallelism":                 "the simulation runs the scheduler's Filter plugins serially",
-	"balancing-ignore-label":                "similar node groups are compared with a fixed set of ignored labels",
-	"balancing-label":                       "similar node groups are compared with a fixed set of ignored labels",
-	"cloud-provider-gce-lb-src-cidrs":       "a GCE flag",
-	"cloud-provider-gce-l7lb-src-cidrs":     "a GCE flag",
-	"aws-use-static-instance-list":          "an AWS flag",
-	"regional":                              "a GCE flag",
-	"cluster-name":                          "the cluster is named by cluster_id in the cloud config",
-	"feature-gates":                         "no feature gates are implemented",
-	"record-duplicated-events":              "events are deduplicated by the client",
-	"scale-down-candidates-pool-ratio":      "candidates are bounded by --scale-down-non-empty-candidates-count",
-	"scale-down-candidates-pool-min-count":  "candidates are bounded by --scale-down-non-empty-candidates-count",
-	"max-bulk-soft-taint-count":             "unneeded nodes are not soft-tainted (PreferNoSchedule) in this build",
-	"max-bulk-soft-taint-time":              "unneeded nodes are not soft-tainted (PreferNoSchedule) in this build",
-	"ignore-mirror-pods-utilization":        "mirror (static) pods always count toward a node's utilization",
-	"max-free-difference-ratio":             "similar node groups are compared with fixed tolerances",
-	"max-allocatable-difference-ratio":      "similar node groups are compared with fixed tolerances",
-	"force-delete-unregistered-nodes":       "DOKS nodes that never register are deleted through the DOKS API after --max-node-provision-time",
-	"node-delete-delay-after-taint":         "a node is deleted as soon as its drain ends",
-	"user-agent":                            "the DigitalOcean User-Agent is fixed: cluster-autoscaler-digitalocean/<version>",
-	"bypassed-scheduler-names":              "only pods the scheduler marked unschedulable cause scale-ups",
-	"enable-provisioning-requests":          "ProvisioningRequests are not supported",
-	"async-node-groups":                     "DOKS node pools cannot be created by the autoscaler",
-	"max-nodegroup-binpacking-duration":     "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
+// DefaultOnlyFlags are upstream flags this build defines but implements only
+// at upstream's default value: the default is accepted (the build behaves
+// so), any other value is refused with the reason given here. Implementing a
+// flag means deleting its line.
+var DefaultOnlyFlags = map[string]string{
+	"enforce-node-group-min-size":                        "node groups below their minimum size are not scaled up to it",
+	"blocking-system-pod-distruption-timeout":            "kube-system pods without a PodDisruptionBudget block a node's removal for as long as they run",
+	"cordon-node-before-terminating":                     "nodes are always tainted ToBeDeletedByClusterAutoscaler before draining",
+	"daemonset-eviction-for-empty-nodes":                 "DaemonSet pods are left to DOKS's node drain",
+	"daemonset-eviction-for-occupied-nodes":              "DaemonSet pods are left to DOKS's node drain",
+	"max-scale-down-parallelism":                         "empty nodes are bounded by --max-empty-bulk-delete and non-empty ones drain one at a time",
+	"max-drain-parallelism":                              "non-empty nodes drain one at a time",
+	"scale-down-candidates-pool-ratio":                   "candidates are bounded by --scale-down-non-empty-candidates-count",
+	"scale-down-candidates-pool-min-count":               "candidates are bounded by --scale-down-non-empty-candidates-count",
+	"scale-down-delay-type-local":                        "scale-down delays are cluster-wide in this build",
+	"scale-down-simulation-timeout":                      "the scale-down simulation is bounded by --scale-down-non-empty-candidates-count, not time",
+	"max-node-startup-time":                              "registered nodes are judged by readiness and --scale-down-unready-time",
+	"max-startup-time":                                   "health is judged by --max-inactivity and --max-failing-time",
+	"node-deletion-delay-timeout":                        "delay-deletion annotations are not supported",
+	"unremovable-node-recheck-timeout":                   "unremovable nodes are rechecked every iteration",
+	"node-delete-delay-after-taint":                      "a node is deleted as soon as its drain ends",
+	"dynamic-node-delete-delay-after-taint-enabled":      "a node is deleted as soon as its drain ends",
+	"node-deletion-batcher-interval":                     "node deletions are not batched",
+	"node-deletion-candidate-ttl":                        "removable-node markings are kept in memory only",
+	"debugging-snapshot-enabled":                         "debugging snapshots are not available",
+	"drain-priority-config":                              "pods are evicted together, bounded by --max-graceful-termination-sec",
+	"predicate-parallelism":                              "the simulation runs the scheduler's Filter plugins serially",
+	"cluster-snapshot-parallelism":                       "the cluster snapshot is built serially",
+	"balancing-ignore-label":                             "similar node groups are compared with a fixed set of ignored labels (node and pool identity, zone, region)",
+	"balancing-label":                                    "similar node groups are compared with a fixed set of ignored labels (node and pool identity, zone, region)",
+	"max-free-difference-ratio":                          "similar node groups are compared with upstream's default tolerances",
+	"max-allocatable-difference-ratio":                   "similar node groups are compared with upstream's default tolerances",
+	"memory-difference-ratio":                            "similar node groups are compared with upstream's default tolerances",
+	"record-duplicated-events":                           "events are always deduplicated by client-go's event correlator",
+	"max-bulk-soft-taint-count":                          "unneeded nodes are not soft-tainted (PreferNoSchedule) in this build",
+	"max-bulk-soft-taint-time":                           "unneeded nodes are not soft-tainted (PreferNoSchedule) in this build",
+	"ignore-mirror-pods-utilization":                     "mirror (static) pods always count toward a node's utilization",
+	"force-delete-unregistered-nodes":                    "DOKS nodes that never register are deleted through the DOKS API after --max-node-provision-time, within the pool's limits",
+	"force-delete-failed-nodes":                          "failed nodes are deleted within the pool's limits only",
+	"bypassed-scheduler-names":                           "only pods the scheduler marked unschedulable cause scale-ups",
+	"allowed-scheduler-names":                            "only pods of the default scheduler cause scale-ups",
+	"scheduler-config-file":                              "the simulation runs the scheduler's default Filter plugins",
+	"startup-taint-prefix":                               "startup taints are --startup-taint keys and the startup-taint.cluster-autoscaler.kubernetes.io/ prefix",
+	"max-nodegroup-binpacking-duration":                  "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
+	"max-binpacking-time":                                "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
+	"fastpath-binpacking-enabled":                        "the estimator has one algorithm",
+	"enable-proactive-scaleup":                           "scale-ups are for existing pending pods only",
+	"pod-injection-limit":                                "fake pods are never injected (no proactive scale-up)",
+	"parallel-scale-up":                                  "node groups are scaled up one at a time",
+	"salvo-scale-up":                                     "salvo scale-ups are not implemented",
+	"salvo-scale-up-budget":                              "salvo scale-ups are not implemented",
+	"scaleup-simulation-for-skipped-node-groups-enabled": "node groups in backoff are skipped without simulation",
+	"capacity-quotas-enabled":                            "capacity quotas are not implemented",
+	"force-ds":                                           "node templates include the DaemonSet pods that would run there, without blocking small groups",
+	"scale-from-unschedulable":                           "a template never comes from a cordoned node",
+	"node-info-cache-expire-time":                        "node templates are rebuilt from the DOKS pool, not cached",
+	"enable-csi-node-aware-scheduling":                   "CSINode objects are not simulated",
+	"max-node-skip-eval-time-tracker-enabled":            "max_node_skip_eval_duration_seconds is not exported",
+	"node-removal-latency-tracking-enabled":              "node_removal_latency_seconds is not exported",
 }
 
-// CheckUnsupported returns an error naming the first upstream flag in args
-// that this build does not implement.
-func CheckUnsupported(args []string) error {
-	for _, arg := range args {
-		if arg == "--" {
-			return nil
+// refusedFlag is an upstream flag that makes no sense on DigitalOcean (other
+// providers, node-group discovery, ProvisioningRequests, gRPC, the test
+// library linked into upstream's binary). It is defined so that using it
+// names the reason instead of failing as an unknown flag.
+type refusedFlag struct {
+	bool bool // takes no value (--flag means --flag=true)
+	why  string
+}
+
+// RefusedFlags are refused whatever their value.
+var RefusedFlags = map[string]refusedFlag{
+	"nodes":                                              {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled; set min_nodes/max_nodes on the pool"},
+	"node-group-auto-discovery":                          {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled"},
+	"gpu-total":                                          {false, "GPU limits are a GKE feature"},
+	"grpc-expander-url":                                  {false, "the grpc expander is not available"},
+	"grpc-expander-cert":                                 {false, "the grpc expander is not available"},
+	"node-autoprovisioning-enabled":                      {true, "DOKS node pools cannot be created by the autoscaler"},
+	"max-autoprovisioned-node-group-count":               {false, "DOKS node pools cannot be created by the autoscaler"},
+	"async-node-groups":                                  {true, "DOKS node pools cannot be created by the autoscaler"},
+	"aws-use-static-instance-list":                       {true, "an AWS flag"},
+	"bulk-mig-instances-listing-enabled":                 {true, "a GCE flag"},
+	"gce-concurrent-refreshes":                           {false, "a GCE flag"},
+	"gce-mig-instances-min-refresh-wait-time":            {false, "a GCE flag"},
+	"regional":                                           {true, "a GCE flag"},
+	"cloud-provider-gce-lb-src-cidrs":                    {false, "a GCE flag"},
+	"cloud-provider-gce-l7lb-src-cidrs":                  {false, "a GCE flag"},
+	"clusterapi-cloud-config-authoritative":              {true, "a Cluster API flag"},
+	"cluster-name":                                       {false, "the cluster is named by cluster_id in the cloud config"},
+	"user-agent":                                         {false, "the DigitalOcean User-Agent is fixed: cluster-autoscaler-digitalocean/<version>"},
+	"enable-dynamic-resource-allocation":                 {true, "dynamic resource allocation is not supported"},
+	"enable-provisioning-requests":                       {true, "ProvisioningRequests are not supported"},
+	"provisioning-request-initial-backoff-time":          {false, "ProvisioningRequests are not supported"},
+	"provisioning-request-max-backoff-time":              {false, "ProvisioningRequests are not supported"},
+	"provisioning-request-max-backoff-cache-size":        {false, "ProvisioningRequests are not supported"},
+	"check-capacity-batch-processing":                    {true, "ProvisioningRequests are not supported"},
+	"check-capacity-processor-instance":                  {false, "ProvisioningRequests are not supported"},
+	"check-capacity-provisioning-request-batch-timebox":  {false, "ProvisioningRequests are not supported"},
+	"check-capacity-provisioning-request-max-batch-size": {false, "ProvisioningRequests are not supported"},
+	"capacity-buffer-controller-enabled":                 {true, "capacity buffers are not supported"},
+	"capacity-buffer-pod-dry-run-enabled":                {true, "capacity buffers are not supported"},
+	"capacity-buffer-pod-injection-enabled":              {true, "capacity buffers are not supported"},
+}
+
+// Flags of the Ginkgo test library that upstream's binary links in by
+// accident; the bool ones take no value.
+var ginkgoFlags = map[string]bool{
+	"always-emit-ginkgo-writer": true, "debug": true, "dry-run": true, "dryRun": true,
+	"fail-fast": true, "fail-on-empty": true, "fail-on-pending": true, "failFast": true,
+	"failOnPending": true, "flake-attempts": false, "flakeAttempts": false, "focus": false,
+	"focus-file": false, "force-newlines": true, "github-output": true, "gojson-report": false,
+	"grace-period": false, "json-report": false, "junit-report": false, "label-filter": false,
+	"no-color": true, "noColor": true, "noisyPendings": true, "noisySkippings": true,
+	"output-interceptor-mode": false, "parallel.host": false, "parallel.process": false,
+	"parallel.total": false, "poll-progress-after": false, "poll-progress-interval": false,
+	"progress": true, "randomize-all": true, "randomizeAllSpecs": true, "regexScansFilePath": true,
+	"reportFile": false, "seed": false, "sem-ver-filter": false, "show-node-events": true,
+	"silence-skips": true, "skip": false, "skip-file": false, "slow-spec-threshold": false,
+	"slowSpecThreshold": false, "source-root": false, "succinct": true, "teamcity-report": false,
+	"timeout": false, "trace": true, "v": true, "vv": true,
+}
+
+func init() {
+	for name, isBool := range ginkgoFlags {
+		RefusedFlags["ginkgo."+name] = refusedFlag{isBool, "a flag of the Ginkgo test library linked into upstream's binary; it does nothing there either"}
+	}
+}
+
+// anyValue accepts any value for a refused flag, so that the refusal, not a
+// parse error, is what the user reads.
+type anyValue struct {
+	v      string
+	isBool bool
+}
+
+func (a *anyValue) String() string     { return a.v }
+func (a *anyValue) Set(s string) error { a.v = s; return nil }
+func (a *anyValue) Type() string {
+	if a.isBool {
+		return "bool"
+	}
+	return "string"
+}
+
+// addRefusedFlags defines RefusedFlags, hidden from --help.
+func addRefusedFlags(fs *pflag.FlagSet) {
+	for name, r := range RefusedFlags {
+		fl := fs.VarPF(&anyValue{isBool: r.bool}, name, "", "Refused: "+r.why+".")
+		if r.bool {
+			fl.NoOptDefVal = "true"
 		}
-		if !strings.HasPrefix(arg, "-") {
-			continue
+		fl.Hidden = true
+	}
+}
+
+// refusals names every refused flag given on the command line and every
+// default-only flag given another value than upstream's default.
+func refusals(fs *pflag.FlagSet) []error {
+	var errs []error
+	fs.Visit(func(fl *pflag.Flag) {
+		if r, ok := RefusedFlags[fl.Name]; ok {
+			errs = append(errs, fmt.Errorf("--%s is an upstream cluster-autoscaler flag this build does not support: %s", fl.Name, r.why))
+			return
 		}
-		name := strings.TrimLeft(arg, "-")
-		if i := strings.IndexByte(name, '='); i >= 0 {
-			name = name[:i]
+		if why, ok := DefaultOnlyFlags[fl.Name]; ok && fl.Value.String() != fl.DefValue {
+			errs = append(errs, fmt.Errorf("--%s=%s is refused: this build supports only upstream's default (%s), because %s", fl.Name, fl.Value.String(), showDefault(fl.DefValue), why))
 		}
-		if why, ok := unsupportedFlags[name]; ok {
-			return fmt.Errorf("flag --%s is an upstream cluster-autoscaler flag this build does not support: %s", name, why)
+	})
+	return errs
+}
+
+func showDefault(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// DefaultOnlyNames lists DefaultOnlyFlags sorted, for the README.
+func DefaultOnlyNames() []string {
+	var out []string
+	for n := range DefaultOnlyFlags {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// RefusedNames lists RefusedFlags sorted, for the README; Ginkgo's flags
+// are summed up as one.
+func RefusedNames() []string {
+	var out []string
+	for n := range RefusedFlags {
+		if !strings.HasPrefix(n, "ginkgo.") {
+			out = append(out, n)
 		}
 	}
-	return nil
+	sort.Strings(out)
+	return out
+}
+
+// Why is the reason the flag is refused.
+func (r refusedFlag) Why() string { return r.why }
+
+// READMERow is the flag's row in README's flag table: name, default, meaning,
+// and for a default-only flag why other values are refused.
+func READMERow(f *pflag.Flag) string {
+	usage := f.Usage
+	if why, ok := DefaultOnlyFlags[f.Name]; ok {
+		usage += " **Only upstream's default is accepted:** " + why + "."
+	}
+	return fmt.Sprintf("| `--%s` | `%s` | %s |", f.Name, showDefault(f.DefValue), strings.ReplaceAll(usage, "|", `\|`))
 }

@@ -1,34 +1,37 @@
-// Command flagsdoc prints the README's flag table from the flags the binary
-// registers, so the table cannot drift from the code (config's tests check it).
+// Command flagsdoc prints the README's flag tables from the flags the binary
+// registers, so the tables cannot drift from the code (config's tests check
+// them).
 package main
 
 import (
-	"flag"
 	"fmt"
 	"strings"
 
-	"k8s.io/klog/v2"
+	"github.com/spf13/pflag"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 )
 
 func main() {
-	fs := flag.NewFlagSet("cluster-autoscaler", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("cluster-autoscaler", pflag.ContinueOnError)
 	config.NewFlags(fs)
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
+	fs.SortFlags = true
 	fmt.Println("| flag | default | meaning |")
 	fmt.Println("|---|---|---|")
-	fs.VisitAll(func(f *flag.Flag) { row(f) })
-	// klog's flags follow: the binary accepts all of them.
-	klogFlags.VisitAll(func(f *flag.Flag) { row(f) })
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			fmt.Println(config.READMERow(f))
+		}
+	})
+	fmt.Println()
+	fmt.Println("Upstream flags refused whatever their value:")
+	fmt.Println()
+	fmt.Println("| flag | why |")
+	fmt.Println("|---|---|")
+	for _, name := range config.RefusedNames() {
+		fmt.Printf("| `--%s` | %s |\n", name, escape(config.RefusedFlags[name].Why()))
+	}
+	fmt.Println("| `--ginkgo.*` | flags of the Ginkgo test library linked into upstream's binary; they do nothing there either |")
 }
 
-func row(f *flag.Flag) {
-	def := f.DefValue
-	if def == "" {
-		def = `""`
-	}
-	usage := strings.ReplaceAll(f.Usage, "|", `\|`)
-	fmt.Printf("| `--%s` | `%s` | %s |\n", f.Name, def, usage)
-}
+func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
