@@ -1,20 +1,13 @@
 package charts
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
-	"text/template"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,152 +18,6 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/deploy"
 )
-
-const chartDir = "cluster-autoscaler-digitalocean"
-
-// helmFuncs implements the Helm (Sprig) functions the templates use, with
-// Helm's argument order (the piped value comes last).
-func helmFuncs(root **template.Template) template.FuncMap {
-	indent := func(n int, s string) string {
-		pad := strings.Repeat(" ", n)
-		return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
-	}
-	return template.FuncMap{
-		"include": func(name string, data interface{}) (string, error) {
-			var buf bytes.Buffer
-			err := (*root).ExecuteTemplate(&buf, name, data)
-			return buf.String(), err
-		},
-		"required": func(msg string, v interface{}) (interface{}, error) {
-			if isEmpty(v) {
-				return nil, errors.New(msg)
-			}
-			return v, nil
-		},
-		"default": func(def interface{}, given ...interface{}) interface{} {
-			if len(given) == 0 || isEmpty(given[0]) {
-				return def
-			}
-			return given[0]
-		},
-		"quote": func(args ...interface{}) string {
-			var out []string
-			for _, a := range args {
-				if a != nil {
-					out = append(out, fmt.Sprintf("%q", fmt.Sprint(a)))
-				}
-			}
-			return strings.Join(out, " ")
-		},
-		"toYaml": func(v interface{}) (string, error) {
-			b, err := yaml.Marshal(v)
-			return strings.TrimSuffix(string(b), "\n"), err
-		},
-		"toJson": func(v interface{}) (string, error) {
-			b, err := json.Marshal(v)
-			return string(b), err
-		},
-		"sha256sum": func(s string) string {
-			sum := sha256.Sum256([]byte(s))
-			return hex.EncodeToString(sum[:])
-		},
-		"indent":     indent,
-		"nindent":    func(n int, s string) string { return "\n" + indent(n, s) },
-		"contains":   func(substr, s string) bool { return strings.Contains(s, substr) },
-		"trimSuffix": func(suffix, s string) string { return strings.TrimSuffix(s, suffix) },
-		"trunc": func(n int, s string) string {
-			if len(s) > n {
-				return s[:n]
-			}
-			return s
-		},
-	}
-}
-
-// isEmpty is Sprig's notion of empty: nil, zero numbers, "", false, empty collections.
-func isEmpty(v interface{}) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Map, reflect.Slice, reflect.Array, reflect.String:
-		return rv.Len() == 0
-	case reflect.Bool:
-		return !rv.Bool()
-	case reflect.Ptr, reflect.Interface:
-		return rv.IsNil()
-	default:
-		return rv.IsZero()
-	}
-}
-
-// release is what `helm install <name> -n <namespace> --set ...` provides.
-type release struct {
-	name, namespace string
-	values          map[string]interface{} // merged over values.yaml
-}
-
-// render renders every template of the chart and returns the outputs by file.
-func render(t *testing.T, rel release) (map[string]string, error) {
-	t.Helper()
-	chartRaw, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var chart struct {
-		Name, Version, AppVersion string
-	}
-	if err := yaml.Unmarshal(chartRaw, &chart); err != nil {
-		t.Fatal(err)
-	}
-	valuesRaw, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	values := map[string]interface{}{}
-	if err := yaml.Unmarshal(valuesRaw, &values); err != nil {
-		t.Fatal(err)
-	}
-	mergeInto(values, rel.values)
-
-	var root *template.Template
-	// missingkey=error is stricter than Helm: a template reading a value that
-	// values.yaml does not define is a bug here.
-	root = template.New(chartDir).Funcs(helmFuncs(&root)).Option("missingkey=error")
-	paths, err := filepath.Glob(filepath.Join(chartDir, "templates", "*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		src, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := root.New(filepath.Base(p)).Parse(string(src)); err != nil {
-			t.Fatalf("parsing %s: %v", p, err)
-		}
-	}
-	data := map[string]interface{}{
-		"Values":  values,
-		"Release": map[string]interface{}{"Name": rel.name, "Namespace": rel.namespace, "Service": "Helm"},
-		"Chart":   map[string]interface{}{"Name": chart.Name, "Version": chart.Version, "AppVersion": chart.AppVersion},
-	}
-	out := map[string]string{}
-	for _, p := range paths {
-		name := filepath.Base(p)
-		if strings.HasPrefix(name, "_") {
-			continue
-		}
-		var buf bytes.Buffer
-		if err := root.ExecuteTemplate(&buf, name, data); err != nil {
-			return nil, err
-		}
-		out[name] = buf.String()
-	}
-	return out, nil
-}
 
 func mergeInto(dst, src map[string]interface{}) {
 	for k, v := range src {
@@ -316,6 +163,12 @@ func TestChartDefaults(t *testing.T) {
 	dcc, _ := d.ParseCloudConfig()
 	if cc.TokenFile != dcc.TokenFile {
 		t.Errorf("token_file %s, deploy/ has %s", cc.TokenFile, dcc.TokenFile)
+	}
+	if cc.NodePoolSelection != "tags" {
+		t.Errorf("node_pool_selection = %q, want tags (safe next to DOKS's managed autoscaler)", cc.NodePoolSelection)
+	}
+	if pdb := b.PodDisruptionBudget; pdb == nil || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.String() != "1" || pdb.Spec.MinAvailable != nil {
+		t.Errorf("PodDisruptionBudget = %+v, want maxUnavailable 1", pdb)
 	}
 	if !strings.Contains(rendered["NOTES.txt"], "create secret generic digitalocean-token --from-literal=access-token=") {
 		t.Errorf("NOTES.txt does not say how to create the token Secret:\n%s", rendered["NOTES.txt"])
@@ -543,5 +396,108 @@ func TestChartRollsPodsWhenCloudConfigChanges(t *testing.T) {
 	}
 	if a == other {
 		t.Error("pod template unchanged when the cloud config changes: pods would keep the old config")
+	}
+}
+
+func TestChartNodePoolSelection(t *testing.T) {
+	tests := []struct {
+		value   interface{}
+		want    string // node_pool_selection in cloud.json
+		wantErr string
+	}{
+		{"tags", "tags", ""},
+		{"auto_scale", "auto_scale", ""},
+		{"Tags", "", `nodePoolSelection "Tags" is not valid`},
+		{"", "", `nodePoolSelection "" is not valid`},
+		{"auto-scale", "", `nodePoolSelection "auto-scale" is not valid`},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.value), func(t *testing.T) {
+			rel := release{name: "cluster-autoscaler", namespace: "kube-system", values: withClusterID(map[string]interface{}{"nodePoolSelection": tc.value})}
+			if tc.wantErr != "" {
+				if _, err := render(t, rel); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			b, _, _, rendered := renderBundle(t, rel)
+			cc, err := b.ParseCloudConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cc.NodePoolSelection != tc.want {
+				t.Errorf("node_pool_selection = %q, want %q", cc.NodePoolSelection, tc.want)
+			}
+			if !strings.Contains(rendered["NOTES.txt"], "Node pool selection: "+tc.want+".") {
+				t.Errorf("NOTES.txt does not name the mode:\n%s", rendered["NOTES.txt"])
+			}
+		})
+	}
+}
+
+func TestChartPodDisruptionBudget(t *testing.T) {
+	tests := []struct {
+		name       string
+		value      interface{}
+		none       bool
+		minA, maxU string
+		wantErr    string
+	}{
+		{"default", nil, false, "", "1", ""},
+		{"maxUnavailable 50%", map[string]interface{}{"maxUnavailable": "50%"}, false, "", "50%", ""},
+		{"minAvailable instead", map[string]interface{}{"minAvailable": 1, "maxUnavailable": nil}, false, "1", "", ""},
+		{"both", map[string]interface{}{"minAvailable": 1}, false, "", "", "set minAvailable or maxUnavailable, not both"},
+		{"off with null", "null", true, "", "", ""},
+		{"off with {}", map[string]interface{}{"maxUnavailable": nil}, true, "", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			values := withClusterID(nil)
+			switch v := tc.value.(type) {
+			case nil:
+			case string: // "null": the whole value removed
+				values["podDisruptionBudget"] = nil
+			default:
+				values["podDisruptionBudget"] = v
+			}
+			rel := release{name: "ca", namespace: "kube-system", values: values}
+			if tc.wantErr != "" {
+				if _, err := render(t, rel); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			b, _, _, _ := renderBundle(t, rel)
+			pdb := b.PodDisruptionBudget
+			if tc.none {
+				if pdb != nil {
+					t.Fatalf("PodDisruptionBudget rendered: %+v", pdb.Spec)
+				}
+				return
+			}
+			if pdb == nil {
+				t.Fatal("no PodDisruptionBudget")
+			}
+			str := func(v interface{ String() string }, isNil bool) string {
+				if isNil {
+					return ""
+				}
+				return v.String()
+			}
+			if got := str(pdb.Spec.MinAvailable, pdb.Spec.MinAvailable == nil); got != tc.minA {
+				t.Errorf("minAvailable = %q, want %q", got, tc.minA)
+			}
+			if got := str(pdb.Spec.MaxUnavailable, pdb.Spec.MaxUnavailable == nil); got != tc.maxU {
+				t.Errorf("maxUnavailable = %q, want %q", got, tc.maxU)
+			}
+			if pdb.Name != b.Deployment.Name || pdb.Namespace != "kube-system" {
+				t.Errorf("PodDisruptionBudget %s/%s", pdb.Namespace, pdb.Name)
+			}
+			for k, v := range pdb.Spec.Selector.MatchLabels {
+				if b.Deployment.Spec.Template.Labels[k] != v {
+					t.Errorf("selector %s=%s does not match the pods %v", k, v, b.Deployment.Spec.Template.Labels)
+				}
+			}
+		})
 	}
 }

@@ -1,5 +1,5 @@
-// Package charts holds the Helm chart(s) of the autoscaler. Helm itself is
-// not needed to test them: chart_test.go renders every template with Go's
-// text/template and the few Helm functions the templates use, then decodes
-// and checks the result like deploy/'s manifests.
+// Package charts holds the Helm chart(s) of the autoscaler. The tests render
+// the chart with helm itself (helm_test.go: `helm install --dry-run=client`,
+// `helm lint --strict`), then decode and check the objects like deploy/'s
+// manifests.
 package charts

@@ -9,7 +9,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -24,7 +27,10 @@ type Bundle struct {
 	RoleBinding        *rbacv1.RoleBinding
 	CloudConfig        *corev1.Secret // the Secret holding cloud.json
 	Deployment         *appsv1.Deployment
-	Others             []runtime.Object
+	// PodDisruptionBudget of the autoscaler's pods; optional here (the
+	// chart can leave it out), required by Check.
+	PodDisruptionBudget *policyv1.PodDisruptionBudget
+	Others              []runtime.Object
 }
 
 // NewBundle sorts objs into a Bundle; two objects of a kind it expects once
@@ -65,6 +71,9 @@ func NewBundle(objs []runtime.Object) (*Bundle, error) {
 		case *appsv1.Deployment:
 			err = set(b.Deployment != nil, "Deployment")
 			b.Deployment = v
+		case *policyv1.PodDisruptionBudget:
+			err = set(b.PodDisruptionBudget != nil, "PodDisruptionBudget")
+			b.PodDisruptionBudget = v
 		default:
 			b.Others = append(b.Others, o)
 		}
@@ -107,6 +116,8 @@ type CloudConfig struct {
 	Token     string `json:"token,omitempty"`
 	TokenFile string `json:"token_file,omitempty"`
 	URL       string `json:"url,omitempty"`
+	// NodePoolSelection is "auto_scale" (also when empty) or "tags".
+	NodePoolSelection string `json:"node_pool_selection,omitempty"`
 }
 
 // ParseCloudConfig decodes the cloud.json held by the cloud config Secret.
@@ -220,6 +231,11 @@ func (b *Bundle) Check() []error {
 		if cc.ClusterID == "" {
 			fail("cloud.json has no cluster_id")
 		}
+		// Next to DOKS's managed autoscaler only tags mode gives every pool
+		// a single autoscaler (kubernetes/autoscaler#3556).
+		if cc.NodePoolSelection != "tags" {
+			fail("cloud.json node_pool_selection %q: want \"tags\", so that pools DOKS's managed autoscaler scales (auto_scale on) are left to it", cc.NodePoolSelection)
+		}
 		if cc.TokenFile == "" {
 			fail("cloud.json has no token_file")
 		} else if name, key, ro, err := b.MountedFile(cc.TokenFile); err != nil {
@@ -325,6 +341,11 @@ func (b *Bundle) Check() []error {
 		fail("%d replicas without hostname topology spread or anti-affinity", *dep.Spec.Replicas)
 	}
 
+	// A PodDisruptionBudget that lets one replica go: without one, a
+	// kube-system pod keeps its node (--skip-nodes-with-system-pods), and one
+	// that allows no disruption blocks every drain of the autoscaler's nodes.
+	errs = append(errs, b.checkPodDisruptionBudget()...)
+
 	// Identity and bindings.
 	sa := b.ServiceAccount
 	if spec.ServiceAccountName != sa.Name || sa.Namespace != ns {
@@ -350,6 +371,44 @@ func (b *Bundle) Check() []error {
 	// Least privilege.
 	errs = append(errs, CheckRules("ClusterRole", b.ClusterRole.Rules, clusterWriteAllowed)...)
 	errs = append(errs, CheckRules("Role", b.Role.Rules, nil)...)
+	return errs
+}
+
+func (b *Bundle) checkPodDisruptionBudget() []error {
+	pdb, dep := b.PodDisruptionBudget, b.Deployment
+	if pdb == nil {
+		return []error{fmt.Errorf("no PodDisruptionBudget for the autoscaler's pods: nodes running them are never scaled down")}
+	}
+	var errs []error
+	fail := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if pdb.Namespace != dep.Namespace {
+		fail("PodDisruptionBudget in namespace %q, the Deployment in %q", pdb.Namespace, dep.Namespace)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || pdb.Spec.Selector == nil || sel.Empty() {
+		fail("PodDisruptionBudget selector %v does not select the autoscaler's pods (%v)", pdb.Spec.Selector, err)
+	} else if !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		fail("PodDisruptionBudget selector %s does not match the pod labels %v", sel, dep.Spec.Template.Labels)
+	}
+	replicas := 1
+	if dep.Spec.Replicas != nil {
+		replicas = int(*dep.Spec.Replicas)
+	}
+	switch minA, maxU := pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable; {
+	case minA != nil && maxU != nil:
+		fail("PodDisruptionBudget sets both minAvailable and maxUnavailable (the API server refuses it)")
+	case minA == nil && maxU == nil:
+		fail("PodDisruptionBudget sets neither minAvailable nor maxUnavailable")
+	case maxU != nil:
+		// The disruption controller rounds percentages up.
+		if n, err := intstr.GetScaledValueFromIntOrPercent(maxU, replicas, true); err != nil || n < 1 {
+			fail("PodDisruptionBudget maxUnavailable %s allows no disruption of %d replica(s) (%v)", maxU.String(), replicas, err)
+		}
+	default:
+		if n, err := intstr.GetScaledValueFromIntOrPercent(minA, replicas, true); err != nil || n >= replicas {
+			fail("PodDisruptionBudget minAvailable %s allows no disruption of %d replica(s) (%v)", minA.String(), replicas, err)
+		}
+	}
 	return errs
 }
 

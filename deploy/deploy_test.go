@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func loadBundle(t *testing.T) *Bundle {
@@ -110,6 +111,27 @@ func TestDeploymentAsDocumented(t *testing.T) {
 	name, key, _, err := b.MountedFile(cc.TokenFile)
 	if err != nil || name != "digitalocean-token" || key != "access-token" {
 		t.Errorf("token_file %s → Secret %q key %q (%v), want digitalocean-token/access-token", cc.TokenFile, name, key, err)
+	}
+	// Tags mode: safe next to DOKS's managed autoscaler (the binary's own
+	// default stays auto_scale).
+	if cc.NodePoolSelection != "tags" {
+		t.Errorf("node_pool_selection = %q, want tags", cc.NodePoolSelection)
+	}
+}
+
+// The autoscaler's pods have a PodDisruptionBudget that lets one go at a
+// time, so the nodes they run on can be drained.
+func TestPodDisruptionBudgetLetsOneReplicaGo(t *testing.T) {
+	b := loadBundle(t)
+	pdb := b.PodDisruptionBudget
+	if pdb == nil {
+		t.Fatal("no PodDisruptionBudget in deploy/")
+	}
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.String() != "1" || pdb.Spec.MinAvailable != nil {
+		t.Errorf("PodDisruptionBudget maxUnavailable %v minAvailable %v, want maxUnavailable 1 only", pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable)
+	}
+	if got := pdb.Spec.Selector.MatchLabels; !reflect.DeepEqual(got, b.Deployment.Spec.Selector.MatchLabels) {
+		t.Errorf("PodDisruptionBudget selects %v, the Deployment %v", got, b.Deployment.Spec.Selector.MatchLabels)
 	}
 }
 
@@ -238,6 +260,21 @@ func TestChecksCatchUnsafeChanges(t *testing.T) {
 		{"binding to another SA", func(b *Bundle) { b.RoleBinding.Subjects[0].Name = "default" }, "RoleBinding subjects"},
 		{"namespace flag mismatch", func(b *Bundle) { b.Container().Args[2] = "--namespace=default" }, "--namespace"},
 		{"not critical", func(b *Bundle) { b.Deployment.Spec.Template.Spec.PriorityClassName = "" }, "priorityClassName"},
+		{"auto_scale mode", func(b *Bundle) {
+			b.CloudConfig.StringData["cloud.json"] = `{"cluster_id":"x","token_file":"/var/run/secrets/digitalocean/access-token","node_pool_selection":"auto_scale"}`
+		}, "node_pool_selection"},
+		{"selection mode left out", func(b *Bundle) {
+			b.CloudConfig.StringData["cloud.json"] = `{"cluster_id":"x","token_file":"/var/run/secrets/digitalocean/access-token"}`
+		}, "node_pool_selection"},
+		{"no PDB", func(b *Bundle) { b.PodDisruptionBudget = nil }, "no PodDisruptionBudget"},
+		{"PDB allows nothing", func(b *Bundle) { zero := intstr.FromInt32(0); b.PodDisruptionBudget.Spec.MaxUnavailable = &zero }, "allows no disruption"},
+		{"PDB keeps every replica", func(b *Bundle) {
+			all := intstr.FromString("100%")
+			b.PodDisruptionBudget.Spec.MaxUnavailable, b.PodDisruptionBudget.Spec.MinAvailable = nil, &all
+		}, "allows no disruption"},
+		{"PDB selects other pods", func(b *Bundle) {
+			b.PodDisruptionBudget.Spec.Selector.MatchLabels = map[string]string{"app": "other"}
+		}, "does not match the pod labels"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

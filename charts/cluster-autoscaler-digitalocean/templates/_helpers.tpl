@@ -1,7 +1,7 @@
 {{/*
 Helpers. The templates use only these functions: include, required, default,
 quote, toYaml, toJson, indent, nindent, printf, index, contains, trunc,
-trimSuffix, sha256sum (and Go template built-ins); charts/chart_test.go renders them with
+trimSuffix, sha256sum, fail (and Go template built-ins); charts/chart_test.go renders them with
 the same set.
 */}}
 
@@ -48,10 +48,20 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{/* Where the token Secret is mounted; cloud.json's token_file points into it. */}}
 {{- define "cad.tokenDir" -}}/var/run/secrets/digitalocean{{- end -}}
 
+{{/* nodePoolSelection, checked: the binary would refuse any other value at start-up. */}}
+{{- define "cad.nodePoolSelection" -}}
+{{- if or (eq (printf "%v" .Values.nodePoolSelection) "tags") (eq (printf "%v" .Values.nodePoolSelection) "auto_scale") -}}
+{{- .Values.nodePoolSelection -}}
+{{- else -}}
+{{- fail (printf "nodePoolSelection %q is not valid: want \"tags\" (pools with auto-scale off and the k8s-cluster-autoscaler-* tags) or \"auto_scale\"" (printf "%v" .Values.nodePoolSelection)) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* cloud.json (--cloud-config); its checksum rolls the pods when it changes. */}}
 {{- define "cad.cloudConfig" -}}
 {
   "cluster_id": {{ required "cloudConfig.clusterID is required: the DOKS cluster UUID (doctl kubernetes cluster list)" .Values.cloudConfig.clusterID | toJson }},
+  "node_pool_selection": {{ include "cad.nodePoolSelection" . | toJson }},
   {{- if .Values.cloudConfig.url }}
   "url": {{ .Values.cloudConfig.url | toJson }},
   {{- end }}
