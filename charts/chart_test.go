@@ -101,6 +101,7 @@ func withClusterID(extra map[string]interface{}) map[string]interface{} {
 }
 
 func TestChartRequiresClusterID(t *testing.T) {
+	t.Parallel()
 	_, err := render(t, release{name: "cluster-autoscaler", namespace: "kube-system"})
 	if err == nil || !strings.Contains(err.Error(), "cloudConfig.clusterID is required") {
 		t.Fatalf("rendering without a cluster ID: err = %v, want the required message", err)
@@ -108,6 +109,7 @@ func TestChartRequiresClusterID(t *testing.T) {
 }
 
 func TestChartDefaults(t *testing.T) {
+	t.Parallel()
 	b, typed, crds, rendered := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: withClusterID(nil)})
 	for _, err := range b.Check() {
 		t.Error(err)
@@ -176,6 +178,7 @@ func TestChartDefaults(t *testing.T) {
 }
 
 func TestChartRBACEqualsDeploy(t *testing.T) {
+	t.Parallel()
 	d := deployBundle(t)
 	for _, rel := range []release{
 		{name: "cluster-autoscaler", namespace: "kube-system", values: withClusterID(nil)},
@@ -221,6 +224,7 @@ func overrideValues() map[string]interface{} {
 // A threshold of 0 (keep every node that has any request) is passed, not
 // taken for "unset".
 func TestChartPassesZeroThreshold(t *testing.T) {
+	t.Parallel()
 	b, _, _, _ := renderBundle(t, release{name: "ca", namespace: "kube-system",
 		values: withClusterID(map[string]interface{}{"scaleDownUtilizationThreshold": 0})})
 	found := false
@@ -233,6 +237,7 @@ func TestChartPassesZeroThreshold(t *testing.T) {
 }
 
 func TestChartOverrides(t *testing.T) {
+	t.Parallel()
 	values := overrideValues()
 	b, typed, crds, _ := renderBundle(t, release{name: "ca", namespace: "autoscaler", values: values})
 	for _, err := range b.Check() {
@@ -320,6 +325,7 @@ func TestChartOverrides(t *testing.T) {
 }
 
 func TestChartWithoutRBACAndServiceAccount(t *testing.T) {
+	t.Parallel()
 	values := withClusterID(map[string]interface{}{
 		"rbac":           map[string]interface{}{"create": false},
 		"serviceAccount": map[string]interface{}{"create": false, "name": "preexisting"},
@@ -351,6 +357,7 @@ func TestChartWithoutRBACAndServiceAccount(t *testing.T) {
 }
 
 func TestChartCloudConfigEscaping(t *testing.T) {
+	t.Parallel()
 	// Values end up inside JSON: quotes and backslashes must not break it.
 	values := withClusterID(map[string]interface{}{"cloudConfig": map[string]interface{}{"clusterID": `a"b\c`}})
 	b, _, _, _ := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
@@ -364,6 +371,7 @@ func TestChartCloudConfigEscaping(t *testing.T) {
 }
 
 func TestChartMetadata(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -385,6 +393,7 @@ func TestChartMetadata(t *testing.T) {
 }
 
 func TestChartRollsPodsWhenCloudConfigChanges(t *testing.T) {
+	t.Parallel()
 	checksum := func(clusterID string) string {
 		values := map[string]interface{}{"cloudConfig": map[string]interface{}{"clusterID": clusterID}}
 		b, _, _, _ := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
@@ -400,6 +409,7 @@ func TestChartRollsPodsWhenCloudConfigChanges(t *testing.T) {
 }
 
 func TestChartNodePoolSelection(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		value   interface{}
 		want    string // node_pool_selection in cloud.json
@@ -413,6 +423,7 @@ func TestChartNodePoolSelection(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.value), func(t *testing.T) {
+			t.Parallel()
 			rel := release{name: "cluster-autoscaler", namespace: "kube-system", values: withClusterID(map[string]interface{}{"nodePoolSelection": tc.value})}
 			if tc.wantErr != "" {
 				if _, err := render(t, rel); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -436,6 +447,7 @@ func TestChartNodePoolSelection(t *testing.T) {
 }
 
 func TestChartPodDisruptionBudget(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		value      interface{}
@@ -452,6 +464,7 @@ func TestChartPodDisruptionBudget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			values := withClusterID(nil)
 			switch v := tc.value.(type) {
 			case nil:
@@ -499,5 +512,76 @@ func TestChartPodDisruptionBudget(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// extraArgs may not override the flags the chart derives from the release,
+// in any spelling the binary would read as the same flag.
+func TestChartRefusesOverridingItsOwnFlags(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{
+		"cloud-provider", "cloud_provider", "cloud-config", "cloud_config", "cloud-config_2",
+		"namespace", "namespace_1", "--namespace", "leader-elect", "leader_elect", "address", "-address",
+	} {
+		t.Run(key, func(t *testing.T) {
+			t.Parallel()
+			values := withClusterID(map[string]interface{}{"extraArgs": map[string]interface{}{key: "x", "max-nodes-total": 5}})
+			_, err := render(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
+			if err == nil || !strings.Contains(err.Error(), "extraArgs."+key+": --") || !strings.Contains(err.Error(), "is set by the chart") {
+				t.Errorf("err = %v, want extraArgs.%s refused", err, key)
+			}
+		})
+	}
+	// Flags that only share a prefix are fine.
+	b, _, _, _ := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: withClusterID(map[string]interface{}{
+		"extraArgs": map[string]interface{}{"leader-elect-resource-name": "ca-lock", "leader-elect-lease-duration": "20s", "namespaces-ignored": "x"},
+	})})
+	if v, _ := b.Flag("leader-elect-resource-name"); v != "ca-lock" {
+		t.Errorf("--leader-elect-resource-name = %q", v)
+	}
+}
+
+// extraArgs in upstream's chart's forms: name: value, a bare flag (null), and
+// a repeated flag (name_<anything>).
+func TestChartExtraArgsUpstreamForms(t *testing.T) {
+	t.Parallel()
+	values := withClusterID(map[string]interface{}{"extraArgs": map[string]interface{}{
+		"max-nodes-total":                  50,
+		"scale-down-enabled":               nil,
+		"skip-nodes-with-system-pods":      false,
+		"startup-taint_1":                  "node.cilium.io/agent-not-ready",
+		"startup-taint_2":                  "example.com/booting",
+		"scale-down-utilization-threshold": 0.65,
+	}})
+	b, _, _, _ := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
+	args := b.Container().Args
+	for _, want := range []string{
+		"--max-nodes-total=50", "--scale-down-enabled", "--skip-nodes-with-system-pods=false",
+		"--startup-taint=node.cilium.io/agent-not-ready", "--startup-taint=example.com/booting",
+		"--scale-down-utilization-threshold=0.65",
+	} {
+		found := false
+		for _, a := range args {
+			found = found || a == want
+		}
+		if !found {
+			t.Errorf("args %v lack %s", args, want)
+		}
+	}
+}
+
+func TestChartTerminationGracePeriod(t *testing.T) {
+	t.Parallel()
+	b, _, _, _ := renderBundle(t, release{name: "ca", namespace: "kube-system", values: withClusterID(nil)})
+	if g := b.Deployment.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != 60 {
+		t.Errorf("terminationGracePeriodSeconds = %v, want 60", g)
+	}
+	b, _, _, _ = renderBundle(t, release{name: "ca", namespace: "kube-system", values: withClusterID(map[string]interface{}{"terminationGracePeriodSeconds": 120})})
+	if g := b.Deployment.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != 120 {
+		t.Errorf("terminationGracePeriodSeconds = %v, want 120", g)
+	}
+	_, err := render(t, release{name: "ca", namespace: "kube-system", values: withClusterID(map[string]interface{}{"terminationGracePeriodSeconds": 30})})
+	if err == nil || !strings.Contains(err.Error(), "terminationGracePeriodSeconds 30 is shorter than the autoscaler's shutdown") {
+		t.Errorf("err = %v, want the grace period refused", err)
 	}
 }

@@ -101,6 +101,7 @@ func render(t *testing.T, rel release) (map[string]string, error) {
 }
 
 func TestHelmLint(t *testing.T) {
+	t.Parallel()
 	out, err := helm(t, withClusterID(nil), "lint", "--strict", chartDir)
 	if err != nil {
 		t.Fatalf("helm lint --strict: %v\n%s", err, out)

@@ -140,18 +140,49 @@ func (b *Bundle) Container() *corev1.Container {
 	return &b.Deployment.Spec.Template.Spec.Containers[0]
 }
 
-// Flag returns the value of --name=value in the container's args.
-func (b *Bundle) Flag(name string) (string, bool) {
+// boolFlags are the flags read here that take no separate value: a bare
+// --name means true, and the next argument is not theirs.
+var boolFlags = map[string]bool{"leader-elect": true}
+
+// Flags returns the container's flags as the binary reads them: --name=value
+// or -name=value, --name value for flags that are not boolean, a bare boolean
+// --name meaning true; "_" and "-" in a name are the same flag (upstream's
+// normalisation), and when a flag is repeated the last one wins. Arguments
+// after "--", and the image command itself, are not flags.
+func (b *Bundle) Flags() map[string]string {
 	c := b.Container()
 	if c == nil {
-		return "", false
+		return nil
 	}
-	for _, a := range append(append([]string(nil), c.Command...), c.Args...) {
-		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-			return v, true
+	args := append(append([]string(nil), c.Command...), c.Args...)
+	out := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
 		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		name = strings.ReplaceAll(name, "_", "-")
+		if !hasValue {
+			if boolFlags[name] || i+1 >= len(args) {
+				value = "true"
+			} else {
+				i++
+				value = args[i]
+			}
+		}
+		out[name] = value
 	}
-	return "", false
+	return out
+}
+
+// Flag returns the value the binary takes for --name (see Flags).
+func (b *Bundle) Flag(name string) (string, bool) {
+	v, ok := b.Flags()[strings.ReplaceAll(name, "_", "-")]
+	return v, ok
 }
 
 // MountedFile resolves a file path inside the container to the Secret key
@@ -335,6 +366,20 @@ func (b *Bundle) Check() []error {
 	if !hasContainerPort(c, port) {
 		fail("no containerPort %d for metrics", port)
 	}
+	// Readiness on the same endpoint: a pod whose HTTP server does not answer
+	// leaves the metrics Service.
+	if rp := c.ReadinessProbe; rp == nil || rp.HTTPGet == nil {
+		fail("no HTTP readinessProbe")
+	} else if rp.HTTPGet.Path != "/health-check" || resolvePort(c, rp.HTTPGet.Port) != port {
+		fail("readinessProbe %s on port %d, want /health-check on %d", rp.HTTPGet.Path, resolvePort(c, rp.HTTPGet.Port), port)
+	}
+
+	// Shutdown: the pod must be given the time the binary's exit takes, or
+	// SIGKILL cuts a node removal short and leaves the Lease to expire.
+	if g := spec.TerminationGracePeriodSeconds; g == nil || *g < MinGracePeriodSeconds {
+		fail("terminationGracePeriodSeconds %v is shorter than the autoscaler's shutdown (%d s: up to %d s documented waits, then the loop's last call and the Lease release)",
+			printInt64(g), MinGracePeriodSeconds, ExitWaitSeconds)
+	}
 
 	// Replicas on different nodes.
 	if dep.Spec.Replicas != nil && *dep.Spec.Replicas > 1 && !spreadsByHostname(spec) {
@@ -410,6 +455,23 @@ func (b *Bundle) checkPodDisruptionBudget() []error {
 		}
 	}
 	return errs
+}
+
+// ExitWaitSeconds is the shutdown the binary documents (README "High
+// availability"; core/autoscaler.go exitWait and exitAPITimeout): after the
+// loop stops, up to 20 s for node removals in flight, then up to 5 s for the
+// status ConfigMap's deletion, and only then the Lease is released.
+const ExitWaitSeconds = 20 + 5
+
+// MinGracePeriodSeconds adds to it the iteration in flight when SIGTERM
+// arrives (its API calls end with the context) and the Lease release.
+const MinGracePeriodSeconds = ExitWaitSeconds + 20
+
+func printInt64(p *int64) string {
+	if p == nil {
+		return "unset (30)"
+	}
+	return fmt.Sprint(*p)
 }
 
 // clusterWriteAllowed are the only cluster-wide writes the autoscaler makes.

@@ -180,7 +180,6 @@ func TestRBACCoversTheAutoscaler(t *testing.T) {
 		{"", "configmaps", "get", "cluster-autoscaler-status", "status write"},
 		{"", "configmaps", "update", "cluster-autoscaler-status", "status write"},
 		{"", "configmaps", "delete", "cluster-autoscaler-status", "status removed on exit"},
-		{"", "configmaps", "get", "cluster-autoscaler-priority-expander", "priority expander"},
 		{"coordination.k8s.io", "leases", "create", "", "leader election"},
 		{"coordination.k8s.io", "leases", "get", "cluster-autoscaler", "leader election"},
 		{"coordination.k8s.io", "leases", "update", "cluster-autoscaler", "lease renewal"},
@@ -209,6 +208,8 @@ func TestRBACDeniesTheRest(t *testing.T) {
 		{b.Role.Rules, "", "configmaps", "update", "coredns"},
 		{b.Role.Rules, "", "configmaps", "delete", "coredns"},
 		{b.Role.Rules, "", "configmaps", "update", "cluster-autoscaler-priority-expander"},
+		{b.Role.Rules, "", "configmaps", "get", "cluster-autoscaler-priority-expander"},
+		{b.Role.Rules, "", "configmaps", "get", "coredns"},
 		{b.Role.Rules, "coordination.k8s.io", "leases", "update", "kube-scheduler"},
 		{b.Role.Rules, "coordination.k8s.io", "leases", "delete", "cluster-autoscaler"},
 	}
@@ -256,7 +257,25 @@ func TestChecksCatchUnsafeChanges(t *testing.T) {
 			b.ClusterRole.Rules = append(b.ClusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
 		}, "secrets"},
 		{"node delete", func(b *Bundle) { b.ClusterRole.Rules[0].Verbs = append(b.ClusterRole.Rules[0].Verbs, "delete") }, "delete on /nodes"},
-		{"configmap update unrestricted", func(b *Bundle) { b.Role.Rules[1].ResourceNames = nil }, "no resourceNames"},
+		{"configmap update unrestricted", func(b *Bundle) { b.Role.Rules[2].ResourceNames = nil }, "no resourceNames"},
+		{"repeated provider: the last wins", func(b *Bundle) {
+			b.Container().Args = append(b.Container().Args, "--cloud_provider=gce")
+		}, "--cloud-provider=\"gce\""},
+		{"repeated namespace: the last wins", func(b *Bundle) {
+			b.Container().Args = append(b.Container().Args, "--namespace", "default")
+		}, "--namespace=\"default\""},
+		{"leader election turned off later", func(b *Bundle) {
+			b.Container().Args = append(b.Container().Args, "--leader-elect=false")
+		}, "without --leader-elect=true"},
+		{"address moved away from the probes", func(b *Bundle) {
+			b.Container().Args = append(b.Container().Args, "--address=:9090")
+		}, "livenessProbe port 8085, want 9090"},
+		{"no readiness", func(b *Bundle) { b.Container().ReadinessProbe = nil }, "readinessProbe"},
+		{"default grace period", func(b *Bundle) { b.Deployment.Spec.Template.Spec.TerminationGracePeriodSeconds = nil }, "terminationGracePeriodSeconds unset (30)"},
+		{"short grace period", func(b *Bundle) {
+			g := int64(25)
+			b.Deployment.Spec.Template.Spec.TerminationGracePeriodSeconds = &g
+		}, "terminationGracePeriodSeconds 25 is shorter"},
 		{"binding to another SA", func(b *Bundle) { b.RoleBinding.Subjects[0].Name = "default" }, "RoleBinding subjects"},
 		{"namespace flag mismatch", func(b *Bundle) { b.Container().Args[2] = "--namespace=default" }, "--namespace"},
 		{"not critical", func(b *Bundle) { b.Deployment.Spec.Template.Spec.PriorityClassName = "" }, "priorityClassName"},
@@ -287,6 +306,35 @@ func TestChecksCatchUnsafeChanges(t *testing.T) {
 			all := strings.Join(msgs, "\n")
 			if !strings.Contains(all, tc.want) {
 				t.Errorf("check did not flag %q; got:\n%s", tc.want, all)
+			}
+		})
+	}
+}
+
+// Flags reads args as the binary's flag set does.
+func TestFlagsReadLikeTheBinary(t *testing.T) {
+	tests := []struct {
+		name    string
+		command []string
+		args    []string
+		want    map[string]string
+	}{
+		{"equals form", nil, []string{"--namespace=kube-system", "--v=4"}, map[string]string{"namespace": "kube-system", "v": "4"}},
+		{"single dash", nil, []string{"-namespace=a"}, map[string]string{"namespace": "a"}},
+		{"separate value", nil, []string{"--namespace", "a", "--v", "2"}, map[string]string{"namespace": "a", "v": "2"}},
+		{"last wins", nil, []string{"--namespace=a", "--namespace=b"}, map[string]string{"namespace": "b"}},
+		{"underscore is the same flag", nil, []string{"--cloud-provider=digitalocean", "--cloud_provider=gce"}, map[string]string{"cloud-provider": "gce"}},
+		{"bare boolean", nil, []string{"--leader-elect", "--namespace=a"}, map[string]string{"leader-elect": "true", "namespace": "a"}},
+		{"boolean does not take the next arg", nil, []string{"--leader-elect", "false"}, map[string]string{"leader-elect": "true"}},
+		{"boolean false", nil, []string{"--leader-elect=true", "--leader_elect=false"}, map[string]string{"leader-elect": "false"}},
+		{"command and -- end", []string{"/cluster-autoscaler", "--v=1"}, []string{"--v=3", "--", "--v=9"}, map[string]string{"v": "3"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := loadBundle(t)
+			b.Container().Command, b.Container().Args = tc.command, tc.args
+			if got := b.Flags(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Flags() = %v, want %v", got, tc.want)
 			}
 		})
 	}

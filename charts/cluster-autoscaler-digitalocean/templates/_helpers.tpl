@@ -1,9 +1,4 @@
-{{/*
-Helpers. The templates use only these functions: include, required, default,
-quote, toYaml, toJson, indent, nindent, printf, index, contains, trunc,
-trimSuffix, sha256sum, fail (and Go template built-ins); charts/chart_test.go renders them with
-the same set.
-*/}}
+{{/* Helpers; charts/ tests render the chart with helm itself. */}}
 
 {{/* Full name of the release's objects (max 63 chars). */}}
 {{- define "cad.fullname" -}}
@@ -67,4 +62,36 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   {{- end }}
   "token_file": {{ printf "%s/%s" (include "cad.tokenDir" .) .Values.cloudConfig.tokenSecretKey | toJson }}
 }
+{{- end -}}
+
+{{/*
+Flags the chart sets itself and extraArgs may not override: the provider and
+its config, the namespace the RBAC, Lease and status ConfigMap are made for,
+leader election (two replicas without it would both act) and the address the
+probes and the Service use. A key is refused in either spelling ("-" or "_",
+as the binary reads both) and with upstream's "_<suffix>" repeat form.
+*/}}
+{{- define "cad.reservedFlags" -}}
+cloud-provider cloud-config namespace leader-elect address
+{{- end -}}
+
+{{/*
+extraArgs as upstream's chart renders them: "name: value" is --name=value,
+"name: null" a bare --name, and everything from the first "_" of a key on is
+dropped, so "name_1", "name_2" repeat a flag.
+*/}}
+{{- define "cad.extraArgs" -}}
+{{- $reserved := splitList " " (include "cad.reservedFlags" .) -}}
+{{- range $key, $value := .Values.extraArgs }}
+{{- $bare := regexReplaceAll "^-+" $key "" }}
+{{- $flag := $bare | mustRegexFind "^[^_]+" }}
+{{- if or (has $flag $reserved) (has (replace "_" "-" $bare) $reserved) }}
+{{- fail (printf "extraArgs.%s: --%s is set by the chart and may not be overridden (it follows the release namespace, the cloud config Secret, the probes and the RBAC it creates)" $key (ternary $flag (replace "_" "-" $bare) (has $flag $reserved))) }}
+{{- end }}
+{{- if kindIs "invalid" $value }}
+- {{ printf "--%s" $flag | quote }}
+{{- else }}
+- {{ printf "--%s=%v" $flag $value | quote }}
+{{- end }}
+{{- end }}
 {{- end -}}
