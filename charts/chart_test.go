@@ -115,19 +115,20 @@ func TestChartDefaults(t *testing.T) {
 		t.Error(err)
 	}
 	if len(crds) != 0 {
-		t.Errorf("ServiceMonitor rendered by default")
+		t.Errorf("Prometheus Operator objects rendered by default: %v", crds)
 	}
-	for _, o := range typed {
-		if _, ok := o.(*corev1.Service); ok {
-			t.Error("Service rendered by default")
-		}
+	// As upstream's chart: a metrics Service by default.
+	if svc := service(typed); svc == nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8085 || svc.Spec.Ports[0].Name != "http" ||
+		svc.Spec.Ports[0].TargetPort.String() != "metrics" {
+		t.Errorf("metrics Service = %+v", svc)
 	}
 
 	// With release name cluster-autoscaler in kube-system the chart installs
 	// what deploy/ does, object for object.
 	d := deployBundle(t)
-	if b.Deployment.Name != d.Deployment.Name || b.CloudConfig.Name != d.CloudConfig.Name || b.ServiceAccount.Name != d.ServiceAccount.Name {
-		t.Errorf("names differ from deploy/: %s %s %s", b.Deployment.Name, b.CloudConfig.Name, b.ServiceAccount.Name)
+	if b.Deployment.Name != d.Deployment.Name || b.CloudConfig.Name != d.CloudConfig.Name || b.ServiceAccount.Name != d.ServiceAccount.Name ||
+		b.PodDisruptionBudget.Name != d.PodDisruptionBudget.Name {
+		t.Errorf("names differ from deploy/: %s %s %s %s", b.Deployment.Name, b.CloudConfig.Name, b.ServiceAccount.Name, b.PodDisruptionBudget.Name)
 	}
 	if *b.Deployment.Spec.Replicas != 2 {
 		t.Errorf("replicas = %d", *b.Deployment.Spec.Replicas)
@@ -135,15 +136,10 @@ func TestChartDefaults(t *testing.T) {
 	if got, want := b.Container().Image, "ghcr.io/doks-autoscaler/cluster-autoscaler:0.1.0"; got != want {
 		t.Errorf("image = %s, want %s (appVersion)", got, want)
 	}
-	wantArgs := []string{
-		"--cloud-provider=digitalocean", "--cloud-config=/etc/do/cloud.json", "--namespace=kube-system",
-		"--leader-elect=true", "--scan-interval=10s", "--expander=least-waste",
-		"--max-node-provision-time=15m", "--balance-similar-node-groups=false", "--v=4",
+	if got, want := b.Container().Args, d.Container().Args; !reflect.DeepEqual(got, want) {
+		t.Errorf("args:\n%v\ndeploy/ has:\n%v", got, want)
 	}
-	if !reflect.DeepEqual(b.Container().Args, wantArgs) {
-		t.Errorf("args:\n%v\nwant:\n%v", b.Container().Args, wantArgs)
-	}
-	// Same pod hardening and resources as deploy/.
+	// Same pod hardening, resources, probes, grace period and volumes as deploy/.
 	if !reflect.DeepEqual(b.Container().SecurityContext, d.Container().SecurityContext) ||
 		!reflect.DeepEqual(b.Deployment.Spec.Template.Spec.SecurityContext, d.Deployment.Spec.Template.Spec.SecurityContext) {
 		t.Error("securityContext differs from deploy/")
@@ -151,9 +147,18 @@ func TestChartDefaults(t *testing.T) {
 	if !reflect.DeepEqual(b.Container().Resources, d.Container().Resources) {
 		t.Errorf("resources %v differ from deploy/ %v", b.Container().Resources, d.Container().Resources)
 	}
+	if !reflect.DeepEqual(b.Container().LivenessProbe, d.Container().LivenessProbe) || !reflect.DeepEqual(b.Container().ReadinessProbe, d.Container().ReadinessProbe) {
+		t.Error("probes differ from deploy/")
+	}
+	if g, dg := b.Deployment.Spec.Template.Spec.TerminationGracePeriodSeconds, d.Deployment.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != *dg {
+		t.Errorf("terminationGracePeriodSeconds %v, deploy/ has %d", g, *dg)
+	}
 	if !reflect.DeepEqual(b.Container().VolumeMounts, d.Container().VolumeMounts) ||
 		!reflect.DeepEqual(b.Deployment.Spec.Template.Spec.Volumes, d.Deployment.Spec.Template.Spec.Volumes) {
 		t.Error("volumes differ from deploy/")
+	}
+	if b.Container().Env != nil || b.Deployment.Spec.Template.Spec.ImagePullSecrets != nil || b.Deployment.Spec.Strategy.Type != "" {
+		t.Errorf("env %v, pull secrets %v, strategy %v rendered by default", b.Container().Env, b.Deployment.Spec.Template.Spec.ImagePullSecrets, b.Deployment.Spec.Strategy)
 	}
 	cc, err := b.ParseCloudConfig()
 	if err != nil {
@@ -177,12 +182,30 @@ func TestChartDefaults(t *testing.T) {
 	}
 }
 
+func service(objs []runtime.Object) *corev1.Service {
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Service); ok {
+			return s
+		}
+	}
+	return nil
+}
+
+func configMap(objs []runtime.Object, name string) *corev1.ConfigMap {
+	for _, o := range objs {
+		if c, ok := o.(*corev1.ConfigMap); ok && c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
 func TestChartRBACEqualsDeploy(t *testing.T) {
 	t.Parallel()
 	d := deployBundle(t)
 	for _, rel := range []release{
 		{name: "cluster-autoscaler", namespace: "kube-system", values: withClusterID(nil)},
-		{name: "ca", namespace: "autoscaler", values: withClusterID(map[string]interface{}{"replicas": 1})},
+		{name: "ca", namespace: "autoscaler", values: withClusterID(map[string]interface{}{"replicaCount": 1})},
 	} {
 		b, _, _, _ := renderBundle(t, rel)
 		if got, want := deploy.Grants(b.ClusterRole.Rules), deploy.Grants(d.ClusterRole.Rules); !reflect.DeepEqual(got, want) {
@@ -194,75 +217,165 @@ func TestChartRBACEqualsDeploy(t *testing.T) {
 	}
 }
 
-// overrideValues set every common value away from its default.
-func overrideValues() map[string]interface{} {
-	return withClusterID(map[string]interface{}{
-		"replicas": 3,
-		"image":    map[string]interface{}{"tag": "v1.2.3"},
-		"cloudConfig": map[string]interface{}{
-			"tokenSecretName": "do-api", "tokenSecretKey": "token", "url": "https://api.example.test/",
-		},
-		"scanInterval":                  "30s",
-		"expander":                      "priority,least-waste",
-		"scaleDownUnneededTime":         "5m",
-		"scaleDownUtilizationThreshold": 0.65,
-		"maxNodeProvisionTime":          "20m",
-		"balanceSimilarNodeGroups":      true,
-		"v":                             2,
-		"extraArgs": map[string]interface{}{
-			"max-nodes-total": 20, "skip-nodes-with-local-storage": false,
-			"status-config-map-name": "ca-status", "leader-elect-resource-name": "ca-lock",
-		},
-		"nodeSelector":   map[string]interface{}{"doks.digitalocean.com/node-pool": "system"},
-		"tolerations":    []interface{}{map[string]interface{}{"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoSchedule"}},
-		"podAnnotations": map[string]interface{}{"example.com/team": "platform"},
-		"serviceAccount": map[string]interface{}{"name": "ca-sa", "annotations": map[string]interface{}{"example.com/owner": "ops"}},
-		"serviceMonitor": map[string]interface{}{"enabled": true, "interval": "15s", "labels": map[string]interface{}{"release": "prom"}},
-	})
+// upstreamValues is a values file as a user of upstream's chart writes it,
+// setting every upstream value this chart takes.
+const upstreamValues = `
+cloudConfig:
+  clusterID: 5f4a-cluster-uuid
+  tokenSecretName: do-api
+  tokenSecretKey: token
+  url: https://api.example.test/
+replicaCount: 3
+image:
+  tag: v1.2.3
+  pullSecrets: [regcred]
+rbac:
+  create: true
+  serviceAccount:
+    create: true
+    name: ca-sa
+    annotations: {example.com/owner: ops}
+    automountServiceAccountToken: true
+podDisruptionBudget:
+  maxUnavailable: 2
+priorityClassName: platform-critical
+extraArgs:
+  v: 2
+  expander: priority,least-waste
+  scale-down-unneeded-time: 5m
+  scale-down-utilization-threshold: 0.65
+  skip-nodes-with-local-storage: false
+  scale-down-enabled: null
+  startup-taint_1: node.cilium.io/agent-not-ready
+  startup-taint_2: example.com/booting
+  status-config-map-name: ca-status
+  leader-elect-resource-name: ca-lock
+extraEnv:
+  HTTPS_PROXY: http://proxy.internal:3128
+  GOMAXPROCS: 2
+extraVolumes:
+  - name: ca-certs
+    configMap: {name: corp-ca}
+extraVolumeMounts:
+  - name: ca-certs
+    mountPath: /etc/ssl/certs/corp
+    readOnly: true
+extraVolumeSecrets:
+  extra-creds:
+    name: my-secret
+    mountPath: /etc/extra
+    items:
+      - {key: a, path: b}
+  plain:
+    mountPath: /etc/plain
+expanderPriorities:
+  10: [".*"]
+  50: ["^6f0c.*"]
+priorityConfigMapAnnotations: {example.com/reviewed: "yes"}
+updateStrategy:
+  type: RollingUpdate
+  rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 1001
+  fsGroup: 1001
+containerSecurityContext:
+  runAsUser: 1001
+  seccompProfile: null
+nodeSelector: {doks.digitalocean.com/node-pool: system}
+tolerations:
+  - {key: dedicated, operator: Equal, value: system, effect: NoSchedule}
+additionalLabels: {example.com/team: platform}
+podAnnotations: {example.com/scrape: "yes"}
+podLabels: {example.com/tier: infra}
+service:
+  create: true
+  annotations: {example.com/svc: "yes"}
+  labels: {example.com/svc-label: x}
+  servicePort: 9999
+  portName: metrics-port
+  type: ClusterIP
+serviceMonitor:
+  enabled: true
+  interval: 15s
+  namespace: monitoring
+  selector: {release: prom}
+  path: /metrics
+  annotations: {example.com/sm: "yes"}
+  relabelings:
+    - {sourceLabels: [__meta_kubernetes_pod_node_name], targetLabel: node}
+prometheusRule:
+  enabled: true
+  additionalLabels: {release: prom}
+  namespace: monitoring
+  interval: 1m
+  rules:
+    - alert: ClusterAutoscalerUnsafe
+      expr: cluster_autoscaler_cluster_safe_to_autoscale == 0
+      for: 15m
+      labels: {release: "{{ .Release.Name }}"}
+`
+
+func upstreamValuesMap(t *testing.T) map[string]interface{} {
+	t.Helper()
+	v := map[string]interface{}{}
+	if err := yaml.Unmarshal([]byte(upstreamValues), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
-// A threshold of 0 (keep every node that has any request) is passed, not
-// taken for "unset".
-func TestChartPassesZeroThreshold(t *testing.T) {
+// Every upstream chart value the README's table maps to itself has upstream's
+// meaning here.
+func TestChartTakesUpstreamValues(t *testing.T) {
 	t.Parallel()
-	b, _, _, _ := renderBundle(t, release{name: "ca", namespace: "kube-system",
-		values: withClusterID(map[string]interface{}{"scaleDownUtilizationThreshold": 0})})
-	found := false
-	for _, a := range b.Container().Args {
-		found = found || a == "--scale-down-utilization-threshold=0"
+	b, typed, crds, _ := renderBundle(t, release{name: "ca", namespace: "autoscaler", values: upstreamValuesMap(t)})
+	dep, spec, c := b.Deployment, b.Deployment.Spec.Template.Spec, b.Container()
+	if dep.Name != "ca-cluster-autoscaler" || dep.Namespace != "autoscaler" {
+		t.Errorf("deployment %s/%s", dep.Namespace, dep.Name)
 	}
-	if !found {
-		t.Errorf("args %v lack --scale-down-utilization-threshold=0", b.Container().Args)
+	if *dep.Spec.Replicas != 3 {
+		t.Errorf("replicaCount: replicas = %d", *dep.Spec.Replicas)
 	}
-}
-
-func TestChartOverrides(t *testing.T) {
-	t.Parallel()
-	values := overrideValues()
-	b, typed, crds, _ := renderBundle(t, release{name: "ca", namespace: "autoscaler", values: values})
-	for _, err := range b.Check() {
-		t.Error(err)
+	if c.Image != "ghcr.io/doks-autoscaler/cluster-autoscaler:v1.2.3" {
+		t.Errorf("image = %s", c.Image)
 	}
-	if b.Deployment.Name != "ca-cluster-autoscaler" || b.Deployment.Namespace != "autoscaler" {
-		t.Errorf("deployment %s/%s", b.Deployment.Namespace, b.Deployment.Name)
+	if len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "regcred" {
+		t.Errorf("image.pullSecrets: %v", spec.ImagePullSecrets)
 	}
-	if *b.Deployment.Spec.Replicas != 3 {
-		t.Errorf("replicas = %d", *b.Deployment.Spec.Replicas)
+	if spec.ServiceAccountName != "ca-sa" || b.ServiceAccount.Name != "ca-sa" || b.ServiceAccount.Annotations["example.com/owner"] != "ops" ||
+		b.ServiceAccount.AutomountServiceAccountToken == nil || !*b.ServiceAccount.AutomountServiceAccountToken {
+		t.Errorf("rbac.serviceAccount: pod runs as %s, ServiceAccount %+v", spec.ServiceAccountName, b.ServiceAccount)
 	}
-	if b.Container().Image != "ghcr.io/doks-autoscaler/cluster-autoscaler:v1.2.3" {
-		t.Errorf("image = %s", b.Container().Image)
+	for _, subjects := range [][]rbacv1.Subject{b.ClusterRoleBinding.Subjects, b.RoleBinding.Subjects} {
+		if len(subjects) != 1 || subjects[0].Name != "ca-sa" || subjects[0].Namespace != "autoscaler" {
+			t.Errorf("bindings' subjects %v, want ca-sa in autoscaler", subjects)
+		}
+	}
+	if pdb := b.PodDisruptionBudget; pdb == nil || pdb.Spec.MaxUnavailable.String() != "2" {
+		t.Errorf("podDisruptionBudget: %+v", pdb)
+	}
+	if spec.PriorityClassName != "platform-critical" {
+		t.Errorf("priorityClassName = %q", spec.PriorityClassName)
 	}
 	for flag, want := range map[string]string{
-		"cloud-provider": "digitalocean", "namespace": "autoscaler", "scan-interval": "30s",
-		"expander": "priority,least-waste", "scale-down-unneeded-time": "5m",
-		"scale-down-utilization-threshold": "0.65", "max-node-provision-time": "20m",
-		"balance-similar-node-groups": "true", "v": "2", "max-nodes-total": "20",
-		"skip-nodes-with-local-storage": "false", "status-config-map-name": "ca-status",
-		"leader-elect-resource-name": "ca-lock",
+		"cloud-provider": "digitalocean", "namespace": "autoscaler", "leader-elect": "true", "v": "2",
+		"expander": "priority,least-waste", "scale-down-unneeded-time": "5m", "scale-down-utilization-threshold": "0.65",
+		"skip-nodes-with-local-storage": "false", "scale-down-enabled": "true", "status-config-map-name": "ca-status",
+		"leader-elect-resource-name": "ca-lock", "startup-taint": "example.com/booting",
 	} {
 		if got, ok := b.Flag(flag); !ok || got != want {
-			t.Errorf("--%s=%q (present %v), want %q", flag, got, ok, want)
+			t.Errorf("extraArgs: --%s=%q (present %v), want %q", flag, got, ok, want)
 		}
+	}
+	taints := 0
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--startup-taint=") {
+			taints++
+		}
+	}
+	if taints != 2 {
+		t.Errorf("extraArgs startup-taint_1/_2: %d --startup-taint args in %v, want 2", taints, c.Args)
 	}
 	// RBAC follows the renamed status ConfigMap and Lease.
 	if !deploy.Allows(b.Role.Rules, "", "configmaps", "update", "ca-status") ||
@@ -271,6 +384,113 @@ func TestChartOverrides(t *testing.T) {
 	}
 	if !deploy.Allows(b.Role.Rules, "coordination.k8s.io", "leases", "update", "ca-lock") {
 		t.Error("Role does not follow leader-elect-resource-name")
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if !reflect.DeepEqual(env, map[string]string{"HTTPS_PROXY": "http://proxy.internal:3128", "GOMAXPROCS": "2"}) {
+		t.Errorf("extraEnv: %v", c.Env)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		vols[v.Name] = v
+	}
+	if m, v := mounts["ca-certs"], vols["ca-certs"]; m.MountPath != "/etc/ssl/certs/corp" || v.ConfigMap == nil || v.ConfigMap.Name != "corp-ca" {
+		t.Errorf("extraVolumes/extraVolumeMounts: mount %+v volume %+v", m, v)
+	}
+	if m, v := mounts["extra-creds"], vols["extra-creds"]; m.MountPath != "/etc/extra" || !m.ReadOnly || v.Secret == nil ||
+		v.Secret.SecretName != "my-secret" || len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != "a" || v.Secret.Items[0].Path != "b" {
+		t.Errorf("extraVolumeSecrets.extra-creds: mount %+v volume %+v", m, v.Secret)
+	}
+	if m, v := mounts["plain"], vols["plain"]; m.MountPath != "/etc/plain" || v.Secret == nil || v.Secret.SecretName != "plain" {
+		t.Errorf("extraVolumeSecrets.plain (Secret named after the volume): mount %+v volume %+v", m, v.Secret)
+	}
+	cm := configMap(typed, "cluster-autoscaler-priority-expander")
+	if cm == nil || cm.Namespace != "autoscaler" || cm.Annotations["example.com/reviewed"] != "yes" {
+		t.Fatalf("expanderPriorities: ConfigMap %+v", cm)
+	}
+	var prio map[int][]string
+	if err := yaml.Unmarshal([]byte(cm.Data["priorities"]), &prio); err != nil || !reflect.DeepEqual(prio, map[int][]string{10: {".*"}, 50: {"^6f0c.*"}}) {
+		t.Errorf("expanderPriorities: priorities %q (%v)", cm.Data["priorities"], err)
+	}
+	if dep.Spec.Strategy.Type != "RollingUpdate" || dep.Spec.Strategy.RollingUpdate.MaxSurge.String() != "1" || dep.Spec.Strategy.RollingUpdate.MaxUnavailable.String() != "0" {
+		t.Errorf("updateStrategy: %+v", dep.Spec.Strategy)
+	}
+	if psc := spec.SecurityContext; psc == nil || *psc.RunAsUser != 1001 || *psc.FSGroup != 1001 {
+		t.Errorf("securityContext: %+v", psc)
+	}
+	// Helm merges a values map over the chart's: the hardening stays unless
+	// a key is given (runAsUser) or removed with null (seccompProfile).
+	if csc := c.SecurityContext; csc == nil || !*csc.ReadOnlyRootFilesystem || *csc.RunAsUser != 1001 || csc.SeccompProfile != nil {
+		t.Errorf("containerSecurityContext: %+v", csc)
+	}
+	if spec.NodeSelector["doks.digitalocean.com/node-pool"] != "system" {
+		t.Errorf("nodeSelector = %v", spec.NodeSelector)
+	}
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "dedicated" || spec.Tolerations[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("tolerations = %+v", spec.Tolerations)
+	}
+	// additionalLabels on every object and the pods; podLabels and
+	// podAnnotations on the pods.
+	for _, o := range typed {
+		m, _ := o.(metav1.Object)
+		if m.GetLabels()["example.com/team"] != "platform" {
+			t.Errorf("additionalLabels missing on %T %s: %v", o, m.GetName(), m.GetLabels())
+		}
+	}
+	pod := dep.Spec.Template
+	if pod.Labels["example.com/team"] != "platform" || pod.Labels["example.com/tier"] != "infra" || pod.Annotations["example.com/scrape"] != "yes" {
+		t.Errorf("pod labels %v annotations %v", pod.Labels, pod.Annotations)
+	}
+	if _, ok := dep.Spec.Selector.MatchLabels["example.com/tier"]; ok {
+		t.Error("podLabels in the Deployment's selector: changing them would need the Deployment recreated")
+	}
+	svc := service(typed)
+	if svc == nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9999 || svc.Spec.Ports[0].Name != "metrics-port" ||
+		svc.Annotations["example.com/svc"] != "yes" || svc.Labels["example.com/svc-label"] != "x" {
+		t.Fatalf("service.*: %+v", svc)
+	}
+	for k, v := range svc.Spec.Selector {
+		if pod.Labels[k] != v {
+			t.Errorf("Service selector %s=%s does not match the pods", k, v)
+		}
+	}
+	kinds := map[string]map[string]interface{}{}
+	for _, o := range crds {
+		kinds[o["kind"].(string)] = o
+	}
+	sm := kinds["ServiceMonitor"]
+	if sm == nil {
+		t.Fatalf("serviceMonitor.enabled: no ServiceMonitor in %v", crds)
+	}
+	smMeta := sm["metadata"].(map[string]interface{})
+	if smMeta["namespace"] != "monitoring" || smMeta["labels"].(map[string]interface{})["release"] != "prom" ||
+		smMeta["annotations"].(map[string]interface{})["example.com/sm"] != "yes" {
+		t.Errorf("serviceMonitor namespace/selector/annotations: %v", smMeta)
+	}
+	smSpec := sm["spec"].(map[string]interface{})
+	ep := smSpec["endpoints"].([]interface{})[0].(map[string]interface{})
+	if ep["port"] != "metrics-port" || ep["interval"] != "15s" || ep["path"] != "/metrics" || len(ep["relabelings"].([]interface{})) != 1 {
+		t.Errorf("ServiceMonitor endpoint = %v", ep)
+	}
+	if ns := smSpec["namespaceSelector"].(map[string]interface{})["matchNames"].([]interface{}); len(ns) != 1 || ns[0] != "autoscaler" {
+		t.Errorf("ServiceMonitor namespaceSelector %v, want the release namespace", ns)
+	}
+	pr := kinds["PrometheusRule"]
+	if pr == nil {
+		t.Fatalf("prometheusRule.enabled: no PrometheusRule in %v", crds)
+	}
+	prMeta := pr["metadata"].(map[string]interface{})
+	group := pr["spec"].(map[string]interface{})["groups"].([]interface{})[0].(map[string]interface{})
+	rule := group["rules"].([]interface{})[0].(map[string]interface{})
+	if prMeta["namespace"] != "monitoring" || prMeta["labels"].(map[string]interface{})["release"] != "prom" || group["interval"] != "1m" ||
+		rule["alert"] != "ClusterAutoscalerUnsafe" || rule["labels"].(map[string]interface{})["release"] != "ca" {
+		t.Errorf("prometheusRule (rules through tpl): %v", pr)
 	}
 	// The token comes from the renamed Secret and key, where cloud.json says.
 	cc, err := b.ParseCloudConfig()
@@ -283,52 +503,81 @@ func TestChartOverrides(t *testing.T) {
 	if name, key, _, err := b.MountedFile(cc.TokenFile); err != nil || name != "do-api" || key != "token" {
 		t.Errorf("token_file %s → %s/%s (%v), want do-api/token", cc.TokenFile, name, key, err)
 	}
-	spec := b.Deployment.Spec.Template.Spec
-	if spec.NodeSelector["doks.digitalocean.com/node-pool"] != "system" {
-		t.Errorf("nodeSelector = %v", spec.NodeSelector)
+}
+
+func TestChartNameOverrides(t *testing.T) {
+	t.Parallel()
+	b, typed, _, _ := renderBundle(t, release{name: "ops", namespace: "kube-system", values: withClusterID(map[string]interface{}{"nameOverride": "autoscaler"})})
+	if b.Deployment.Name != "ops-autoscaler" || b.Deployment.Spec.Template.Labels["app.kubernetes.io/name"] != "autoscaler" || b.CloudConfig.Name != "ops-autoscaler-cloud-config" {
+		t.Errorf("nameOverride: deployment %s, name label %q, cloud config %s", b.Deployment.Name, b.Deployment.Spec.Template.Labels["app.kubernetes.io/name"], b.CloudConfig.Name)
 	}
-	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "dedicated" || spec.Tolerations[0].Effect != corev1.TaintEffectNoSchedule {
-		t.Errorf("tolerations = %+v", spec.Tolerations)
+	if !reflect.DeepEqual(b.PodDisruptionBudget.Spec.Selector.MatchLabels, b.Deployment.Spec.Selector.MatchLabels) ||
+		!reflect.DeepEqual(service(typed).Spec.Selector, b.Deployment.Spec.Selector.MatchLabels) {
+		t.Error("nameOverride: selectors no longer match the pods")
 	}
-	if b.Deployment.Spec.Template.Annotations["example.com/team"] != "platform" {
-		t.Errorf("pod annotations = %v", b.Deployment.Spec.Template.Annotations)
+	b, _, _, _ = renderBundle(t, release{name: "ops", namespace: "kube-system", values: withClusterID(map[string]interface{}{"fullnameOverride": "ca"})})
+	if b.Deployment.Name != "ca" || b.ServiceAccount.Name != "ca" || b.ClusterRole.Name != "ca" || b.CloudConfig.Name != "ca-cloud-config" {
+		t.Errorf("fullnameOverride: deployment %s, ServiceAccount %s, ClusterRole %s, cloud config %s", b.Deployment.Name, b.ServiceAccount.Name, b.ClusterRole.Name, b.CloudConfig.Name)
 	}
-	if spec.ServiceAccountName != "ca-sa" || b.ServiceAccount.Name != "ca-sa" || b.ServiceAccount.Annotations["example.com/owner"] != "ops" {
-		t.Errorf("service account %s / %+v", spec.ServiceAccountName, b.ServiceAccount.ObjectMeta)
+}
+
+// expanderPriorities renders the ConfigMap only for the priority expander,
+// and takes upstream's string form too.
+func TestChartExpanderPriorities(t *testing.T) {
+	t.Parallel()
+	_, typed, _, _ := renderBundle(t, release{name: "ca", namespace: "kube-system", values: withClusterID(map[string]interface{}{
+		"expanderPriorities": map[string]interface{}{"10": []interface{}{".*"}}})})
+	if cm := configMap(typed, "cluster-autoscaler-priority-expander"); cm != nil {
+		t.Errorf("priority ConfigMap rendered without extraArgs.expander=priority: %+v", cm)
 	}
-	// Metrics: a Service on :8085 and a ServiceMonitor selecting it.
-	var svc *corev1.Service
-	for _, o := range typed {
-		if s, ok := o.(*corev1.Service); ok {
-			svc = s
-		}
+	_, typed, _, _ = renderBundle(t, release{name: "ca", namespace: "kube-system", values: withClusterID(map[string]interface{}{
+		"extraArgs":          map[string]interface{}{"expander": "priority"},
+		"expanderPriorities": "10:\n  - .*\n20:\n  - ^gpu-.*\n"})})
+	cm := configMap(typed, "cluster-autoscaler-priority-expander")
+	if cm == nil || cm.Data["priorities"] != "10:\n  - .*\n20:\n  - ^gpu-.*" {
+		t.Errorf("string expanderPriorities: %+v", cm)
 	}
-	if svc == nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8085 || svc.Spec.Ports[0].Name != "metrics" {
-		t.Fatalf("metrics Service = %+v", svc)
+}
+
+// Values of the chart's 0.1 names and upstream values this chart cannot
+// honour are refused by name, never silently ignored.
+func TestChartRefusesRenamedAndForeignValues(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		values  map[string]interface{}
+		wantErr string
+	}{
+		{map[string]interface{}{"replicas": 3}, "value replicas is now replicaCount"},
+		{map[string]interface{}{"imagePullSecrets": []interface{}{map[string]interface{}{"name": "x"}}}, "value imagePullSecrets is now image.pullSecrets"},
+		{map[string]interface{}{"serviceAccount": map[string]interface{}{"name": "x"}}, "value serviceAccount is now rbac.serviceAccount"},
+		{map[string]interface{}{"scanInterval": "30s"}, "value scanInterval is now extraArgs.scan-interval"},
+		{map[string]interface{}{"expander": "price"}, "value expander is now extraArgs.expander"},
+		{map[string]interface{}{"v": 2}, "value v is now extraArgs.v"},
+		{map[string]interface{}{"service": map[string]interface{}{"enabled": true}}, "value service.enabled is now service.create"},
+		{map[string]interface{}{"cloudProvider": "aws"}, `cloudProvider "aws": this chart runs only the digitalocean provider`},
+		{map[string]interface{}{"autoscalingGroups": []interface{}{map[string]interface{}{"name": "a", "minSize": 1, "maxSize": 3}}}, "autoscalingGroups: DOKS node pools are found through the DigitalOcean API"},
+		{map[string]interface{}{"autoDiscovery": map[string]interface{}{"clusterName": "c"}}, "autoDiscovery: DOKS node pools"},
+		{map[string]interface{}{"serviceMonitor": map[string]interface{}{"enabled": true}, "service": map[string]interface{}{"create": false}}, "serviceMonitor.enabled needs service.create"},
 	}
-	for k, v := range svc.Spec.Selector {
-		if b.Deployment.Spec.Template.Labels[k] != v {
-			t.Errorf("Service selector %s=%s does not match the pods", k, v)
-		}
+	for _, tc := range tests {
+		t.Run(tc.wantErr, func(t *testing.T) {
+			t.Parallel()
+			_, err := render(t, release{name: "ca", namespace: "kube-system", values: withClusterID(tc.values)})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
-	if len(crds) != 1 || crds[0]["kind"] != "ServiceMonitor" {
-		t.Fatalf("ServiceMonitor not rendered: %v", crds)
-	}
-	sm := crds[0]
-	if sm["metadata"].(map[string]interface{})["labels"].(map[string]interface{})["release"] != "prom" {
-		t.Errorf("ServiceMonitor labels: %v", sm["metadata"])
-	}
-	ep := sm["spec"].(map[string]interface{})["endpoints"].([]interface{})[0].(map[string]interface{})
-	if ep["port"] != "metrics" || ep["interval"] != "15s" || ep["path"] != "/metrics" {
-		t.Errorf("ServiceMonitor endpoint = %v", ep)
+	// cloudProvider: digitalocean, as an upstream values file may say, is fine.
+	if _, err := render(t, release{name: "ca", namespace: "kube-system", values: withClusterID(map[string]interface{}{"cloudProvider": "digitalocean"})}); err != nil {
+		t.Errorf("cloudProvider digitalocean refused: %v", err)
 	}
 }
 
 func TestChartWithoutRBACAndServiceAccount(t *testing.T) {
 	t.Parallel()
 	values := withClusterID(map[string]interface{}{
-		"rbac":           map[string]interface{}{"create": false},
-		"serviceAccount": map[string]interface{}{"create": false, "name": "preexisting"},
+		"rbac": map[string]interface{}{"create": false, "serviceAccount": map[string]interface{}{"name": "preexisting"}},
 	})
 	rendered, err := render(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
 	if err != nil {
@@ -339,7 +588,7 @@ func TestChartWithoutRBACAndServiceAccount(t *testing.T) {
 	for _, o := range typed {
 		switch v := o.(type) {
 		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding, *corev1.ServiceAccount:
-			t.Errorf("%T rendered with rbac.create/serviceAccount.create false", v)
+			t.Errorf("%T rendered with rbac.create false", v)
 		case *appsv1.Deployment:
 			dep = v
 		}
@@ -348,11 +597,17 @@ func TestChartWithoutRBACAndServiceAccount(t *testing.T) {
 		t.Errorf("deployment service account not the given one: %+v", dep)
 	}
 
-	// Not creating the ServiceAccount without naming one is a mistake.
-	values = withClusterID(map[string]interface{}{"serviceAccount": map[string]interface{}{"create": false}})
-	if _, err := render(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values}); err == nil ||
-		!strings.Contains(err.Error(), "serviceAccount.name is required") {
-		t.Errorf("err = %v", err)
+	// Not creating the ServiceAccount without naming one is a mistake: the
+	// pod would run as the namespace's default ServiceAccount.
+	for _, rbac := range []map[string]interface{}{
+		{"serviceAccount": map[string]interface{}{"create": false}},
+		{"create": false},
+	} {
+		values = withClusterID(map[string]interface{}{"rbac": rbac})
+		if _, err := render(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values}); err == nil ||
+			!strings.Contains(err.Error(), "rbac.serviceAccount.name is required") {
+			t.Errorf("rbac %v: err = %v", rbac, err)
+		}
 	}
 }
 

@@ -140,9 +140,38 @@ func (b *Bundle) Container() *corev1.Container {
 	return &b.Deployment.Spec.Template.Spec.Containers[0]
 }
 
-// boolFlags are the flags read here that take no separate value: a bare
-// --name means true, and the next argument is not theirs.
-var boolFlags = map[string]bool{"leader-elect": true}
+// boolFlags are upstream 1.36.1's boolean flags (name and type from
+// shared/reference/upstream-1.36.1-flags.tsv): they take no separate value,
+// so a bare --name means true and the next argument is not theirs.
+var boolFlags = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range []string{
+		"add-dir-header", "alsologtostderr", "async-node-groups", "aws-use-static-instance-list",
+		"balance-similar-node-groups", "bulk-mig-instances-listing-enabled",
+		"capacity-buffer-controller-enabled", "capacity-buffer-pod-dry-run-enabled",
+		"capacity-buffer-pod-injection-enabled", "capacity-quotas-enabled",
+		"check-capacity-batch-processing", "clusterapi-cloud-config-authoritative",
+		"cordon-node-before-terminating", "daemonset-eviction-for-empty-nodes",
+		"daemonset-eviction-for-occupied-nodes", "debugging-snapshot-enabled",
+		"dynamic-node-delete-delay-after-taint-enabled", "emit-per-nodegroup-metrics",
+		"enable-csi-node-aware-scheduling", "enable-dynamic-resource-allocation",
+		"enable-proactive-scaleup", "enable-provisioning-requests", "enforce-node-group-min-size",
+		"fastpath-binpacking-enabled", "force-delete-failed-nodes",
+		"force-delete-unregistered-nodes", "force-ds", "frequent-loops-enabled",
+		"ignore-daemonsets-utilization", "ignore-mirror-pods-utilization", "leader-elect",
+		"legacy-stderr-threshold-behavior", "log-json-split-stream", "log-text-split-stream",
+		"logtostderr", "max-node-skip-eval-time-tracker-enabled",
+		"node-removal-latency-tracking-enabled", "one-output", "parallel-scale-up", "profiling",
+		"record-duplicated-events", "regional", "salvo-scale-up", "scale-down-delay-type-local",
+		"scale-down-enabled", "scale-down-unready-enabled", "scale-from-unschedulable",
+		"scale-up-from-zero", "scaleup-simulation-for-skipped-node-groups-enabled", "skip-headers",
+		"skip-log-headers", "skip-nodes-with-custom-controller-pods",
+		"skip-nodes-with-local-storage", "skip-nodes-with-system-pods", "write-status-configmap",
+	} {
+		m[n] = true
+	}
+	return m
+}()
 
 // Flags returns the container's flags as the binary reads them: --name=value
 // or -name=value, --name value for flags that are not boolean, a bare boolean

@@ -1,18 +1,24 @@
 {{/* Helpers; charts/ tests render the chart with helm itself. */}}
 
+{{/* The app name: "cluster-autoscaler", or nameOverride. */}}
+{{- define "cad.name" -}}
+{{- .Values.nameOverride | default "cluster-autoscaler" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{/* Full name of the release's objects (max 63 chars). */}}
 {{- define "cad.fullname" -}}
+{{- $name := include "cad.name" . -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
-{{- else if contains "cluster-autoscaler" .Release.Name -}}
+{{- else if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-cluster-autoscaler" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "cad.selectorLabels" -}}
-app.kubernetes.io/name: cluster-autoscaler
+app.kubernetes.io/name: {{ include "cad.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -21,14 +27,46 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.additionalLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
+{{/* As upstream: the ServiceAccount named, else the full name when the chart creates it. */}}
 {{- define "cad.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
-{{- .Values.serviceAccount.name | default (include "cad.fullname" .) -}}
+{{- if and .Values.rbac.create .Values.rbac.serviceAccount.create -}}
+{{- .Values.rbac.serviceAccount.name | default (include "cad.fullname" .) -}}
 {{- else -}}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- required "rbac.serviceAccount.name is required when the chart does not create the ServiceAccount (rbac.create or rbac.serviceAccount.create false): the autoscaler must not run as the namespace's default ServiceAccount" .Values.rbac.serviceAccount.name -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+Values of this chart's 0.1 that upstream's chart names differently, and
+upstream values this chart cannot honour: refused by name rather than
+silently ignored.
+*/}}
+{{- define "cad.checkValues" -}}
+{{- $renamed := dict "replicas" "replicaCount" "imagePullSecrets" "image.pullSecrets (a list of Secret names)" "serviceAccount" "rbac.serviceAccount" "scanInterval" "extraArgs.scan-interval" "expander" "extraArgs.expander" "scaleDownUnneededTime" "extraArgs.scale-down-unneeded-time" "scaleDownUtilizationThreshold" "extraArgs.scale-down-utilization-threshold" "maxNodeProvisionTime" "extraArgs.max-node-provision-time" "balanceSimilarNodeGroups" "extraArgs.balance-similar-node-groups" "v" "extraArgs.v" -}}
+{{- range $old, $new := $renamed }}
+{{- if hasKey $.Values $old }}
+{{- fail (printf "value %s is now %s (upstream's chart's name)" $old $new) }}
+{{- end }}
+{{- end }}
+{{- if hasKey .Values.service "enabled" }}
+{{- fail "value service.enabled is now service.create (upstream's chart's name)" }}
+{{- end }}
+{{- if and .Values.cloudProvider (ne (toString .Values.cloudProvider) "digitalocean") }}
+{{- fail (printf "cloudProvider %q: this chart runs only the digitalocean provider" (toString .Values.cloudProvider)) }}
+{{- end }}
+{{- range $v := list "autoscalingGroups" "autoscalingGroupsnamePrefix" "autoDiscovery" }}
+{{- if index $.Values $v }}
+{{- fail (printf "%s: DOKS node pools are found through the DigitalOcean API; choose them with nodePoolSelection (tags or auto_scale)" $v) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.cloudConfigPath (ne (toString .Values.cloudConfigPath) "/etc/do/cloud.json") }}
+{{- fail "cloudConfigPath: the chart writes the cloud config itself from cloudConfig.*" }}
+{{- end }}
 {{- end -}}
 
 {{/* Names the Role grants by resourceNames; they follow the flags. */}}
