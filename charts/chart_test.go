@@ -807,13 +807,14 @@ func TestChartExtraArgsUpstreamForms(t *testing.T) {
 		"startup-taint_1":                  "node.cilium.io/agent-not-ready",
 		"startup-taint_2":                  "example.com/booting",
 		"scale-down-utilization-threshold": 0.65,
+		"max-empty-bulk-delete":            0,
 	}})
 	b, _, _, _ := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
 	args := b.Container().Args
 	for _, want := range []string{
 		"--max-nodes-total=50", "--scale-down-enabled", "--skip-nodes-with-system-pods=false",
 		"--startup-taint=node.cilium.io/agent-not-ready", "--startup-taint=example.com/booting",
-		"--scale-down-utilization-threshold=0.65",
+		"--scale-down-utilization-threshold=0.65", "--max-empty-bulk-delete=0",
 	} {
 		found := false
 		for _, a := range args {
