@@ -15,9 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -29,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
@@ -76,9 +74,9 @@ func run(args []string) int {
 		version.Version, opts.CloudProviderName, opts.ScanInterval, opts.ExpanderNames)
 
 	// Metrics first: the provider reports every cloud request from its first.
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics.RegisterAll(registry, opts.EmitPerNodeGroupMetrics)
+	// legacyregistry, as upstream: it holds the Go and process collectors and
+	// client-go's rest_client_* metrics too.
+	metrics.RegisterAll(legacyregistry.Registerer(), opts.EmitPerNodeGroupMetrics)
 
 	// The cloud config is read and checked here, before anything contacts
 	// Kubernetes or the cloud, so a bad file fails fast with a clear message.
@@ -98,7 +96,7 @@ func run(args []string) int {
 	defer stop()
 
 	health := metrics.NewHealthCheck(opts.MaxInactivityTime, opts.MaxFailingTime)
-	server, err := serveHTTP(opts, registry, health)
+	server, err := serveHTTP(opts, health)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
@@ -173,9 +171,9 @@ func newKubeClient(opts config.AutoscalingOptions) (kubernetes.Interface, error)
 	return kube, nil
 }
 
-func serveHTTP(opts config.AutoscalingOptions, registry *prometheus.Registry, health *metrics.HealthCheck) (*http.Server, error) {
+func serveHTTP(opts config.AutoscalingOptions, health *metrics.HealthCheck) (*http.Server, error) {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", legacyregistry.Handler())
 	mux.Handle("/health-check", health)
 	if opts.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

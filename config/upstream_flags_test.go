@@ -15,7 +15,7 @@ import (
 // upstream cluster-autoscaler 1.36.1 as its binary defines them.
 type upstreamFlag struct {
 	name, typ, def, do, probe string
-	spellings               []string
+	spellings                 []string
 }
 
 func readUpstreamFlags(t *testing.T) []upstreamFlag {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	_ "k8s.io/component-base/metrics/prometheus/restclient" // client-go's rest_client_* metrics, in legacyregistry as upstream
 	"k8s.io/klog/v2"
 )
 
@@ -31,8 +32,12 @@ const (
 	UpdateClusterState   FunctionLabel = "updateClusterState"
 	FilterOutSchedulable FunctionLabel = "filterOutSchedulable"
 	FindUnneeded         FunctionLabel = "findUnneeded"
-	Estimate             FunctionLabel = "estimate"
 	LoopWait             FunctionLabel = "loopWait"
+	// Sub-steps carry their parent's name before a colon, as upstream.
+	Estimate                   FunctionLabel = "scaleUp:estimate"
+	BuildPodEquivalenceGroups  FunctionLabel = "scaleUp:buildPodEquivalenceGroups"
+	ScaleDownNodeDeletion      FunctionLabel = "scaleDown:nodeDeletion"
+	ScaleDownSoftTaintUnneeded FunctionLabel = "scaleDown:softTaintUnneeded"
 )
 
 // Error types counted by errors_total; every one is exported at 0 from the
@@ -134,6 +139,7 @@ var (
 		Namespace: caNamespace, Name: "function_duration_quantile_seconds",
 		Help:       "Quantiles of time taken by various parts of CA main loop.",
 		Objectives: map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001},
+		MaxAge:     time.Hour, // upstream's sliding window
 	}, []string{"function"})
 	scaledUpNodes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: caNamespace, Name: "scaled_up_nodes_total",
@@ -225,9 +231,22 @@ func baseCollectors() []prometheus.Collector {
 		scaledUpNodes, failedScaleUps, scaledDownNodes, evictedPods, errorsCount,
 		unneededNodesCount, scaleDownInCooldown, skippedScaleEvents,
 		failedNodeCreations, oldUnregisteredNodesRemoved,
+		unremovableNodesCount, pendingNodeDeletions, gpuScaledUpNodes, gpuFailedScaleUps,
+		gpuScaledDownNodes, overflowingControllersCount, createdNodeGroups, deletedNodeGroups,
+		nodeTaintsCount, inconsistentInstancesMigsCount, binpackingHeterogeneity,
+		maxNodeSkipEvalDurationSeconds, nodeRemovalLatency, draNodeTemplateResourcesMismatch,
 		doAPIRequests, doAPIRequestDuration, doAPIRateLimitRemaining, doAPIRateLimitLimit,
 		doAPIRateLimitReset, doNodePoolsRefused,
 	}
+}
+
+// collectorsFor lists what RegisterAll registers.
+func collectorsFor(emitPerNodeGroupMetrics bool) []prometheus.Collector {
+	cs := baseCollectors()
+	if emitPerNodeGroupMetrics {
+		cs = append(cs, perNodeGroupCollectors()...)
+	}
+	return cs
 }
 
 func perNodeGroupCollectors() []prometheus.Collector {
@@ -239,12 +258,10 @@ func perNodeGroupCollectors() []prometheus.Collector {
 // group gauges are added only when emitPerNodeGroupMetrics is set. Calling it
 // again with the same registry is harmless.
 func RegisterAll(reg prometheus.Registerer, emitPerNodeGroupMetrics bool) {
-	collectors := baseCollectors()
 	if emitPerNodeGroupMetrics {
 		perNodeGroupEnabled.Store(true)
-		collectors = append(collectors, perNodeGroupCollectors()...)
 	}
-	for _, c := range collectors {
+	for _, c := range collectorsFor(emitPerNodeGroupMetrics) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {
@@ -253,10 +270,7 @@ func RegisterAll(reg prometheus.Registerer, emitPerNodeGroupMetrics bool) {
 			klog.Errorf("Failed to register metric collector: %v", err)
 		}
 	}
-	// Zero-valued series that dashboards expect to exist from the start.
-	for _, t := range allErrorTypes {
-		errorsCount.WithLabelValues(t)
-	}
+	preCreate()
 	nodeGroupsCount.WithLabelValues("autoprovisioned").Set(0)
 	klog.V(1).Infof("Registered cluster_autoscaler metrics (per node group metrics: %v)", emitPerNodeGroupMetrics)
 }
@@ -346,16 +360,25 @@ const noDRADrivers = ""
 // RegisterScaleUp counts nodes added by a scale-up.
 func RegisterScaleUp(nodes int, gpuResourceName, gpuType string) {
 	scaledUpNodes.WithLabelValues(gpuResourceName, gpuType, noDRADrivers).Add(float64(nodes))
+	if gpuType != "" {
+		gpuScaledUpNodes.WithLabelValues(gpuResourceName, gpuType).Add(float64(nodes))
+	}
 }
 
 // RegisterFailedScaleUp counts a failed scale-up by reason.
 func RegisterFailedScaleUp(reason string, gpuResourceName, gpuType string) {
 	failedScaleUps.WithLabelValues(reason, gpuResourceName, gpuType, noDRADrivers).Inc()
+	if gpuType != "" {
+		gpuFailedScaleUps.WithLabelValues(reason, gpuResourceName, gpuType).Inc()
+	}
 }
 
 // RegisterScaleDown counts nodes removed by reason.
 func RegisterScaleDown(nodes int, reason string, gpuResourceName, gpuType string) {
 	scaledDownNodes.WithLabelValues(reason, gpuResourceName, gpuType, noDRADrivers).Add(float64(nodes))
+	if gpuType != "" {
+		gpuScaledDownNodes.WithLabelValues(reason, gpuResourceName, gpuType).Add(float64(nodes))
+	}
 }
 
 // RegisterEvictions counts n pod evictions that succeeded or failed.
