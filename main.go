@@ -94,6 +94,9 @@ func run(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	exited := make(chan struct{})
+	defer close(exited)
+	go cancelCloudCallsAfterGrace(ctx, exited, provider)
 
 	health := metrics.NewHealthCheck(opts.MaxInactivityTime, opts.MaxFailingTime)
 	server, err := serveHTTP(opts, health)
@@ -124,6 +127,28 @@ func run(args []string) int {
 	}
 	klog.Info("cluster-autoscaler stopped")
 	return 0
+}
+
+// cancelCloudCallsAfterGrace has the provider end its calls (Cleanup)
+// core.CloudCallGrace after the shutdown signal, unless the process has
+// exited by then: a call retrying with long waits would otherwise hold the
+// loop, and the exit, past the pod's termination grace period.
+func cancelCloudCallsAfterGrace(ctx context.Context, exited <-chan struct{}, provider cloudprovider.CloudProvider) {
+	select {
+	case <-ctx.Done():
+	case <-exited:
+		return
+	}
+	t := time.NewTimer(core.CloudCallGrace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		klog.Warningf("Shutdown: %s after the signal; cancelling the cloud provider's calls still running", core.CloudCallGrace)
+		if err := provider.Cleanup(); err != nil {
+			klog.Errorf("Shutdown: provider clean-up: %v", err)
+		}
+	case <-exited:
+	}
 }
 
 func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingOptions, kube kubernetes.Interface,

@@ -51,6 +51,11 @@ const (
 	exitAPITimeout = 5 * time.Second
 )
 
+// CloudCallGrace is how long cloud calls may go on after the shutdown
+// signal (the wait for removals in flight); main then has the provider
+// cancel them (Cleanup), so a retrying call never outlives the pod's grace.
+const CloudCallGrace = exitWait
+
 // Autoscaler is the autoscaling loop.
 type Autoscaler struct {
 	opts     config.AutoscalingOptions
@@ -268,7 +273,13 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("core: informer caches did not sync")
 	}
-	if err := scaledown.CleanUpStaleTaints(ctx, a.kube); err != nil {
+	// The provider is asked first which instances it is deleting (a new
+	// leader may take over during a delete): their taints stay. If it
+	// cannot say, no taint is removed; the next restart tries again.
+	if err := a.provider.Refresh(); err != nil {
+		klog.Errorf("Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown: %v", err)
+		metrics.RegisterError(metrics.CloudProviderError)
+	} else if err := scaledown.CleanUpStaleTaints(ctx, a.kube, scaledown.DeletingInstances(a.provider)); err != nil {
 		// Not fatal: the nodes stay tainted, which an operator can see, and
 		// the next restart tries again.
 		klog.Errorf("Start-up: stale taint clean-up incomplete: %v", err)

@@ -4,7 +4,6 @@
 package digitalocean
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -183,13 +182,17 @@ func (p *CloudProvider) GetNodeGpuConfig(node *apiv1.Node) *cloudprovider.GpuCon
 	return &cloudprovider.GpuConfig{Label: label, Type: value, ExtendedResourceName: resName}
 }
 
-// Cleanup has nothing to release: the provider holds no background work.
+// Cleanup ends every DigitalOcean call in flight, a retry wait included,
+// and makes later ones fail at once: shutdown calls it when the grace for
+// work in flight is over, so no call outlives the process's grace period.
+// Calling it again is harmless.
 func (p *CloudProvider) Cleanup() error {
-	klog.V(2).Info("DigitalOcean provider: cleanup")
+	klog.V(2).Info("DigitalOcean provider: cleanup, cancelling DigitalOcean calls")
+	p.m.stop()
 	return nil
 }
 
 // Refresh lists the node pools; see manager.Refresh.
 func (p *CloudProvider) Refresh() error {
-	return p.m.Refresh(context.Background())
+	return p.m.Refresh(p.m.ctx)
 }

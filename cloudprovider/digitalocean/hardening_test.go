@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/digitalocean/godo"
 	"k8s.io/klog/v2"
@@ -519,5 +520,40 @@ func TestTokenFileProblemLoggedOncePerChange(t *testing.T) {
 	}
 	if tok, _ := src.Token(); tok.AccessToken != "second" {
 		t.Errorf("token %q after a good rewrite, want second", tok.AccessToken)
+	}
+}
+
+// Cleanup (called by shutdown once the grace for work in flight is over)
+// ends a DigitalOcean call that is waiting to retry, and later calls fail
+// without a request.
+func TestCleanupCancelsCallsInFlight(t *testing.T) {
+	e := newEnv(t, doks.Options{}, func(_ *testEnv, o *clientOptions, _ *config.AutoscalingOptions) {
+		o.maxWait = time.Hour // the server's Retry-After is followed in full
+	})
+	p := e.pool(autoscaled("a", 1, 0, 3))
+	e.refresh()
+	e.sim.InjectFault(doks.Fault{Operation: doks.OpUpdateNodePool, Status: http.StatusServiceUnavailable, RetryAfter: time.Hour})
+	done := make(chan error, 1)
+	go func() { done <- e.group(p.ID).IncreaseSize(1) }()
+	for e.sim.RequestCount(doks.OpUpdateNodePool) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := e.p.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "context canceled") {
+			t.Errorf("IncreaseSize error %v, want the call cancelled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("IncreaseSize still waiting to retry after Cleanup")
+	}
+	before := e.sim.TotalRequests()
+	if err := e.p.Refresh(); err == nil {
+		t.Error("Refresh succeeded after Cleanup")
+	}
+	if e.sim.TotalRequests() != before {
+		t.Error("a request went out after Cleanup")
 	}
 }

@@ -35,6 +35,9 @@ type templateEntry struct {
 type manager struct {
 	client *apiClient
 	o      clientOptions
+	// ctx is the context of every DigitalOcean call; stop (Cleanup) ends it.
+	ctx  context.Context
+	stop context.CancelFunc
 	// gpuLabel is the label marking GPU nodes (--gpu-label).
 	gpuLabel string
 	// selection is the node_pool_selection mode: SelectByAutoScale or
@@ -77,9 +80,12 @@ func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) 
 	if selection == "" {
 		selection = SelectByAutoScale
 	}
+	ctx, stop := context.WithCancel(context.Background())
 	return &manager{
 		client:          client,
 		o:               o,
+		ctx:             ctx,
+		stop:            stop,
 		gpuLabel:        gpuLabel,
 		selection:       selection,
 		groupByInstance: map[string]*NodeGroup{},

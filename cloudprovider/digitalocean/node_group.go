@@ -1,7 +1,6 @@
 package digitalocean
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -155,7 +154,7 @@ func (g *NodeGroup) IncreaseSize(delta int) error {
 // DOKS confirms it.
 func (g *NodeGroup) setCountLocked(target int, what string) error {
 	klog.Infof("node pool %s (%s): setting count %d → %d (%s)", g.name, g.id, g.pool.Count, target, what)
-	updated, err := g.m.client.updateNodePoolCount(context.Background(), g.id, target)
+	updated, err := g.m.client.updateNodePoolCount(g.m.ctx, g.id, target)
 	if err != nil {
 		return fmt.Errorf("node pool %s: setting count to %d: %w", g.name, target, err)
 	}
@@ -269,7 +268,7 @@ func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
 	}
 	for i, n := range targets {
 		klog.Infof("node pool %s (%s): deleting node %s (%s, droplet %s) with skip_drain", g.name, g.id, n.Name, n.ID, n.DropletID)
-		if err := g.m.client.deleteNode(context.Background(), g.id, n.ID); err != nil {
+		if err := g.m.client.deleteNode(g.m.ctx, g.id, n.ID); err != nil {
 			return fmt.Errorf("node pool %s: deleting node %s (%d of %d): %w", g.name, n.Name, i+1, len(targets), err)
 		}
 		g.pool.Count--

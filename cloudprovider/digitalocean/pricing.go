@@ -1,7 +1,6 @@
 package digitalocean
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -55,7 +54,7 @@ func (p *pricingModel) lookup(slug string) (sizePrice, error) {
 		return sizePrice{}, p.firstErr
 	}
 	if p.prices == nil || now.Sub(p.fetchedAt) >= p.m.o.pricesTTL {
-		sizes, err := p.m.client.listSizes(context.Background())
+		sizes, err := p.m.client.listSizes(p.m.ctx)
 		switch {
 		case err != nil && p.prices == nil:
 			p.firstErr = fmt.Errorf("fetching DigitalOcean size prices (next attempt in %s): %w", pricesRetryInterval, err)

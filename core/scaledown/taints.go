@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 )
 
@@ -81,10 +82,31 @@ func RemoveAutoscalerTaints(ctx context.Context, kube kubernetes.Interface, node
 	return removed, nil
 }
 
+// DeletingInstances lists the provider IDs of instances the provider
+// reports as being deleted.
+func DeletingInstances(provider cloudprovider.CloudProvider) map[string]bool {
+	out := map[string]bool{}
+	for _, g := range provider.NodeGroups() {
+		instances, err := g.Nodes()
+		if err != nil {
+			continue
+		}
+		for _, in := range instances {
+			if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
+				out[in.Id] = true
+			}
+		}
+	}
+	return out
+}
+
 // CleanUpStaleTaints removes the autoscaler's taints from every node: taints
 // left by an earlier run that died mid-drain would otherwise keep those
-// nodes unschedulable forever.
-func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface) error {
+// nodes unschedulable forever. A node whose instance is in deleting (its
+// provider ID in deleting) keeps its ToBeDeleted taint: the cloud is
+// removing it, and since the drain is already done (deletes skip the
+// cloud's drain), pods scheduled there would be killed without one.
+func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, deleting map[string]bool) error {
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing nodes to clean up stale taints: %w", err)
@@ -99,6 +121,10 @@ func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface) error {
 			}
 		}
 		if !stale {
+			continue
+		}
+		if n.Spec.ProviderID != "" && deleting[n.Spec.ProviderID] {
+			klog.Infof("Start-up: keeping the autoscaler taint on node %s: its instance %s is being deleted", n.Name, n.Spec.ProviderID)
 			continue
 		}
 		removed, err := RemoveAutoscalerTaints(ctx, kube, n.Name)

@@ -107,7 +107,8 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 		s.total++
 		limited, retryAfter := s.takeRateLimitLocked(now, w.Header())
 		var fault *Fault
-		authorized := s.opts.Token == "" || r.Header.Get("Authorization") == "Bearer "+s.opts.Token
+		token, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		authorized := len(s.tokens) == 0 || (bearer && s.tokens[token])
 		if authorized && !limited {
 			fault = s.matchFaultLocked(op)
 		}

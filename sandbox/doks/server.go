@@ -129,6 +129,9 @@ type Server struct {
 	faults      []*Fault
 	rateLimit   int
 	minuteLimit int
+	// tokens are the bearer tokens accepted (Options.Token, or SetTokens);
+	// none accepts any.
+	tokens map[string]bool
 	// caConfig is the cluster's cluster_autoscaler_configuration; nil sends none.
 	caConfig *godo.KubernetesClusterAutoscalerConfiguration
 	window   []time.Time // request times within the last hour, oldest first
@@ -152,8 +155,23 @@ func NewServer(opts Options) *Server {
 		subs:        map[int]chan struct{}{},
 		timers:      map[*time.Timer]struct{}{},
 	}
+	if opts.Token != "" {
+		s.tokens = map[string]bool{opts.Token: true}
+	}
 	s.handler = s.routes()
 	return s
+}
+
+// SetTokens replaces the accepted bearer tokens, as creating a new API
+// token and revoking the old one does: during a rotation both are valid,
+// afterwards only the new one. No token accepts any request.
+func (s *Server) SetTokens(tokens ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens = map[string]bool{}
+	for _, t := range tokens {
+		s.tokens[t] = true
+	}
 }
 
 // Start serves HTTP on addr (e.g. "127.0.0.1:0") in the background.

@@ -472,3 +472,30 @@ func TestStartServesOnLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A rotation: both tokens are valid while it runs, only the new one after.
+func TestSetTokensRefusesTheOldTokenAfterRotation(t *testing.T) {
+	s, old, hs := newTestServer(t, Options{})
+	client := func(token string) *godo.Client {
+		c, err := godo.New(oauth2.NewClient(context.Background(), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})), godo.SetBaseURL(hs.URL+"/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	list := func(c *godo.Client) int {
+		_, _, err := c.Kubernetes.ListNodePools(context.Background(), testCluster, nil)
+		return statusOf(err)
+	}
+	s.SetTokens(testToken, "tok-new")
+	if list(old) != 0 || list(client("tok-new")) != 0 {
+		t.Fatal("a token was refused during the rotation")
+	}
+	s.SetTokens("tok-new")
+	if got := list(old); got != 401 {
+		t.Errorf("old token after the rotation: status %d, want 401", got)
+	}
+	if got := list(client("tok-new")); got != 0 {
+		t.Errorf("new token after the rotation: status %d", got)
+	}
+}
