@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/deploy"
+	"github.com/doks-autoscaler/cluster-autoscaler/internal/manifestcheck"
 )
 
 func mergeInto(dst, src map[string]interface{}) {
@@ -57,7 +57,7 @@ func decode(t *testing.T, rendered map[string]string) (typed []runtime.Object, c
 				crds = append(crds, m)
 				continue
 			}
-			objs, err := deploy.Decode([]byte(doc))
+			objs, err := manifestcheck.Decode([]byte(doc))
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", name, err, doc)
 			}
@@ -67,27 +67,27 @@ func decode(t *testing.T, rendered map[string]string) (typed []runtime.Object, c
 	return typed, crds
 }
 
-func renderBundle(t *testing.T, rel release) (*deploy.Bundle, []runtime.Object, []map[string]interface{}, map[string]string) {
+func renderBundle(t *testing.T, rel release) (*manifestcheck.Bundle, []runtime.Object, []map[string]interface{}, map[string]string) {
 	t.Helper()
 	rendered, err := render(t, rel)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
 	typed, crds := decode(t, rendered)
-	b, err := deploy.NewBundle(typed)
+	b, err := manifestcheck.NewBundle(typed)
 	if err != nil {
 		t.Fatalf("rendered chart: %v", err)
 	}
 	return b, typed, crds, rendered
 }
 
-func deployBundle(t *testing.T) *deploy.Bundle {
+func deployBundle(t *testing.T) *manifestcheck.Bundle {
 	t.Helper()
-	objs, err := deploy.Objects()
+	objs, err := manifestcheck.Objects()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := deploy.NewBundle(objs)
+	b, err := manifestcheck.NewBundle(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,10 +208,10 @@ func TestChartRBACEqualsDeploy(t *testing.T) {
 		{name: "ca", namespace: "autoscaler", values: withClusterID(map[string]interface{}{"replicaCount": 1})},
 	} {
 		b, _, _, _ := renderBundle(t, rel)
-		if got, want := deploy.Grants(b.ClusterRole.Rules), deploy.Grants(d.ClusterRole.Rules); !reflect.DeepEqual(got, want) {
+		if got, want := manifestcheck.Grants(b.ClusterRole.Rules), manifestcheck.Grants(d.ClusterRole.Rules); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: ClusterRole grants\n%v\ndeploy/ grants\n%v", rel.name, got, want)
 		}
-		if got, want := deploy.Grants(b.Role.Rules), deploy.Grants(d.Role.Rules); !reflect.DeepEqual(got, want) {
+		if got, want := manifestcheck.Grants(b.Role.Rules), manifestcheck.Grants(d.Role.Rules); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: Role grants\n%v\ndeploy/ grants\n%v", rel.name, got, want)
 		}
 	}
@@ -378,11 +378,11 @@ func TestChartTakesUpstreamValues(t *testing.T) {
 		t.Errorf("extraArgs startup-taint_1/_2: %d --startup-taint args in %v, want 2", taints, c.Args)
 	}
 	// RBAC follows the renamed status ConfigMap and Lease.
-	if !deploy.Allows(b.Role.Rules, "", "configmaps", "update", "ca-status") ||
-		deploy.Allows(b.Role.Rules, "", "configmaps", "update", "cluster-autoscaler-status") {
+	if !manifestcheck.Allows(b.Role.Rules, "", "configmaps", "update", "ca-status") ||
+		manifestcheck.Allows(b.Role.Rules, "", "configmaps", "update", "cluster-autoscaler-status") {
 		t.Error("Role does not follow status-config-map-name")
 	}
-	if !deploy.Allows(b.Role.Rules, "coordination.k8s.io", "leases", "update", "ca-lock") {
+	if !manifestcheck.Allows(b.Role.Rules, "coordination.k8s.io", "leases", "update", "ca-lock") {
 		t.Error("Role does not follow leader-elect-resource-name")
 	}
 	env := map[string]string{}

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
-	"github.com/doks-autoscaler/cluster-autoscaler/deploy"
+	"github.com/doks-autoscaler/cluster-autoscaler/internal/manifestcheck"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
 
@@ -55,7 +55,7 @@ func shippedFrom(t *testing.T, objs []runtime.Object) shipped {
 // deployManifests are deploy/'s objects, as `kubectl apply -k deploy/` creates them.
 func deployManifests(t *testing.T) shipped {
 	t.Helper()
-	objs, err := deploy.Objects()
+	objs, err := manifestcheck.Objects()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func chartDefaults(t *testing.T, clusterID string) shipped {
 		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil || tm.Kind == "" || strings.HasPrefix(tm.APIVersion, "monitoring.coreos.com/") {
 			continue
 		}
-		o, err := deploy.Decode([]byte(doc))
+		o, err := manifestcheck.Decode([]byte(doc))
 		if err != nil {
 			t.Fatalf("helm template output: %v", err)
 		}

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
-	"github.com/doks-autoscaler/cluster-autoscaler/deploy"
+	"github.com/doks-autoscaler/cluster-autoscaler/internal/manifestcheck"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
 )
@@ -49,7 +49,7 @@ func (s *scenario) applyRBAC() {
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		objs, err := deploy.Decode(raw)
+		objs, err := manifestcheck.Decode(raw)
 		if err != nil {
 			s.t.Fatalf("deploy/%s: %v", name, err)
 		}

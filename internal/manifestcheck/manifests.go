@@ -1,23 +1,42 @@
-// Package deploy holds the kube-system manifests of the autoscaler (applied
-// with `kubectl apply -k deploy/`) and the checks that keep them, and the Helm
-// chart rendered from charts/, safe: least-privilege RBAC, a hardened pod, and
-// Secret mounts that match the cloud config. Nothing in the binary imports it.
-package deploy
+// Package manifestcheck checks the autoscaler's shipped installation: the
+// kustomize manifests in deploy/ and the Helm chart rendered from charts/. Both
+// must satisfy the binary they run (every flag in the Deployment's args is one
+// the binary defines, the Secret files cloud.json names are mounted, the probes
+// reach the health-check port) and the least-privilege policy (RBAC grants only
+// what the code uses, a hardened non-root pod, no real token in the repository),
+// because a mistake there shows up only after `kubectl apply`, as a Forbidden
+// error or a crash-looping pod. Only tests import it; the binary does not.
+package manifestcheck
 
 import (
 	"bytes"
-	"embed"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed *.yaml
-var files embed.FS
+// Dir is the repository's deploy/ directory. deploy/ holds only YAML (no Go
+// package to embed it), so the files are read from the source tree, found
+// from this file's own path: the checks run in tests, where the tree is there.
+func Dir() string {
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		panic("manifestcheck: cannot locate its own source file")
+	}
+	return filepath.Join(filepath.Dir(self), "..", "..", "deploy")
+}
+
+// readFile reads one file of deploy/.
+func readFile(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(Dir(), name))
+}
 
 // kustomization is the part of kustomization.yaml the checks read.
 type kustomization struct {
@@ -27,7 +46,7 @@ type kustomization struct {
 
 // Resources returns the files kustomization.yaml lists, in order.
 func Resources() ([]string, error) {
-	raw, err := files.ReadFile("kustomization.yaml")
+	raw, err := readFile("kustomization.yaml")
 	if err != nil {
 		return nil, err
 	}
@@ -39,14 +58,14 @@ func Resources() ([]string, error) {
 }
 
 // Objects decodes every manifest kustomization.yaml lists into typed objects.
-func Objects() ([]runtime.Object, error) {
+func Objects() ([]kruntime.Object, error) {
 	names, err := Resources()
 	if err != nil {
 		return nil, err
 	}
-	var out []runtime.Object
+	var out []kruntime.Object
 	for _, name := range names {
-		raw, err := files.ReadFile(name)
+		raw, err := readFile(name)
 		if err != nil {
 			return nil, fmt.Errorf("kustomization lists %s: %w", name, err)
 		}
@@ -63,8 +82,8 @@ var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 
 // Decode splits a multi-document YAML stream and decodes each non-empty
 // document into its typed Kubernetes object (strictly: unknown fields fail).
-func Decode(data []byte) ([]runtime.Object, error) {
-	var out []runtime.Object
+func Decode(data []byte) ([]kruntime.Object, error) {
+	var out []kruntime.Object
 	for i, doc := range docSeparator.Split(string(data), -1) {
 		if len(bytes.TrimSpace(stripComments([]byte(doc)))) == 0 {
 			continue

@@ -1,4 +1,4 @@
-package deploy
+package manifestcheck
 
 import (
 	"os"
@@ -32,13 +32,13 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onDisk, err := filepath.Glob("*.yaml")
+	onDisk, err := filepath.Glob(filepath.Join(Dir(), "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []string
 	for _, f := range onDisk {
-		if f != "kustomization.yaml" {
+		if f = filepath.Base(f); f != "kustomization.yaml" {
 			want = append(want, f)
 		}
 	}
@@ -342,7 +342,7 @@ func TestFlagsReadLikeTheBinary(t *testing.T) {
 
 func TestNoRealTokenInRepository(t *testing.T) {
 	// DigitalOcean personal access tokens start with dop_v1_.
-	entries, err := os.ReadDir(".")
+	entries, err := os.ReadDir(Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestNoRealTokenInRepository(t *testing.T) {
 		if !strings.HasSuffix(e.Name(), ".yaml") {
 			continue
 		}
-		raw, err := os.ReadFile(e.Name())
+		raw, err := os.ReadFile(filepath.Join(Dir(), e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package deploy
+package manifestcheck
 
 import (
 	"encoding/json"
