@@ -243,136 +243,180 @@ func (b *Bundle) MountedFile(file string) (secretName, key string, readOnly bool
 	return "", "", false, fmt.Errorf("%s is not provided by any Secret volume mount", file)
 }
 
-// Check returns every safety property the bundle breaks.
+// Check returns every safety property the bundle breaks, concern by concern.
 func (b *Bundle) Check() []error {
-	var errs []error
-	fail := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
-
-	dep := b.Deployment
-	spec := dep.Spec.Template.Spec
-	c := b.Container()
-	if c == nil {
+	if b.Container() == nil {
 		return []error{fmt.Errorf("deployment has no container")}
 	}
-	ns := dep.Namespace
-
-	// Flags the autoscaler needs to run as intended.
-	if v, _ := b.Flag("cloud-provider"); v != "digitalocean" {
-		fail("--cloud-provider=%q, want digitalocean", v)
+	var errs []error
+	for _, check := range []func() []error{
+		b.checkFlags,
+		b.checkSecretMounts,
+		b.checkPodSecurity,
+		b.checkResources,
+		b.checkProbes,
+		b.checkShutdown,
+		b.checkSpread,
+		b.checkPodDisruptionBudget,
+		b.checkBindings,
+		b.checkRBAC,
+	} {
+		errs = append(errs, check()...)
 	}
-	if v, _ := b.Flag("namespace"); v != ns {
-		fail("--namespace=%q, but the Deployment runs in %q (status ConfigMap and Lease live there)", v, ns)
+	return errs
+}
+
+// findings collects the properties one check finds broken.
+type findings []error
+
+func (f *findings) fail(format string, args ...interface{}) {
+	*f = append(*f, fmt.Errorf(format, args...))
+}
+
+// checkFlags: the flags the autoscaler needs to run as intended, against the
+// Deployment they run in.
+func (b *Bundle) checkFlags() []error {
+	var f findings
+	dep := b.Deployment
+	if v, _ := b.Flag("cloud-provider"); v != "digitalocean" {
+		f.fail("--cloud-provider=%q, want digitalocean", v)
+	}
+	if v, _ := b.Flag("namespace"); v != dep.Namespace {
+		f.fail("--namespace=%q, but the Deployment runs in %q (status ConfigMap and Lease live there)", v, dep.Namespace)
 	}
 	if v, _ := b.Flag("leader-elect"); v != "true" && (dep.Spec.Replicas == nil || *dep.Spec.Replicas > 1) {
-		fail("more than one replica without --leader-elect=true: both would autoscale")
+		f.fail("more than one replica without --leader-elect=true: both would autoscale")
 	}
+	return f
+}
 
-	// Cloud config and token come from read-only Secret mounts that match.
+// checkSecretMounts: the cloud config and the token come from read-only
+// Secret mounts that match what --cloud-config and cloud.json name, and no
+// mount is writable.
+func (b *Bundle) checkSecretMounts() []error {
+	var f findings
 	cloudConfigPath, ok := b.Flag("cloud-config")
 	if !ok {
-		fail("no --cloud-config flag")
+		f.fail("no --cloud-config flag")
 	} else if name, key, ro, err := b.MountedFile(cloudConfigPath); err != nil {
-		fail("cloud config: %v", err)
+		f.fail("cloud config: %v", err)
 	} else {
 		if name != b.CloudConfig.Name || key != "cloud.json" {
-			fail("--cloud-config=%s comes from Secret %s key %s, want %s key cloud.json", cloudConfigPath, name, key, b.CloudConfig.Name)
+			f.fail("--cloud-config=%s comes from Secret %s key %s, want %s key cloud.json", cloudConfigPath, name, key, b.CloudConfig.Name)
 		}
 		if !ro {
-			fail("cloud config mount is not read-only")
+			f.fail("cloud config mount is not read-only")
 		}
 	}
 	cc, err := b.ParseCloudConfig()
 	if err != nil {
-		fail("%v", err)
+		f.fail("%v", err)
 	} else {
 		if cc.Token != "" {
-			fail("cloud.json holds an inline token; use token_file and a separate Secret")
+			f.fail("cloud.json holds an inline token; use token_file and a separate Secret")
 		}
 		if cc.ClusterID == "" {
-			fail("cloud.json has no cluster_id")
+			f.fail("cloud.json has no cluster_id")
 		}
 		// Next to DOKS's managed autoscaler only tags mode gives every pool
 		// a single autoscaler (kubernetes/autoscaler#3556).
 		if cc.NodePoolSelection != "tags" {
-			fail("cloud.json node_pool_selection %q: want \"tags\", so that pools DOKS's managed autoscaler scales (auto_scale on) are left to it", cc.NodePoolSelection)
+			f.fail("cloud.json node_pool_selection %q: want \"tags\", so that pools DOKS's managed autoscaler scales (auto_scale on) are left to it", cc.NodePoolSelection)
 		}
 		if cc.TokenFile == "" {
-			fail("cloud.json has no token_file")
+			f.fail("cloud.json has no token_file")
 		} else if name, key, ro, err := b.MountedFile(cc.TokenFile); err != nil {
-			fail("token_file: %v", err)
+			f.fail("token_file: %v", err)
 		} else {
 			if name == b.CloudConfig.Name {
-				fail("token_file %s points into the cloud config Secret", cc.TokenFile)
+				f.fail("token_file %s points into the cloud config Secret", cc.TokenFile)
 			}
 			if key == "" || !ro {
-				fail("token_file %s: key %q read-only %v", cc.TokenFile, key, ro)
+				f.fail("token_file %s: key %q read-only %v", cc.TokenFile, key, ro)
 			}
 		}
 	}
-	for _, m := range c.VolumeMounts {
+	for _, m := range b.Container().VolumeMounts {
 		if !m.ReadOnly {
-			fail("volume mount %s at %s is writable", m.Name, m.MountPath)
+			f.fail("volume mount %s at %s is writable", m.Name, m.MountPath)
 		}
 	}
+	return f
+}
 
-	// Hardened pod.
+// checkPodSecurity: a hardened pod (non-root uid 65532, read-only root
+// filesystem, no privilege or capabilities, RuntimeDefault seccomp, no host
+// namespaces) at system-cluster-critical priority. Container settings win
+// over the pod's, as in the kubelet.
+func (b *Bundle) checkPodSecurity() []error {
+	var f findings
+	spec := b.Deployment.Spec.Template.Spec
 	psc := spec.SecurityContext
-	csc := c.SecurityContext
+	csc := b.Container().SecurityContext
 	if csc == nil {
-		fail("container has no securityContext")
+		f.fail("container has no securityContext")
 		csc = &corev1.SecurityContext{}
 	}
 	if psc == nil {
 		psc = &corev1.PodSecurityContext{}
 	}
 	if !boolTrue(csc.RunAsNonRoot) && !boolTrue(psc.RunAsNonRoot) {
-		fail("runAsNonRoot not set")
+		f.fail("runAsNonRoot not set")
 	}
 	uid := csc.RunAsUser
 	if uid == nil {
 		uid = psc.RunAsUser
 	}
 	if uid == nil || *uid != 65532 {
-		fail("runAsUser = %v, want 65532", uid)
+		f.fail("runAsUser = %v, want 65532", uid)
 	}
 	if !boolTrue(csc.ReadOnlyRootFilesystem) {
-		fail("readOnlyRootFilesystem not set")
+		f.fail("readOnlyRootFilesystem not set")
 	}
 	if csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
-		fail("allowPrivilegeEscalation not false")
+		f.fail("allowPrivilegeEscalation not false")
 	}
 	if boolTrue(csc.Privileged) {
-		fail("privileged container")
+		f.fail("privileged container")
 	}
 	if csc.Capabilities == nil || !containsCap(csc.Capabilities.Drop, "ALL") || len(csc.Capabilities.Add) > 0 {
-		fail("capabilities: want drop [ALL] and nothing added, got %+v", csc.Capabilities)
+		f.fail("capabilities: want drop [ALL] and nothing added, got %+v", csc.Capabilities)
 	}
 	seccomp := csc.SeccompProfile
 	if seccomp == nil {
 		seccomp = psc.SeccompProfile
 	}
 	if seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		fail("seccompProfile is not RuntimeDefault")
+		f.fail("seccompProfile is not RuntimeDefault")
 	}
 	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
-		fail("pod uses host namespaces")
+		f.fail("pod uses host namespaces")
 	}
 	if spec.PriorityClassName != "system-cluster-critical" {
-		fail("priorityClassName = %q, want system-cluster-critical", spec.PriorityClassName)
+		f.fail("priorityClassName = %q, want system-cluster-critical", spec.PriorityClassName)
 	}
+	return f
+}
 
-	// Resources: requests so it is scheduled with room, a memory limit so a
-	// leak is restarted instead of starving the node.
-	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
-		fail("cpu/memory requests not set")
+// checkResources: requests so the pod is scheduled with room, a memory limit
+// so a leak is restarted instead of starving the node.
+func (b *Bundle) checkResources() []error {
+	var f findings
+	r := b.Container().Resources
+	if r.Requests.Cpu().IsZero() || r.Requests.Memory().IsZero() {
+		f.fail("cpu/memory requests not set")
 	}
-	if c.Resources.Limits.Memory().IsZero() {
-		fail("memory limit not set")
-	} else if c.Resources.Limits.Memory().Cmp(*c.Resources.Requests.Memory()) < 0 {
-		fail("memory limit below request")
+	if r.Limits.Memory().IsZero() {
+		f.fail("memory limit not set")
+	} else if r.Limits.Memory().Cmp(*r.Requests.Memory()) < 0 {
+		f.fail("memory limit below request")
 	}
+	return f
+}
 
-	// Liveness on /health-check at the --address port.
+// metricsPort is the port of --address (the binary's default 8085), where
+// /metrics and /health-check are served.
+func (b *Bundle) metricsPort() int32 {
 	port := int32(8085)
 	if addr, ok := b.Flag("address"); ok {
 		if _, p, found := strings.Cut(addr, ":"); found {
@@ -382,87 +426,112 @@ func (b *Bundle) Check() []error {
 			}
 		}
 	}
+	return port
+}
+
+// checkProbes: liveness and readiness on /health-check at the --address
+// port, which the container declares. Readiness matters too: a pod whose HTTP
+// server does not answer leaves the metrics Service.
+func (b *Bundle) checkProbes() []error {
+	var f findings
+	c := b.Container()
+	port := b.metricsPort()
 	if lp := c.LivenessProbe; lp == nil || lp.HTTPGet == nil {
-		fail("no HTTP livenessProbe")
+		f.fail("no HTTP livenessProbe")
 	} else {
 		if lp.HTTPGet.Path != "/health-check" {
-			fail("livenessProbe path %q, want /health-check", lp.HTTPGet.Path)
+			f.fail("livenessProbe path %q, want /health-check", lp.HTTPGet.Path)
 		}
 		if got := resolvePort(c, lp.HTTPGet.Port); got != port {
-			fail("livenessProbe port %d, want %d", got, port)
+			f.fail("livenessProbe port %d, want %d", got, port)
 		}
 	}
 	if !hasContainerPort(c, port) {
-		fail("no containerPort %d for metrics", port)
+		f.fail("no containerPort %d for metrics", port)
 	}
-	// Readiness on the same endpoint: a pod whose HTTP server does not answer
-	// leaves the metrics Service.
 	if rp := c.ReadinessProbe; rp == nil || rp.HTTPGet == nil {
-		fail("no HTTP readinessProbe")
+		f.fail("no HTTP readinessProbe")
 	} else if rp.HTTPGet.Path != "/health-check" || resolvePort(c, rp.HTTPGet.Port) != port {
-		fail("readinessProbe %s on port %d, want /health-check on %d", rp.HTTPGet.Path, resolvePort(c, rp.HTTPGet.Port), port)
+		f.fail("readinessProbe %s on port %d, want /health-check on %d", rp.HTTPGet.Path, resolvePort(c, rp.HTTPGet.Port), port)
 	}
+	return f
+}
 
-	// Shutdown: the pod must be given the time the binary's exit takes, or
-	// SIGKILL cuts a node removal short and leaves the Lease to expire.
-	if g := spec.TerminationGracePeriodSeconds; g == nil || *g < MinGracePeriodSeconds {
-		fail("terminationGracePeriodSeconds %v is shorter than the autoscaler's shutdown (%d s: up to %d s documented waits, then the loop's last call and the Lease release)",
+// checkShutdown: the pod is given the time the binary's exit takes, or
+// SIGKILL cuts a node removal short and leaves the Lease to expire.
+func (b *Bundle) checkShutdown() []error {
+	var f findings
+	if g := b.Deployment.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g < MinGracePeriodSeconds {
+		f.fail("terminationGracePeriodSeconds %v is shorter than the autoscaler's shutdown (%d s: up to %d s documented waits, then the loop's last call and the Lease release)",
 			printInt64(g), MinGracePeriodSeconds, ExitWaitSeconds)
 	}
+	return f
+}
 
-	// Replicas on different nodes.
-	if dep.Spec.Replicas != nil && *dep.Spec.Replicas > 1 && !spreadsByHostname(spec) {
-		fail("%d replicas without hostname topology spread or anti-affinity", *dep.Spec.Replicas)
+// checkSpread: replicas run on different nodes, so one node's loss leaves a
+// standby.
+func (b *Bundle) checkSpread() []error {
+	var f findings
+	dep := b.Deployment
+	if dep.Spec.Replicas != nil && *dep.Spec.Replicas > 1 && !spreadsByHostname(dep.Spec.Template.Spec) {
+		f.fail("%d replicas without hostname topology spread or anti-affinity", *dep.Spec.Replicas)
 	}
+	return f
+}
 
-	// A PodDisruptionBudget that lets one replica go: without one, a
-	// kube-system pod keeps its node (--skip-nodes-with-system-pods), and one
-	// that allows no disruption blocks every drain of the autoscaler's nodes.
-	errs = append(errs, b.checkPodDisruptionBudget()...)
-
-	// Identity and bindings.
-	sa := b.ServiceAccount
-	if spec.ServiceAccountName != sa.Name || sa.Namespace != ns {
-		fail("pod runs as %s but ServiceAccount is %s/%s", spec.ServiceAccountName, sa.Namespace, sa.Name)
+// checkBindings: the pod runs as the bundle's ServiceAccount, and the two
+// bindings give their roles to that ServiceAccount only, in the Deployment's
+// namespace.
+func (b *Bundle) checkBindings() []error {
+	var f findings
+	sa, ns := b.ServiceAccount, b.Deployment.Namespace
+	if name := b.Deployment.Spec.Template.Spec.ServiceAccountName; name != sa.Name || sa.Namespace != ns {
+		f.fail("pod runs as %s but ServiceAccount is %s/%s", name, sa.Namespace, sa.Name)
 	}
 	checkSubjects := func(what string, subjects []rbacv1.Subject) {
 		if len(subjects) != 1 || subjects[0].Kind != rbacv1.ServiceAccountKind || subjects[0].Name != sa.Name || subjects[0].Namespace != ns {
-			fail("%s subjects %+v, want only ServiceAccount %s/%s", what, subjects, ns, sa.Name)
+			f.fail("%s subjects %+v, want only ServiceAccount %s/%s", what, subjects, ns, sa.Name)
 		}
 	}
 	checkSubjects("ClusterRoleBinding", b.ClusterRoleBinding.Subjects)
 	checkSubjects("RoleBinding", b.RoleBinding.Subjects)
 	if r := b.ClusterRoleBinding.RoleRef; r.Kind != "ClusterRole" || r.Name != b.ClusterRole.Name {
-		fail("ClusterRoleBinding refers to %s %s", r.Kind, r.Name)
+		f.fail("ClusterRoleBinding refers to %s %s", r.Kind, r.Name)
 	}
 	if r := b.RoleBinding.RoleRef; r.Kind != "Role" || r.Name != b.Role.Name {
-		fail("RoleBinding refers to %s %s", r.Kind, r.Name)
+		f.fail("RoleBinding refers to %s %s", r.Kind, r.Name)
 	}
 	if b.Role.Namespace != ns || b.RoleBinding.Namespace != ns {
-		fail("Role/RoleBinding in %s/%s, want %s", b.Role.Namespace, b.RoleBinding.Namespace, ns)
+		f.fail("Role/RoleBinding in %s/%s, want %s", b.Role.Namespace, b.RoleBinding.Namespace, ns)
 	}
-
-	// Least privilege.
-	errs = append(errs, CheckRules("ClusterRole", b.ClusterRole.Rules, clusterWriteAllowed)...)
-	errs = append(errs, CheckRules("Role", b.Role.Rules, nil)...)
-	return errs
+	return f
 }
 
+// checkRBAC: least privilege. No wildcards, non-resource URLs or Secrets;
+// the ClusterRole writes only what clusterWriteAllowed lists, and the Role
+// writes (other than create) only objects it names.
+func (b *Bundle) checkRBAC() []error {
+	errs := CheckRules("ClusterRole", b.ClusterRole.Rules, clusterWriteAllowed)
+	return append(errs, CheckRules("Role", b.Role.Rules, nil)...)
+}
+
+// checkPodDisruptionBudget: a PodDisruptionBudget that lets one replica go.
+// Without one, a kube-system pod keeps its node (--skip-nodes-with-system-pods);
+// one that allows no disruption blocks every drain of the autoscaler's nodes.
 func (b *Bundle) checkPodDisruptionBudget() []error {
 	pdb, dep := b.PodDisruptionBudget, b.Deployment
 	if pdb == nil {
 		return []error{fmt.Errorf("no PodDisruptionBudget for the autoscaler's pods: nodes running them are never scaled down")}
 	}
-	var errs []error
-	fail := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var f findings
 	if pdb.Namespace != dep.Namespace {
-		fail("PodDisruptionBudget in namespace %q, the Deployment in %q", pdb.Namespace, dep.Namespace)
+		f.fail("PodDisruptionBudget in namespace %q, the Deployment in %q", pdb.Namespace, dep.Namespace)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 	if err != nil || pdb.Spec.Selector == nil || sel.Empty() {
-		fail("PodDisruptionBudget selector %v does not select the autoscaler's pods (%v)", pdb.Spec.Selector, err)
+		f.fail("PodDisruptionBudget selector %v does not select the autoscaler's pods (%v)", pdb.Spec.Selector, err)
 	} else if !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
-		fail("PodDisruptionBudget selector %s does not match the pod labels %v", sel, dep.Spec.Template.Labels)
+		f.fail("PodDisruptionBudget selector %s does not match the pod labels %v", sel, dep.Spec.Template.Labels)
 	}
 	replicas := 1
 	if dep.Spec.Replicas != nil {
@@ -470,20 +539,20 @@ func (b *Bundle) checkPodDisruptionBudget() []error {
 	}
 	switch minA, maxU := pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable; {
 	case minA != nil && maxU != nil:
-		fail("PodDisruptionBudget sets both minAvailable and maxUnavailable (the API server refuses it)")
+		f.fail("PodDisruptionBudget sets both minAvailable and maxUnavailable (the API server refuses it)")
 	case minA == nil && maxU == nil:
-		fail("PodDisruptionBudget sets neither minAvailable nor maxUnavailable")
+		f.fail("PodDisruptionBudget sets neither minAvailable nor maxUnavailable")
 	case maxU != nil:
 		// The disruption controller rounds percentages up.
 		if n, err := intstr.GetScaledValueFromIntOrPercent(maxU, replicas, true); err != nil || n < 1 {
-			fail("PodDisruptionBudget maxUnavailable %s allows no disruption of %d replica(s) (%v)", maxU.String(), replicas, err)
+			f.fail("PodDisruptionBudget maxUnavailable %s allows no disruption of %d replica(s) (%v)", maxU.String(), replicas, err)
 		}
 	default:
 		if n, err := intstr.GetScaledValueFromIntOrPercent(minA, replicas, true); err != nil || n >= replicas {
-			fail("PodDisruptionBudget minAvailable %s allows no disruption of %d replica(s) (%v)", minA.String(), replicas, err)
+			f.fail("PodDisruptionBudget minAvailable %s allows no disruption of %d replica(s) (%v)", minA.String(), replicas, err)
 		}
 	}
-	return errs
+	return f
 }
 
 // ExitWaitSeconds is the shutdown the binary documents (README "High
