@@ -29,6 +29,7 @@ const (
 // tolerate them will still run on the node once they are gone.
 type TaintConfig struct {
 	startup, status map[string]bool
+	startupPrefixes []string // --startup-taint-prefix
 }
 
 // NewTaintConfig reads --startup-taint, --ignore-taint and --status-taint.
@@ -40,12 +41,24 @@ func NewTaintConfig(opts config.AutoscalingOptions) TaintConfig {
 	for _, k := range opts.StatusTaints {
 		c.status[k] = true
 	}
+	c.startupPrefixes = append([]string{StartupTaintPrefix, IgnoreTaintPrefix}, opts.StartupTaintPrefixes...)
 	return c
 }
 
 // IsStartupTaint tells a startup taint key: configured, or by prefix.
 func (c TaintConfig) IsStartupTaint(key string) bool {
-	return c.startup[key] || strings.HasPrefix(key, StartupTaintPrefix) || strings.HasPrefix(key, IgnoreTaintPrefix)
+	if c.startup[key] {
+		return true
+	}
+	if c.startupPrefixes == nil {
+		return strings.HasPrefix(key, StartupTaintPrefix) || strings.HasPrefix(key, IgnoreTaintPrefix)
+	}
+	for _, p := range c.startupPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsStatusTaint tells a status taint key: configured, or by prefix.

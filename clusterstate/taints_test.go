@@ -13,6 +13,7 @@ func TestTaintConfig(t *testing.T) {
 	o := config.Defaults()
 	o.StartupTaints = []string{"node.cilium.io/agent-not-ready"}
 	o.StatusTaints = []string{"example.com/degraded"}
+	o.StartupTaintPrefixes = []string{"startup-taint.example.com/"}
 	c := NewTaintConfig(o)
 	cases := []struct {
 		key             string
@@ -26,6 +27,8 @@ func TestTaintConfig(t *testing.T) {
 		{"dedicated", false, false},
 		{ToBeDeletedTaint, false, false},
 		{"node.cilium.io/agent-not-ready-extra", false, false},
+		{"startup-taint.example.com/csi", true, false},
+		{"example.com/csi", false, false},
 	}
 	for _, tc := range cases {
 		if got := c.IsStartupTaint(tc.key); got != tc.startup {

@@ -50,7 +50,6 @@ var DefaultOnlyFlags = map[string]string{
 	"bypassed-scheduler-names":                           "only pods the scheduler marked unschedulable cause scale-ups",
 	"allowed-scheduler-names":                            "only pods of the default scheduler cause scale-ups",
 	"scheduler-config-file":                              "the simulation runs the scheduler's default Filter plugins",
-	"startup-taint-prefix":                               "startup taints are --startup-taint keys and the startup-taint.cluster-autoscaler.kubernetes.io/ prefix",
 	"max-nodegroup-binpacking-duration":                  "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
 	"max-binpacking-time":                                "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
 	"fastpath-binpacking-enabled":                        "the estimator has one algorithm",

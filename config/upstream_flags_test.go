@@ -58,7 +58,6 @@ var probeRefused = map[string]bool{
 	"balancing-label":        true,
 	"drain-priority-config":  true,
 	"scheduler-config-file":  true,
-	"startup-taint-prefix":   true,
 }
 
 // Every upstream flag a DigitalOcean user may set is defined, with upstream's
