@@ -69,6 +69,9 @@ func run(args []string) int {
 		return 2
 	}
 	defer klog.Flush()
+	for _, w := range flags.Warnings() {
+		klog.Warning(w)
+	}
 	fs.VisitAll(func(f *pflag.Flag) { klog.V(2).Infof("FLAG: --%s=%q", f.Name, f.Value) })
 	klog.Infof("cluster-autoscaler %s starting: provider %s, scan interval %v, expanders %v",
 		version.Version, opts.CloudProviderName, opts.ScanInterval, opts.ExpanderNames)

@@ -15,9 +15,12 @@ import (
 // Flags binds every command-line flag to an AutoscalingOptions. Names and
 // defaults are upstream's; the few flags of our own are marked in their help.
 type Flags struct {
-	fs      *pflag.FlagSet
-	opts    AutoscalingOptions
-	logging *Logging
+	// maxEmptyBulkDelete is the deprecated alias of --max-scale-down-parallelism.
+	maxEmptyBulkDelete int
+	warnings           []string
+	fs                 *pflag.FlagSet
+	opts               AutoscalingOptions
+	logging            *Logging
 
 	startupTaints, ignoreTaints, statusTaints multiString
 	startupTaintPrefixes                      multiString
@@ -111,13 +114,13 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.BoolVar(&o.ScaleDownUnreadyEnabled, "scale-down-unready-enabled", d.ScaleDownUnreadyEnabled, "Whether unready nodes may be removed.")
 	fs.Float64Var(&ng.ScaleDownUtilizationThreshold, "scale-down-utilization-threshold", d.NodeGroupDefaults.ScaleDownUtilizationThreshold, "Node utilization (max of cpu and memory requests over allocatable) below which a node may be removed. When not given, the DOKS cluster's scale_down_utilization_threshold applies if it sets one.")
 	fs.Float64Var(&ng.ScaleDownGpuUtilizationThreshold, "scale-down-gpu-utilization-threshold", d.NodeGroupDefaults.ScaleDownGpuUtilizationThreshold, "GPU utilization below which a GPU node may be removed.")
-	fs.IntVar(&o.ScaleDownNonEmptyCandidatesCount, "scale-down-non-empty-candidates-count", d.ScaleDownNonEmptyCandidatesCount, "Maximum number of non-empty nodes checked for removal in one iteration.")
-	fs.Float64Var(&o.ScaleDownCandidatesPoolRatio, "scale-down-candidates-pool-ratio", d.ScaleDownCandidatesPoolRatio, "Share of nodes checked as additional non-empty candidates when earlier candidates are no longer valid.")
-	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", d.ScaleDownCandidatesPoolMinCount, "Least number of nodes checked as additional non-empty candidates when earlier candidates are no longer valid.")
-	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", d.ScaleDownSimulationTimeout, "Longest time spent simulating scale-down in one iteration.")
-	fs.IntVar(&o.MaxEmptyBulkDelete, "max-empty-bulk-delete", d.MaxEmptyBulkDelete, "Maximum number of empty nodes deleted at once.")
-	fs.IntVar(&o.MaxScaleDownParallelism, "max-scale-down-parallelism", d.MaxScaleDownParallelism, "Maximum number of nodes (empty or drained) deleted in parallel.")
-	fs.IntVar(&o.MaxDrainParallelism, "max-drain-parallelism", d.MaxDrainParallelism, "Maximum number of non-empty nodes drained and deleted in parallel.")
+	fs.IntVar(&o.ScaleDownNonEmptyCandidatesCount, "scale-down-non-empty-candidates-count", d.ScaleDownNonEmptyCandidatesCount, "Maximum number of non-empty nodes newly found unneeded in one iteration (nodes already unneeded are always checked again); 0 or less means no limit.")
+	fs.Float64Var(&o.ScaleDownCandidatesPoolRatio, "scale-down-candidates-pool-ratio", d.ScaleDownCandidatesPoolRatio, "Share of the cluster's nodes that one iteration simulates as new non-empty scale-down candidates; 1.0 simulates them all.")
+	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", d.ScaleDownCandidatesPoolMinCount, "Minimum number of new non-empty scale-down candidates simulated in one iteration: the pool is max(nodes × --scale-down-candidates-pool-ratio, this).")
+	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", d.ScaleDownSimulationTimeout, "Longest time one iteration spends simulating new scale-down candidates.")
+	fs.IntVar(&f.maxEmptyBulkDelete, "max-empty-bulk-delete", d.MaxScaleDownParallelism, "Deprecated (not an upstream 1.36 flag): sets --max-scale-down-parallelism when that is not given.")
+	fs.IntVar(&o.MaxScaleDownParallelism, "max-scale-down-parallelism", d.MaxScaleDownParallelism, "Maximum number of nodes (empty or drained) being removed at once.")
+	fs.IntVar(&o.MaxDrainParallelism, "max-drain-parallelism", d.MaxDrainParallelism, "Maximum number of non-empty nodes being drained and removed at once.")
 	fs.IntVar(&o.MaxGracefulTerminationSec, "max-graceful-termination-sec", d.MaxGracefulTerminationSec, "Longest grace period given to a pod evicted for scale-down, in seconds.")
 	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", "", "Comma-separated priority:terminationGracePeriodSeconds pairs: evict pods in priority groups, lowest first.")
 	fs.DurationVar(&o.MaxPodEvictionTime, "max-pod-eviction-time", d.MaxPodEvictionTime, "Give up evicting a pod after this long.")
@@ -125,8 +128,8 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.BoolVar(&o.DaemonSetEvictionForEmptyNodes, "daemonset-eviction-for-empty-nodes", d.DaemonSetEvictionForEmptyNodes, "Evict DaemonSet pods from empty nodes before deleting them.")
 	fs.BoolVar(&o.DaemonSetEvictionForOccupiedNodes, "daemonset-eviction-for-occupied-nodes", d.DaemonSetEvictionForOccupiedNodes, "Evict DaemonSet pods from non-empty nodes before deleting them.")
 	fs.BoolVar(&o.SkipNodesWithLocalStorage, "skip-nodes-with-local-storage", d.SkipNodesWithLocalStorage, "Never remove nodes running pods with local storage (emptyDir, hostPath).")
-	fs.BoolVar(&o.SkipNodesWithSystemPods, "skip-nodes-with-system-pods", d.SkipNodesWithSystemPods, "Never remove nodes running kube-system pods (DaemonSet and mirror pods aside) without a PodDisruptionBudget.")
-	fs.DurationVar(&o.BspDisruptionTimeout, "blocking-system-pod-distruption-timeout", d.BspDisruptionTimeout, "After this long, kube-system pods without a PodDisruptionBudget no longer block a node's removal (with --skip-nodes-with-system-pods).")
+	fs.BoolVar(&o.SkipNodesWithSystemPods, "skip-nodes-with-system-pods", d.SkipNodesWithSystemPods, "Keep nodes running kube-system pods (DaemonSet and mirror pods aside) without a PodDisruptionBudget, until those pods are older than --blocking-system-pod-distruption-timeout.")
+	fs.DurationVar(&o.BspDisruptionTimeout, "blocking-system-pod-distruption-timeout", d.BspDisruptionTimeout, "How long a kube-system pod without a PodDisruptionBudget keeps its node (with --skip-nodes-with-system-pods); once the pod is older, it is evicted like any other.")
 	fs.BoolVar(&o.SkipNodesWithCustomControllerPods, "skip-nodes-with-custom-controller-pods", d.SkipNodesWithCustomControllerPods, "Never remove nodes running pods owned by controllers other than the built-in ones.")
 	fs.IntVar(&o.MinReplicaCount, "min-replica-count", d.MinReplicaCount, "Minimum number of replicas a replicated pod's controller must have for the pod to be moved.")
 	fs.BoolVar(&o.IgnoreDaemonSetsUtilization, "ignore-daemonsets-utilization", d.IgnoreDaemonSetsUtilization, "Leave DaemonSet pods out of a node's utilization.")
@@ -272,8 +275,38 @@ func (f *Flags) options() (AutoscalingOptions, []error) {
 	if f.leaderElectLock != "leases" {
 		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock: %q is not available; only leases is", f.leaderElectLock))
 	}
+	f.applyDeprecatedAliases(&o)
 	errs = append(errs, validate(o)...)
 	return o, errs
+}
+
+// Warnings are the notices about the flags given (deprecated ones), for the
+// start-up log; call after Parse.
+func (f *Flags) Warnings() []string { return f.warnings }
+
+// applyDeprecatedAliases maps deprecated flags onto their replacements.
+// --max-empty-bulk-delete is not an upstream 1.36 flag; manifests written for
+// older releases keep working, with a warning.
+func (f *Flags) applyDeprecatedAliases(o *AutoscalingOptions) {
+	f.warnings = nil
+	if !o.FlagsGiven["max-empty-bulk-delete"] {
+		return
+	}
+	if o.FlagsGiven["max-scale-down-parallelism"] {
+		f.warnings = append(f.warnings, fmt.Sprintf("--max-empty-bulk-delete is deprecated and ignored: --max-scale-down-parallelism=%d is given", o.MaxScaleDownParallelism))
+		return
+	}
+	o.MaxScaleDownParallelism = f.maxEmptyBulkDelete
+	f.warnings = append(f.warnings, fmt.Sprintf("--max-empty-bulk-delete is deprecated: use --max-scale-down-parallelism (now %d)", f.maxEmptyBulkDelete))
+}
+
+// maxParallelismFlag names the flag that set MaxScaleDownParallelism, for
+// errors.
+func maxParallelismFlag(o AutoscalingOptions) string {
+	if o.FlagsGiven["max-empty-bulk-delete"] && !o.FlagsGiven["max-scale-down-parallelism"] {
+		return "max-empty-bulk-delete"
+	}
+	return "max-scale-down-parallelism"
 }
 
 func validate(o AutoscalingOptions) []error {
@@ -294,6 +327,7 @@ func validate(o AutoscalingOptions) []error {
 		{"leader-elect-lease-duration", o.LeaderElectLeaseDuration},
 		{"leader-elect-renew-deadline", o.LeaderElectRenewDeadline},
 		{"leader-elect-retry-period", o.LeaderElectRetryPeriod},
+		{"scale-down-simulation-timeout", o.ScaleDownSimulationTimeout},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
@@ -312,6 +346,7 @@ func validate(o AutoscalingOptions) []error {
 		{"scale-down-unready-time", o.NodeGroupDefaults.ScaleDownUnreadyTime},
 		{"max-pod-eviction-time", o.MaxPodEvictionTime},
 		{"max-startup-time", o.MaxStartupTime},
+		{"blocking-system-pod-distruption-timeout", o.BspDisruptionTimeout},
 	}
 	for _, p := range nonNegative {
 		if p.d < 0 {
@@ -325,9 +360,10 @@ func validate(o AutoscalingOptions) []error {
 	}{
 		{"max-nodes-total", o.MaxNodesTotal, 0},
 		{"max-nodes-per-scaleup", o.MaxNodesPerScaleUp, 1},
-		{"max-empty-bulk-delete", o.MaxEmptyBulkDelete, 1},
+		{maxParallelismFlag(o), o.MaxScaleDownParallelism, 1},
+		{"max-drain-parallelism", o.MaxDrainParallelism, 0},
+		{"scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, 0},
 		{"max-graceful-termination-sec", o.MaxGracefulTerminationSec, 0},
-		{"scale-down-non-empty-candidates-count", o.ScaleDownNonEmptyCandidatesCount, 0},
 		{"min-replica-count", o.MinReplicaCount, 0},
 		{"ok-total-unready-count", o.OkTotalUnreadyCount, 0},
 		{"kube-client-burst", o.KubeClientBurst, 1},
@@ -343,6 +379,7 @@ func validate(o AutoscalingOptions) []error {
 	}{
 		{"scale-down-utilization-threshold", o.NodeGroupDefaults.ScaleDownUtilizationThreshold},
 		{"scale-down-gpu-utilization-threshold", o.NodeGroupDefaults.ScaleDownGpuUtilizationThreshold},
+		{"scale-down-candidates-pool-ratio", o.ScaleDownCandidatesPoolRatio},
 	} {
 		if t.v < 0 || t.v > 1 {
 			fail("--%s must be between 0 and 1, got %v", t.flag, t.v)

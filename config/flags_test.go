@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,13 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		{"scale-down-delay-after-add", o.ScaleDownDelayAfterAdd, 10 * time.Minute},
 		{"scale-down-delay-after-failure", o.ScaleDownDelayAfterFailure, 3 * time.Minute},
 		{"max-graceful-termination-sec", o.MaxGracefulTerminationSec, 600},
-		{"max-empty-bulk-delete", o.MaxEmptyBulkDelete, 10},
+		{"max-scale-down-parallelism", o.MaxScaleDownParallelism, 10},
+		{"max-drain-parallelism", o.MaxDrainParallelism, 1},
+		{"scale-down-non-empty-candidates-count", o.ScaleDownNonEmptyCandidatesCount, 30},
+		{"scale-down-candidates-pool-ratio", o.ScaleDownCandidatesPoolRatio, 0.1},
+		{"scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, 50},
+		{"scale-down-simulation-timeout", o.ScaleDownSimulationTimeout, 30 * time.Second},
+		{"blocking-system-pod-distruption-timeout", o.BspDisruptionTimeout, time.Hour},
 		{"address", o.Address, ":8085"},
 		{"namespace", o.Namespace, "kube-system"},
 		{"status-config-map-name", o.StatusConfigMapName, "cluster-autoscaler-status"},
@@ -122,6 +129,12 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--scale-down-unneeded-time=-1m"}, "--scale-down-unneeded-time"},
 		{[]string{"--max-nodes-total=-1"}, "--max-nodes-total"},
 		{[]string{"--max-empty-bulk-delete=0"}, "--max-empty-bulk-delete"},
+		{[]string{"--max-scale-down-parallelism=0"}, "--max-scale-down-parallelism"},
+		{[]string{"--max-drain-parallelism=-1"}, "--max-drain-parallelism"},
+		{[]string{"--scale-down-candidates-pool-ratio=1.5"}, "--scale-down-candidates-pool-ratio"},
+		{[]string{"--scale-down-candidates-pool-min-count=-1"}, "--scale-down-candidates-pool-min-count"},
+		{[]string{"--scale-down-simulation-timeout=0s"}, "--scale-down-simulation-timeout"},
+		{[]string{"--blocking-system-pod-distruption-timeout=-1m"}, "--blocking-system-pod-distruption-timeout"},
 		{[]string{"--max-total-unready-percentage=101"}, "--max-total-unready-percentage"},
 		{[]string{"--pending-pods-batch-idle=20s"}, "--pending-pods-batch-idle"},
 		{[]string{"--leader-elect-renew-deadline=20s"}, "--leader-elect-renew-deadline"},
@@ -155,7 +168,7 @@ func TestUnsupportedUpstreamFlagsAreRefused(t *testing.T) {
 		{[]string{"--enable_provisioning_requests=false"}, "--enable-provisioning-requests"},
 		{[]string{"--ginkgo.v"}, "--ginkgo.v"},
 		{[]string{"--max-node-startup-time=10m"}, "--max-node-startup-time=10m0s is refused: this build supports only upstream's default (15m0s)"},
-		{[]string{"--max-drain-parallelism=3"}, "--max-drain-parallelism=3 is refused"},
+		{[]string{"--node-deletion-delay-timeout=3m"}, "--node-deletion-delay-timeout=3m0s is refused"},
 		{[]string{"--balancing-ignore-label=a"}, "--balancing-ignore-label=[a] is refused"},
 		{[]string{"--bypassed-scheduler-names=a,b"}, "--bypassed-scheduler-names=[a,b] is refused"},
 	}
@@ -167,12 +180,59 @@ func TestUnsupportedUpstreamFlagsAreRefused(t *testing.T) {
 	}
 }
 
+// --max-empty-bulk-delete is not an upstream 1.36 flag: it is accepted as a
+// deprecated alias of --max-scale-down-parallelism, with a warning, and
+// --max-scale-down-parallelism wins when both are given.
+func TestMaxEmptyBulkDeleteIsDeprecatedAlias(t *testing.T) {
+	cases := []struct {
+		args     []string
+		want     int
+		warnings string
+	}{
+		{nil, 10, ""},
+		{[]string{"--max-empty-bulk-delete=25"}, 25, "--max-empty-bulk-delete is deprecated: use --max-scale-down-parallelism (now 25)"},
+		{[]string{"--max-empty-bulk-delete=25", "--max-scale-down-parallelism=4"}, 4, "--max-empty-bulk-delete is deprecated and ignored: --max-scale-down-parallelism=4 is given"},
+		{[]string{"--max-scale-down-parallelism=4"}, 4, ""},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			f := NewFlags(fs)
+			o, err := f.Parse(append([]string{"--cloud-config=/c.json"}, c.args...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.MaxScaleDownParallelism != c.want {
+				t.Errorf("max scale-down parallelism = %d, want %d", o.MaxScaleDownParallelism, c.want)
+			}
+			if got := strings.Join(f.Warnings(), "; "); got != c.warnings {
+				t.Errorf("warnings %q, want %q", got, c.warnings)
+			}
+		})
+	}
+}
+
+// 0 or less for --scale-down-non-empty-candidates-count is no limit
+// (upstream's help), not an error.
+func TestNonEmptyCandidatesCountAcceptsNoLimit(t *testing.T) {
+	for _, v := range []int{0, -1} {
+		o, err := parse(t, "--scale-down-non-empty-candidates-count="+strconv.Itoa(v))
+		if err != nil {
+			t.Fatalf("%d refused: %v", v, err)
+		}
+		if o.ScaleDownNonEmptyCandidatesCount != v {
+			t.Errorf("got %d, want %d", o.ScaleDownNonEmptyCandidatesCount, v)
+		}
+	}
+}
+
 // Upstream's default value of a default-only flag is accepted, in whatever
 // spelling upstream accepts.
 func TestDefaultOnlyFlagsAcceptUpstreamDefault(t *testing.T) {
-	_, err := parse(t, "--max-drain-parallelism=1", "--cordon_node_before_terminating=true", "--cordon-node-before-terminating",
-		"--scale-down-candidates-pool-ratio=0.10", "--blocking-system-pod-distruption-timeout=60m", "--bypassed-scheduler-names=",
-		"--max-scale-down-parallelism", "10")
+	_, err := parse(t, "--node-deletion-delay-timeout=2m", "--cordon_node_before_terminating=true", "--cordon-node-before-terminating",
+		"--unremovable-node-recheck-timeout=5m0s", "--node_delete_delay_after_taint=5s", "--bypassed-scheduler-names=",
+		"--max-bulk-soft-taint-count", "10")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,12 +240,12 @@ func TestDefaultOnlyFlagsAcceptUpstreamDefault(t *testing.T) {
 
 // One start reports every problem of the command line, not only the first.
 func TestEveryProblemIsReportedAtOnce(t *testing.T) {
-	_, err := parse(t, "--nodes=1:3:p", "--max-drain-parallelism=4", "--scan-interval=soon", "--cores-total=8", "--scale-down-utilization-threshold=2", "--user_agent=x")
+	_, err := parse(t, "--nodes=1:3:p", "--node-deletion-delay-timeout=4m", "--scan-interval=soon", "--cores-total=8", "--scale-down-utilization-threshold=2", "--user_agent=x")
 	var problems FlagErrors
 	if !errors.As(err, &problems) {
 		t.Fatalf("got %v, want FlagErrors", err)
 	}
-	for _, want := range []string{"--nodes", "--max-drain-parallelism=4", "--scan-interval=soon", "--cores-total", "--scale-down-utilization-threshold", "--user-agent"} {
+	for _, want := range []string{"--nodes", "--node-deletion-delay-timeout=4m", "--scan-interval=soon", "--cores-total", "--scale-down-utilization-threshold", "--user-agent"} {
 		found := false
 		for _, p := range problems {
 			found = found || strings.Contains(p.Error(), want)

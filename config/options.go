@@ -103,17 +103,26 @@ type AutoscalingOptions struct {
 	ClusterSnapshotParallelism                   int
 	CSINodeAwareSchedulingEnabled                bool
 
-	ScaleDownEnabled                  bool
-	ScaleDownDelayAfterAdd            time.Duration
-	ScaleDownDelayAfterDelete         time.Duration
-	ScaleDownDelayAfterFailure        time.Duration
-	ScaleDownUnreadyEnabled           bool
-	ScaleDownNonEmptyCandidatesCount  int
-	ScaleDownDelayTypeLocal           bool
-	ScaleDownCandidatesPoolRatio      float64
-	ScaleDownCandidatesPoolMinCount   int
-	ScaleDownSimulationTimeout        time.Duration
-	MaxEmptyBulkDelete                int
+	ScaleDownEnabled           bool
+	ScaleDownDelayAfterAdd     time.Duration
+	ScaleDownDelayAfterDelete  time.Duration
+	ScaleDownDelayAfterFailure time.Duration
+	ScaleDownUnreadyEnabled    bool
+	// ScaleDownNonEmptyCandidatesCount: new non-empty nodes found unneeded
+	// per loop, at most; 0 or less means no limit (upstream's meaning).
+	ScaleDownNonEmptyCandidatesCount int
+	ScaleDownDelayTypeLocal          bool
+	// ScaleDownCandidatesPoolRatio and ScaleDownCandidatesPoolMinCount size
+	// the pool of non-empty nodes not yet unneeded that one loop simulates:
+	// max(nodes × ratio, min count). Nodes already unneeded are always
+	// checked again. ScaleDownSimulationTimeout bounds the time one loop
+	// spends simulating new candidates.
+	ScaleDownCandidatesPoolRatio    float64
+	ScaleDownCandidatesPoolMinCount int
+	ScaleDownSimulationTimeout      time.Duration
+	// MaxScaleDownParallelism: nodes (empty or drained) in removal at once;
+	// MaxDrainParallelism: of those, nodes being drained. The deprecated
+	// --max-empty-bulk-delete sets the first when it is not given.
 	MaxScaleDownParallelism           int
 	MaxDrainParallelism               int
 	DrainPriorityConfig               string
@@ -230,7 +239,6 @@ func Defaults() AutoscalingOptions {
 		ScaleDownDelayAfterFailure:        3 * time.Minute,
 		ScaleDownUnreadyEnabled:           true,
 		ScaleDownNonEmptyCandidatesCount:  30,
-		MaxEmptyBulkDelete:                10,
 		MaxGracefulTerminationSec:         600,
 		MaxPodEvictionTime:                2 * time.Minute,
 		SkipNodesWithLocalStorage:         true,

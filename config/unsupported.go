@@ -14,16 +14,10 @@ import (
 // flag means deleting its line.
 var DefaultOnlyFlags = map[string]string{
 	"enforce-node-group-min-size":                        "node groups below their minimum size are not scaled up to it",
-	"blocking-system-pod-distruption-timeout":            "kube-system pods without a PodDisruptionBudget block a node's removal for as long as they run",
 	"cordon-node-before-terminating":                     "nodes are always tainted ToBeDeletedByClusterAutoscaler before draining",
 	"daemonset-eviction-for-empty-nodes":                 "DaemonSet pods are left to DOKS's node drain",
 	"daemonset-eviction-for-occupied-nodes":              "DaemonSet pods are left to DOKS's node drain",
-	"max-scale-down-parallelism":                         "empty nodes are bounded by --max-empty-bulk-delete and non-empty ones drain one at a time",
-	"max-drain-parallelism":                              "non-empty nodes drain one at a time",
-	"scale-down-candidates-pool-ratio":                   "candidates are bounded by --scale-down-non-empty-candidates-count",
-	"scale-down-candidates-pool-min-count":               "candidates are bounded by --scale-down-non-empty-candidates-count",
 	"scale-down-delay-type-local":                        "scale-down delays are cluster-wide in this build",
-	"scale-down-simulation-timeout":                      "the scale-down simulation is bounded by --scale-down-non-empty-candidates-count, not time",
 	"max-node-startup-time":                              "registered nodes are judged by readiness and --scale-down-unready-time",
 	"max-startup-time":                                   "health is judged by --max-inactivity and --max-failing-time",
 	"node-deletion-delay-timeout":                        "delay-deletion annotations are not supported",

@@ -373,7 +373,9 @@ func TestScaleDownOptions(t *testing.T) {
 		{name: "longer unneeded time", modify: func(o *config.AutoscalingOptions) { o.NodeGroupDefaults.ScaleDownUnneededTime = time.Hour }, want: 0},
 		{name: "low threshold keeps n1", modify: func(o *config.AutoscalingOptions) { o.NodeGroupDefaults.ScaleDownUtilizationThreshold = 0.05 }, want: 1},
 		{name: "min cores", modify: func(o *config.AutoscalingOptions) { o.MinCoresTotal = 4 }, want: 1},
-		{name: "no non-empty candidates", modify: func(o *config.AutoscalingOptions) { o.ScaleDownNonEmptyCandidatesCount = 0 }, want: 1},
+		// 0 or less is no limit, as upstream's help says: n1 is drained too.
+		{name: "non-empty candidates count 0", modify: func(o *config.AutoscalingOptions) { o.ScaleDownNonEmptyCandidatesCount = 0 }, want: 2},
+		{name: "non-empty candidates count -1", modify: func(o *config.AutoscalingOptions) { o.ScaleDownNonEmptyCandidatesCount = -1 }, want: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -448,7 +450,7 @@ func TestScaleDownDelayAfterDelete(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 4, milliCPU: 2000, mem: 4 * test.GiB})
 			o := testOptions()
-			o.MaxEmptyBulkDelete = 1
+			o.MaxScaleDownParallelism = 1
 			o.ScaleDownDelayAfterDelete = tc.delay
 			h := newHarness(t, o, p, nodes...)
 			h.runOnce(t0)
@@ -517,7 +519,7 @@ func TestEmptyNodeKeptWhenPodArrivesBeforeTaint(t *testing.T) {
 func TestEmptyNodesBulkLimit(t *testing.T) {
 	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 5, milliCPU: 2000, mem: 4 * test.GiB})
 	o := testOptions()
-	o.MaxEmptyBulkDelete = 2
+	o.MaxScaleDownParallelism = 2
 	h := newHarness(t, o, p, nodes...)
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute))

@@ -99,9 +99,16 @@ func (a *Actuator) DeletingInGroup(id string) int {
 
 // DrainInProgress reports whether a non-empty node is being drained.
 func (a *Actuator) DrainInProgress() bool {
+	_, draining := a.InFlight()
+	return draining > 0
+}
+
+// InFlight counts the removals started and not yet finished or given up, and
+// how many of them drain their node.
+func (a *Actuator) InFlight() (removals, drains int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.drains > 0
+	return len(a.deleting), a.drains
 }
 
 // Counts returns how many node removals completed and failed so far.
@@ -131,7 +138,7 @@ func (a *Actuator) track(cands []*Candidate, drain bool) {
 		a.deleting[c.Node.Name] = c.GroupID
 	}
 	if drain {
-		a.drains++
+		a.drains += len(cands)
 	}
 }
 
@@ -142,7 +149,7 @@ func (a *Actuator) finish(names []string, drain bool, deleted int, failed bool) 
 		delete(a.deleting, n)
 	}
 	if drain {
-		a.drains--
+		a.drains -= len(names)
 	}
 	a.deletions += deleted
 	if failed {
@@ -308,11 +315,24 @@ func (a *Actuator) deleteNodes(nodes []*apiv1.Node) (deleted map[string]bool, er
 	return deleted, err
 }
 
-// Drain removes one non-empty node: taint, evict its pods through the
-// Eviction API, wait for them to go, delete the node.
-func (a *Actuator) Drain(ctx context.Context, c *Candidate) {
-	a.track([]*Candidate{c}, true)
-	a.run(func() { a.drain(ctx, c) })
+// Drain removes non-empty nodes: taint, evict their pods through the
+// Eviction API, wait for them to go, delete the node. Every node is tainted
+// before any drain starts, so pods evicted from one cannot land on another;
+// then each node drains in its own goroutine.
+func (a *Actuator) Drain(ctx context.Context, cands []*Candidate) {
+	a.track(cands, true)
+	var tainted []*Candidate
+	for _, c := range cands {
+		if _, err := AddToBeDeletedTaint(ctx, a.kube, c.Node.Name, a.Clock()); err != nil {
+			a.fail(ctx, c.Node, metrics.APICallError, err)
+			a.finish([]string{c.Node.Name}, true, 0, true)
+			continue
+		}
+		tainted = append(tainted, c)
+	}
+	for _, c := range tainted {
+		a.run(func() { a.drain(ctx, c) })
+	}
 }
 
 func (a *Actuator) drain(ctx context.Context, c *Candidate) {
@@ -321,11 +341,6 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	defer func() { a.finish([]string{n.Name}, true, deleted, failed) }()
 
 	start := a.Clock()
-	if _, err := AddToBeDeletedTaint(ctx, a.kube, n.Name, start); err != nil {
-		a.fail(ctx, n, metrics.APICallError, err)
-		failed = true
-		return
-	}
 	// Re-read the node's pods from the API server now that it is tainted:
 	// the set is final, and nothing bound since the plan is left behind.
 	current, err := a.podsOnNode(ctx, n.Name)
@@ -377,6 +392,7 @@ func (a *Actuator) drainOptions() drain.Options {
 	return drain.Options{
 		SkipNodesWithLocalStorage:         a.opts.SkipNodesWithLocalStorage,
 		SkipNodesWithSystemPods:           a.opts.SkipNodesWithSystemPods,
+		BspDisruptionTimeout:              a.opts.BspDisruptionTimeout,
 		SkipNodesWithCustomControllerPods: a.opts.SkipNodesWithCustomControllerPods,
 		MinReplicaCount:                   a.opts.MinReplicaCount,
 		ControllerReplicas:                a.ControllerReplicas,

@@ -5,6 +5,7 @@ package scaledown
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -83,6 +84,7 @@ func (p *Planner) drainOptions() drain.Options {
 	return drain.Options{
 		SkipNodesWithLocalStorage:         p.opts.SkipNodesWithLocalStorage,
 		SkipNodesWithSystemPods:           p.opts.SkipNodesWithSystemPods,
+		BspDisruptionTimeout:              p.opts.BspDisruptionTimeout,
 		SkipNodesWithCustomControllerPods: p.opts.SkipNodesWithCustomControllerPods,
 		MinReplicaCount:                   p.opts.MinReplicaCount,
 		ControllerReplicas:                p.ControllerReplicas,
@@ -156,17 +158,20 @@ func (p *Planner) Update(in PlannerInput) error {
 		defer snap.Revert()
 		rs = simulator.NewRemovalSimulator(p.checker, snap, p.drainOptions())
 	}
-	nonEmpty := 0
 	// Each node found removable spends the PDB disruptions its evictions need,
 	// so the unneeded set as a whole stays within every budget.
 	pdbs := in.PDBs
+	budget := p.newCandidateBudget(len(in.Nodes))
 	for _, c := range cands {
-		if !c.empty {
-			if nonEmpty >= p.opts.ScaleDownNonEmptyCandidatesCount {
-				klog.V(4).Infof("Scale-down: node %s not simulated this loop (limit of %d non-empty candidates)", c.node.Name, p.opts.ScaleDownNonEmptyCandidatesCount)
+		_, known := p.unneeded[c.node.Name]
+		fresh := !c.empty && !known
+		if fresh {
+			if why := budget.exhausted(); why != "" {
+				budget.skipped++
+				klog.V(4).Infof("Scale-down: node %s not simulated this loop (%s)", c.node.Name, why)
 				continue
 			}
-			nonEmpty++
+			budget.examined++
 		}
 		wasDest := dest[c.node.Name]
 		delete(dest, c.node.Name)
@@ -179,6 +184,9 @@ func (p *Planner) Update(in PlannerInput) error {
 			continue
 		}
 		delete(p.unremovable, c.node.Name)
+		if fresh {
+			budget.found++
+		}
 		pdbs = drain.SpendDisruptions(pdbs, removal.PodsToReschedule)
 		since := in.Now
 		if prev := p.unneeded[c.node.Name]; prev != nil {
@@ -186,6 +194,10 @@ func (p *Planner) Update(in PlannerInput) error {
 		}
 		next[c.node.Name] = &Candidate{Node: c.node, GroupID: c.groupID, Since: since, Empty: len(removal.PodsToReschedule) == 0,
 			Unready: c.unready, PodsToEvict: removal.PodsToReschedule, Utilization: c.util}
+	}
+	if budget.skipped > 0 {
+		klog.V(2).Infof("Scale-down: %d non-empty node(s) left for later loops (%s); %d new unneeded this loop",
+			budget.skipped, budget.exhausted(), budget.found)
 	}
 	for name := range p.unneeded {
 		if next[name] == nil {
@@ -201,6 +213,48 @@ func (p *Planner) Update(in PlannerInput) error {
 	p.registry.SetScaleDownCandidates(byGroup)
 	metrics.UpdateUnneededNodesCount(len(next))
 	return nil
+}
+
+// candidateBudget bounds the simulation of non-empty nodes not yet unneeded
+// in one loop, as upstream's candidate pool does: at most
+// max(nodes × --scale-down-candidates-pool-ratio,
+// --scale-down-candidates-pool-min-count) simulated, at most
+// --scale-down-non-empty-candidates-count found (0 or less: no limit), and no
+// new simulation after --scale-down-simulation-timeout. Empty nodes and nodes
+// already unneeded are always checked, so every unneeded node stays tracked
+// and more are added each loop until all are.
+type candidateBudget struct {
+	pool, maxFound           int
+	deadline                 time.Time
+	examined, found, skipped int
+	poolRatio                float64
+	poolMin, nonEmptyCount   int
+	simulationTimeout        time.Duration
+}
+
+func (p *Planner) newCandidateBudget(nodes int) *candidateBudget {
+	pool := int(math.Ceil(float64(nodes) * p.opts.ScaleDownCandidatesPoolRatio))
+	pool = max(pool, p.opts.ScaleDownCandidatesPoolMinCount)
+	b := &candidateBudget{pool: pool, maxFound: p.opts.ScaleDownNonEmptyCandidatesCount,
+		poolRatio: p.opts.ScaleDownCandidatesPoolRatio, poolMin: p.opts.ScaleDownCandidatesPoolMinCount,
+		nonEmptyCount: p.opts.ScaleDownNonEmptyCandidatesCount, simulationTimeout: p.opts.ScaleDownSimulationTimeout}
+	if p.opts.ScaleDownSimulationTimeout > 0 {
+		b.deadline = time.Now().Add(p.opts.ScaleDownSimulationTimeout)
+	}
+	return b
+}
+
+// exhausted says which bound stops new simulations ("" while none does).
+func (b *candidateBudget) exhausted() string {
+	switch {
+	case b.maxFound > 0 && b.found >= b.maxFound:
+		return fmt.Sprintf("%d new non-empty candidates found, --scale-down-non-empty-candidates-count=%d", b.found, b.nonEmptyCount)
+	case b.examined >= b.pool:
+		return fmt.Sprintf("candidate pool of %d simulated: --scale-down-candidates-pool-ratio=%g, --scale-down-candidates-pool-min-count=%d", b.pool, b.poolRatio, b.poolMin)
+	case !b.deadline.IsZero() && time.Now().After(b.deadline):
+		return fmt.Sprintf("--scale-down-simulation-timeout=%s spent", b.simulationTimeout)
+	}
+	return ""
 }
 
 // candidates applies the cheap filters.

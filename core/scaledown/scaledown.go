@@ -38,11 +38,11 @@ type Result struct {
 	Unneeded   int
 	InCooldown bool
 	Empty      []string // removal started
-	Drained    string   // drain started
+	Drained    []string // drain started
 }
 
 // Started reports whether any removal started.
-func (r Result) Started() bool { return len(r.Empty) > 0 || r.Drained != "" }
+func (r Result) Started() bool { return len(r.Empty) > 0 || len(r.Drained) > 0 }
 
 // observe turns completed actuations into cooldown start times on the
 // loop's clock.
@@ -114,28 +114,8 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	}
 
 	empty, drain := s.choose(unneeded, in)
-	if len(empty) > 0 {
-		names := make([]string, len(empty))
-		for i, c := range empty {
-			names[i] = c.Node.Name
-			s.Planner.Forget(c.Node.Name)
-		}
-		res.Empty = names
-		klog.Infof("Scale-down: removing %d empty node(s): %s", len(empty), strings.Join(names, ", "))
-		s.Actuator.DeleteEmpty(ctx, empty)
-	}
-	if drain != nil {
-		res.Drained = drain.Node.Name
-		s.Planner.Forget(drain.Node.Name)
-		why := "underutilized"
-		if drain.Unready {
-			why = "unready"
-		}
-		klog.Infof("Scale-down: removing node %s (%s, %s utilization %.2f, unneeded for %s): %d pod(s) to evict: %s",
-			drain.Node.Name, why, resourceLabel(drain.Utilization), drain.Utilization.Utilization,
-			in.Now.Sub(drain.Since).Round(time.Second), len(drain.PodsToEvict), podNames(drain.PodsToEvict, 5))
-		s.Actuator.Drain(ctx, drain)
-	}
+	res.Empty = s.startEmpty(ctx, empty)
+	res.Drained = s.startDrains(ctx, drain, in.Now)
 	s.observe(in.Now)
 	if res.Started() {
 		// The delay after delete runs from the start of a removal (and again
@@ -145,11 +125,55 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	return res, nil
 }
 
-// choose picks, in Unneeded's order, the empty nodes (up to
-// --max-empty-bulk-delete) and at most one node to drain (none while a drain
-// runs), keeping every group above its min size and the cluster above
-// --cores-total / --memory-total minimums.
-func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) ([]*Candidate, *Candidate) {
+// startEmpty hands the empty nodes to the actuator and returns their names.
+func (s *ScaleDown) startEmpty(ctx context.Context, empty []*Candidate) []string {
+	if len(empty) == 0 {
+		return nil
+	}
+	names := make([]string, len(empty))
+	for i, c := range empty {
+		names[i] = c.Node.Name
+		s.Planner.Forget(c.Node.Name)
+	}
+	klog.Infof("Scale-down: removing %d empty node(s): %s", len(empty), strings.Join(names, ", "))
+	s.Actuator.DeleteEmpty(ctx, empty)
+	return names
+}
+
+// startDrains hands the nodes to drain to the actuator and returns their names.
+func (s *ScaleDown) startDrains(ctx context.Context, drains []*Candidate, now time.Time) []string {
+	var names []string
+	for _, c := range drains {
+		names = append(names, c.Node.Name)
+		s.Planner.Forget(c.Node.Name)
+		why := "underutilized"
+		if c.Unready {
+			why = "unready"
+		}
+		klog.Infof("Scale-down: removing node %s (%s, %s utilization %.2f, unneeded for %s): %d pod(s) to evict: %s",
+			c.Node.Name, why, resourceLabel(c.Utilization), c.Utilization.Utilization,
+			now.Sub(c.Since).Round(time.Second), len(c.PodsToEvict), podNames(c.PodsToEvict, 5))
+	}
+	if len(drains) > 0 {
+		s.Actuator.Drain(ctx, drains)
+	}
+	return names
+}
+
+// removalBudgets: how many removals may start now, in all and with a drain:
+// --max-scale-down-parallelism and --max-drain-parallelism minus the
+// removals in flight, as upstream's budgets count them.
+func (s *ScaleDown) removalBudgets() (total, drains int) {
+	inFlight, draining := s.Actuator.InFlight()
+	total = max(0, s.opts.MaxScaleDownParallelism-inFlight)
+	drains = max(0, min(s.opts.MaxDrainParallelism-draining, total))
+	return total, drains
+}
+
+// choose picks, in Unneeded's order (empty nodes first), the nodes whose
+// removal starts now, within the removal budgets, keeping every group above
+// its min size and the cluster above --cores-total / --memory-total minimums.
+func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain []*Candidate) {
 	minMilliCPU, minMem := s.minimums()
 	var totalMilliCPU, totalMem int64
 	for _, n := range in.Nodes {
@@ -160,9 +184,7 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) ([]*Candidate
 		totalMem += n.Status.Capacity.Memory().Value()
 	}
 	picked := map[string]int{}
-	var empty []*Candidate
-	var drain *Candidate
-	drainBusy := s.Actuator.DrainInProgress()
+	budget, drainBudget := s.removalBudgets()
 	for _, c := range unneeded {
 		gs, ok := s.registry.NodeGroup(c.GroupID)
 		if !ok {
@@ -176,12 +198,14 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) ([]*Candidate
 			klog.V(2).Infof("Scale-down: node %s unneeded for %s of %s", c.Node.Name, d.Round(time.Second), threshold)
 			continue
 		}
-		if c.Empty && len(empty) >= s.opts.MaxEmptyBulkDelete {
-			klog.V(2).Infof("Scale-down: node %s waits: %d empty nodes already go this loop (--max-empty-bulk-delete)", c.Node.Name, len(empty))
+		if len(empty)+len(drain) >= budget {
+			klog.V(2).Infof("Scale-down: node %s waits: %d node(s) already being removed (--max-scale-down-parallelism=%d)",
+				c.Node.Name, s.opts.MaxScaleDownParallelism-budget+len(empty)+len(drain), s.opts.MaxScaleDownParallelism)
 			continue
 		}
-		if !c.Empty && (drain != nil || drainBusy) {
-			klog.V(2).Infof("Scale-down: node %s waits: another node is being drained", c.Node.Name)
+		if !c.Empty && len(drain) >= drainBudget {
+			klog.V(2).Infof("Scale-down: node %s waits: %d node(s) already being drained (--max-drain-parallelism=%d)",
+				c.Node.Name, s.opts.MaxDrainParallelism-drainBudget+len(drain), s.opts.MaxDrainParallelism)
 			continue
 		}
 		// The target was read at the start of the loop, and a removal may have
@@ -210,7 +234,7 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) ([]*Candidate
 		if c.Empty {
 			empty = append(empty, c)
 		} else {
-			drain = c
+			drain = append(drain, c)
 		}
 	}
 	return empty, drain

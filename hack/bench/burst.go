@@ -46,7 +46,7 @@ func runBurst(ctx context.Context, c config, out io.Writer) error {
 	args := append(sb.AutoscalerArgs(), "--namespace=bench", "--leader-elect=false",
 		"--scan-interval="+c.burstScan.String(), "--scale-down-unneeded-time="+c.unneeded.String(),
 		"--scale-down-delay-after-add="+c.unneeded.String(), "--scale-down-delay-after-delete=0s",
-		"--max-empty-bulk-delete=100", "--address=127.0.0.1:0", "--v=2")
+		"--max-scale-down-parallelism=100", "--address=127.0.0.1:0", "--v=2")
 	ca, err := sandbox.RunAutoscaler(c.binary, args, filepath.Join(c.dir, "burst-autoscaler.log"))
 	if err != nil {
 		return err

@@ -37,8 +37,13 @@ type Options struct {
 	// SkipNodesWithLocalStorage: pods with hostPath or disk-backed emptyDir
 	// volumes block removal.
 	SkipNodesWithLocalStorage bool
-	// SkipNodesWithSystemPods: kube-system pods not covered by a PDB block removal.
+	// SkipNodesWithSystemPods: kube-system pods not covered by a PDB block
+	// removal, until they are older than BspDisruptionTimeout.
 	SkipNodesWithSystemPods bool
+	// BspDisruptionTimeout (--blocking-system-pod-distruption-timeout): past
+	// this age a kube-system pod without a PDB is movable, local storage or
+	// not, as upstream's system-pod rule has it.
+	BspDisruptionTimeout time.Duration
 	// SkipNodesWithCustomControllerPods: only pods of built-in replicating
 	// controllers (ReplicaSet, ReplicationController, StatefulSet, Job;
 	// Deployments own their pods through ReplicaSets) count as replicated.
@@ -173,7 +178,11 @@ func PodsToMove(pods []*apiv1.Pod, pdbs []*policyv1.PodDisruptionBudget, opts Op
 			return nil, block(pod, reason)
 		}
 		if opts.SkipNodesWithSystemPods && pod.Namespace == metav1.NamespaceSystem && len(covering) == 0 {
-			return nil, block(pod, UnmovableKubeSystemPod)
+			if !systemPodGraceOver(pod, opts.BspDisruptionTimeout, now) {
+				return nil, block(pod, UnmovableKubeSystemPod)
+			}
+			toMove = append(toMove, pod)
+			continue
 		}
 		if opts.SkipNodesWithLocalStorage && hasUnsafeLocalStorage(pod) {
 			return nil, block(pod, LocalStorageRequested)
@@ -224,6 +233,13 @@ func skipped(pod *apiv1.Pod, now time.Time) bool {
 	return IsMirrorPod(pod) || IsDaemonSetPod(pod) ||
 		pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed ||
 		isLongTerminating(pod, now)
+}
+
+// systemPodGraceOver: the kube-system pod was created more than timeout ago.
+// A pod without a creation time (never from the API server) stays blocking.
+func systemPodGraceOver(pod *apiv1.Pod, timeout time.Duration, now time.Time) bool {
+	created := pod.CreationTimestamp.Time
+	return !created.IsZero() && now.After(created.Add(timeout))
 }
 
 // IsMirrorPod tells a kubelet mirror pod (of a static pod).

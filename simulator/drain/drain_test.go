@@ -45,6 +45,16 @@ func annotated(k, v string) podOpt {
 	}
 }
 
+// created sets the pod's creation time to age before now.
+func created(age time.Duration) podOpt {
+	return func(p *apiv1.Pod) { p.CreationTimestamp = metav1.NewTime(now.Add(-age)) }
+}
+
+func withTimeout(o Options, d time.Duration) Options {
+	o.BspDisruptionTimeout = d
+	return o
+}
+
 func inNamespace(ns string) podOpt { return func(p *apiv1.Pod) { p.Namespace = ns } }
 
 func phase(ph apiv1.PodPhase) podOpt { return func(p *apiv1.Pod) { p.Status.Phase = ph } }
@@ -138,6 +148,20 @@ func TestPodsToMove(t *testing.T) {
 			opts: strict, wantMoved: []string{"dns"}},
 		{name: "kube-system pod moves without SkipNodesWithSystemPods", pods: []*apiv1.Pod{pod("dns", inNamespace("kube-system"))},
 			opts: Options{SkipNodesWithLocalStorage: true}, wantMoved: []string{"dns"}},
+		// --blocking-system-pod-distruption-timeout: the pod keeps its node
+		// only until it is older than the timeout.
+		{name: "kube-system pod younger than the timeout blocks", pods: []*apiv1.Pod{pod("dns", inNamespace("kube-system"), created(30*time.Minute))},
+			opts: withTimeout(strict, time.Hour), wantBlock: UnmovableKubeSystemPod, blockedBy: "dns"},
+		{name: "kube-system pod older than the timeout moves", pods: []*apiv1.Pod{pod("dns", inNamespace("kube-system"), created(30*time.Minute))},
+			opts: withTimeout(strict, 10*time.Minute), wantMoved: []string{"dns"}},
+		{name: "timeout 0: any kube-system pod with a creation time moves", pods: []*apiv1.Pod{pod("dns", inNamespace("kube-system"), created(time.Second))},
+			opts: withTimeout(strict, 0), wantMoved: []string{"dns"}},
+		{name: "kube-system pod past the timeout moves despite local storage (upstream's rule)", pods: []*apiv1.Pod{pod("metrics", inNamespace("kube-system"), created(2*time.Hour), volume(emptyDir("tmp", "")))},
+			opts: withTimeout(strict, time.Hour), wantMoved: []string{"metrics"}},
+		{name: "kube-system pod past the timeout with safe-to-evict=false still blocks", pods: []*apiv1.Pod{pod("dns", inNamespace("kube-system"), created(2*time.Hour), annotated(SafeToEvictKey, "false"))},
+			opts: withTimeout(strict, time.Hour), wantBlock: NotSafeToEvictAnnotation, blockedBy: "dns"},
+		{name: "bare kube-system pod past the timeout still blocks", pods: []*apiv1.Pod{pod("dns", bare(), inNamespace("kube-system"), created(2*time.Hour))},
+			opts: withTimeout(strict, time.Hour), wantBlock: NotReplicated, blockedBy: "dns"},
 		{name: "PDB in another namespace does not cover a kube-system pod", pods: []*apiv1.Pod{pod("dns", inNamespace("kube-system"))},
 			pdbs: []*policyv1.PodDisruptionBudget{pdb("default", 1, map[string]string{"app": "web"})},
 			opts: strict, wantBlock: UnmovableKubeSystemPod, blockedBy: "dns"},
