@@ -1,6 +1,10 @@
 // Package cloudprovider holds the contract between the autoscaling core and a
 // cloud. Its method set and meaning follow upstream cluster-autoscaler, so a
 // provider author recognises every method; the implementation is our own.
+//
+// A provider imports only this package, config and simulator/framework (its
+// node templates are framework.NodeInfo): never core, clusterstate or the
+// scheduler simulation, so a provider builds without the autoscaling logic.
 package cloudprovider
 
 import (

@@ -3,6 +3,9 @@
 // state, gives up on nodes that never came, scales up for pending pods,
 // scales down unneeded nodes and publishes status; Run repeats it every
 // scan interval and when new pods become unschedulable.
+//
+// core is the top of the flow: only main imports it. It drives core/scaleup,
+// core/scaledown, clusterstate and the expanders, which never import it.
 package core
 
 import (

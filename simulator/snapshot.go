@@ -2,6 +2,10 @@
 // pods fit, how many template nodes would they need, could this node's pods go
 // elsewhere. All answers come from the kube-scheduler framework's own filter
 // plugins running against an in-memory ClusterSnapshot.
+//
+// It knows nothing of clouds or of the autoscaler's loop: it imports only its
+// own subpackages (framework, drain) and the scheduler, and core/scaleup and
+// core/scaledown ask it their questions.
 package simulator
 
 import (

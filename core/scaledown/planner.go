@@ -1,6 +1,11 @@
 // Package scaledown finds nodes the cluster no longer needs and removes
 // them: the planner tracks how long each node has been unneeded, the
 // actuator taints, drains and deletes.
+//
+// Its behaviour is tested through the core's iteration, with the in-memory
+// provider and a fake API server: core/scaledown_test.go (and
+// core/failedinstances_test.go for unready and unregistered nodes). The
+// tests here cover the pieces that need no harness (taints, pod requests).
 package scaledown
 
 import (
