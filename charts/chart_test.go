@@ -94,8 +94,10 @@ func deployBundle(t *testing.T) *manifestcheck.Bundle {
 	return b
 }
 
+const testClusterID = "5f4a8c1e-0b3d-4e2f-9a6b-7c8d9e0f1a2b"
+
 func withClusterID(extra map[string]interface{}) map[string]interface{} {
-	v := map[string]interface{}{"cloudConfig": map[string]interface{}{"clusterID": "5f4a-cluster-uuid"}}
+	v := map[string]interface{}{"cloudConfig": map[string]interface{}{"clusterID": testClusterID}}
 	mergeInto(v, extra)
 	return v
 }
@@ -164,7 +166,7 @@ func TestChartDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cc.ClusterID != "5f4a-cluster-uuid" || cc.URL != "" || cc.Token != "" {
+	if cc.ClusterID != testClusterID || cc.URL != "" || cc.Token != "" {
 		t.Errorf("cloud.json = %+v", cc)
 	}
 	dcc, _ := d.ParseCloudConfig()
@@ -221,7 +223,7 @@ func TestChartRBACEqualsDeploy(t *testing.T) {
 // setting every upstream value this chart takes.
 const upstreamValues = `
 cloudConfig:
-  clusterID: 5f4a-cluster-uuid
+  clusterID: 5f4a8c1e-0b3d-4e2f-9a6b-7c8d9e0f1a2b
   tokenSecretName: do-api
   tokenSecretKey: token
   url: https://api.example.test/
@@ -614,14 +616,29 @@ func TestChartWithoutRBACAndServiceAccount(t *testing.T) {
 func TestChartCloudConfigEscaping(t *testing.T) {
 	t.Parallel()
 	// Values end up inside JSON: quotes and backslashes must not break it.
-	values := withClusterID(map[string]interface{}{"cloudConfig": map[string]interface{}{"clusterID": `a"b\c`}})
+	values := withClusterID(map[string]interface{}{"cloudConfig": map[string]interface{}{"url": `https://api.example.test/a"b\c`}})
 	b, _, _, _ := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
 	cc, err := b.ParseCloudConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cc.ClusterID != `a"b\c` {
-		t.Errorf("cluster_id = %q", cc.ClusterID)
+	if cc.URL != `https://api.example.test/a"b\c` {
+		t.Errorf("url = %q", cc.URL)
+	}
+}
+
+// The cluster ID is checked as the binary checks it, at render time.
+func TestChartClusterIDIsAUUID(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"<CLUSTER_ID>", "my-cluster", "5f4a8c1e-0b3d-4e2f-9a6b-7c8d9e0f1a2"} {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			values := map[string]interface{}{"cloudConfig": map[string]interface{}{"clusterID": id}}
+			if _, err := render(t, release{name: "ca", namespace: "kube-system", values: values}); err == nil ||
+				!strings.Contains(err.Error(), "is not a UUID") {
+				t.Errorf("err = %v, want the cluster ID refused", err)
+			}
+		})
 	}
 }
 
@@ -654,7 +671,7 @@ func TestChartRollsPodsWhenCloudConfigChanges(t *testing.T) {
 		b, _, _, _ := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
 		return b.Deployment.Spec.Template.Annotations["checksum/cloud-config"]
 	}
-	a, again, other := checksum("cluster-a"), checksum("cluster-a"), checksum("cluster-b")
+	a, again, other := checksum(testClusterID), checksum(testClusterID), checksum("0f4a8c1e-0b3d-4e2f-9a6b-7c8d9e0f1a2b")
 	if len(a) != 64 || a != again {
 		t.Errorf("checksum not stable: %q %q", a, again)
 	}

@@ -90,10 +90,19 @@ silently ignored.
 {{- end -}}
 {{- end -}}
 
+{{/* cloudConfig.clusterID, checked as the binary checks cluster_id: a UUID. */}}
+{{- define "cad.clusterID" -}}
+{{- $id := required "cloudConfig.clusterID is required: the DOKS cluster UUID (doctl kubernetes cluster list)" .Values.cloudConfig.clusterID | toString -}}
+{{- if not (regexMatch "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$" $id) -}}
+{{- fail (printf "cloudConfig.clusterID (%d characters) is not a UUID: want the cluster's ID as doctl kubernetes cluster list shows it, e.g. 123e4567-e89b-12d3-a456-426614174000" (len $id)) -}}
+{{- end -}}
+{{- $id -}}
+{{- end -}}
+
 {{/* cloud.json (--cloud-config); its checksum rolls the pods when it changes. */}}
 {{- define "cad.cloudConfig" -}}
 {
-  "cluster_id": {{ required "cloudConfig.clusterID is required: the DOKS cluster UUID (doctl kubernetes cluster list)" .Values.cloudConfig.clusterID | toJson }},
+  "cluster_id": {{ include "cad.clusterID" . | toJson }},
   "node_pool_selection": {{ include "cad.nodePoolSelection" . | toJson }},
   {{- if .Values.cloudConfig.url }}
   "url": {{ .Values.cloudConfig.url | toJson }},
