@@ -62,9 +62,10 @@ func deployManifests(t *testing.T) shipped {
 	return shippedFrom(t, objs)
 }
 
-// chartDefaults are the Helm chart's objects rendered by helm itself with only
-// the required value set; the test is skipped without helm.
-func chartDefaults(t *testing.T, clusterID string) shipped {
+// chartRendered are the Helm chart's objects rendered by helm itself with
+// the cluster ID and the given values file (none: the chart's defaults); the
+// test is skipped without helm.
+func chartRendered(t *testing.T, clusterID, valuesYAML string) shipped {
 	t.Helper()
 	helm := os.Getenv("HELM")
 	if helm == "" {
@@ -80,8 +81,16 @@ func chartDefaults(t *testing.T, clusterID string) shipped {
 		t.Skip("helm not found (go install helm.sh/helm/v4/cmd/helm@v4.3.2)")
 	}
 	home := t.TempDir()
-	cmd := exec.Command(helm, "template", "cluster-autoscaler", filepath.Join(repoRoot(), "charts", "cluster-autoscaler-digitalocean"),
-		"--namespace", rbacNamespace, "--set", "cloudConfig.clusterID="+clusterID)
+	args := []string{"template", "cluster-autoscaler", filepath.Join(repoRoot(), "charts", "cluster-autoscaler-digitalocean"),
+		"--namespace", rbacNamespace, "--set", "cloudConfig.clusterID=" + clusterID}
+	if valuesYAML != "" {
+		f := filepath.Join(home, "values.yaml")
+		if err := os.WriteFile(f, []byte(valuesYAML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-f", f)
+	}
+	cmd := exec.Command(helm, args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -231,7 +240,48 @@ func TestDeployManifestsScaleTaggedPoolsOnly(t *testing.T) {
 // accepts and the same tags mode.
 func TestChartDefaultsRunInTagsMode(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: deployPools()})
-	sh := chartDefaults(t, s.sb.ClusterID)
+	sh := chartRendered(t, s.sb.ClusterID, "")
+	s.clearAutoscalerState()
+	ca := s.runShipped(sh)
+	t.Cleanup(func() { ca.Stop(15 * time.Second) })
+	tagged := s.pool("tagged")
+	s.eventually("the status ConfigMap listing only the tagged pool", 60*time.Second, func() error {
+		ids, err := s.statusGroups()
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(ids) != fmt.Sprint([]string{tagged.ID}) {
+			return fmt.Errorf("node groups %v, want only %s (tagged)", ids, tagged.ID)
+		}
+		return nil
+	})
+}
+
+// An upstream chart user's extraArgs, in upstream's forms (its default
+// logtostderr/stderrthreshold, a bare flag, a repeated flag), rendered by helm:
+// the binary accepts the args and runs.
+func TestChartUpstreamStyleExtraArgsRun(t *testing.T) {
+	s := newScenario(t, scenarioOptions{pools: deployPools()})
+	sh := chartRendered(t, s.sb.ClusterID, `
+extraArgs:
+  logtostderr: true
+  stderrthreshold: info
+  v: 4
+  expander: least-waste
+  scale-down-enabled: null
+  skip-nodes-with-local-storage: false
+  startup-taint_1: node.cilium.io/agent-not-ready
+  startup-taint_2: example.com/booting
+`)
+	for _, want := range []string{"--scale-down-enabled", "--startup-taint=node.cilium.io/agent-not-ready", "--startup-taint=example.com/booting", "--stderrthreshold=info"} {
+		found := false
+		for _, a := range sh.args {
+			found = found || a == want
+		}
+		if !found {
+			t.Fatalf("helm rendered args %v without %s", sh.args, want)
+		}
+	}
 	s.clearAutoscalerState()
 	ca := s.runShipped(sh)
 	t.Cleanup(func() { ca.Stop(15 * time.Second) })
