@@ -562,7 +562,8 @@ func (b *Bundle) checkPodDisruptionBudget() []error {
 const ExitWaitSeconds = 20 + 5
 
 // MinGracePeriodSeconds adds to it the iteration in flight when SIGTERM
-// arrives (its API calls end with the context) and the Lease release.
+// arrives (DigitalOcean calls still running 20 s after the signal are
+// cancelled: core.CloudCallGrace) and the Lease release.
 const MinGracePeriodSeconds = ExitWaitSeconds + 20
 
 func printInt64(p *int64) string {
