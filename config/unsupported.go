@@ -13,7 +13,6 @@ import (
 // so), any other value is refused with the reason given here. Implementing a
 // flag means deleting its line.
 var DefaultOnlyFlags = map[string]string{
-	"enforce-node-group-min-size":                        "node groups below their minimum size are not scaled up to it",
 	"cordon-node-before-terminating":                     "nodes are always tainted ToBeDeletedByClusterAutoscaler before draining",
 	"daemonset-eviction-for-empty-nodes":                 "DaemonSet pods are left to DOKS's node drain",
 	"daemonset-eviction-for-occupied-nodes":              "DaemonSet pods are left to DOKS's node drain",

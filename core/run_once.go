@@ -139,23 +139,50 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 		return nil
 	}
 
+	if err := a.scaleDownPhase(scaledown.PlannerInput{
+		Snapshot: snapshot, PodsByNode: podsByNode(placed), Nodes: nodes, PDBs: pdbs, BeingDeleted: beingDeleted, Now: now,
+	}); err != nil {
+		return err
+	}
+	a.minSizePhase(nodes, dss, groups, now)
+	return nil
+}
+
+// scaleDownPhase removes unneeded nodes (unless --scale-down-enabled=false).
+func (a *Autoscaler) scaleDownPhase(in scaledown.PlannerInput) error {
 	if !a.opts.ScaleDownEnabled {
 		klog.V(2).Infof("Scale-down disabled (--scale-down-enabled=false)")
 		a.registry.SetScaleDownCandidates(nil)
 		return nil
 	}
-	res, err := a.scaleDown.RunOnce(a.ctx, scaledown.PlannerInput{
-		Snapshot: snapshot, PodsByNode: podsByNode(placed), Nodes: nodes, PDBs: pdbs, BeingDeleted: beingDeleted, Now: now,
-	}, a.lastScaleUp)
+	res, err := a.scaleDown.RunOnce(a.ctx, in, a.lastScaleUp)
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
 		return fmt.Errorf("scale-down: %w", err)
 	}
 	if res.Started() {
 		a.acted = true
-		metrics.UpdateLastTime(metrics.ActivityScaleDown, now)
+		metrics.UpdateLastTime(metrics.ActivityScaleDown, in.Now)
 	}
 	return nil
+}
+
+// minSizePhase, with --enforce-node-group-min-size, raises node groups whose
+// target is below their min size to it, as upstream does at the end of an
+// iteration that did not scale up for pending pods.
+func (a *Autoscaler) minSizePhase(nodes []*apiv1.Node, dss []*appsv1.DaemonSet, groups []clusterstate.NodeGroupState, now time.Time) {
+	if !a.opts.EnforceNodeGroupMinSize || !scaleup.AnyBelowMinSize(groups) {
+		return
+	}
+	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, nodes, a.registry.NodeGroupIDForNode, dss, a.checker, a.taints)
+	for id, err := range templateErrs {
+		klog.Warningf("Min size: node group %s: %v", id, err)
+	}
+	if done := a.scaleUp.ScaleUpToMinSize(nodes, templates, now); len(done) > 0 {
+		a.acted = true
+		a.lastScaleUp = now
+		metrics.UpdateLastTime(metrics.ActivityScaleUp, now)
+	}
 }
 
 // scaleUpPhase: pending pods that fit neither existing nor upcoming nodes
