@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -24,6 +25,22 @@ func BuildAutoscaler(root, out string) error {
 		return fmt.Errorf("go build: %v\n%s", err, b)
 	}
 	return nil
+}
+
+// AutoscalerBinary is the binary the drivers (demo, bench) run: $CA_BINARY
+// when set, else one built from the repository in the working directory into
+// dir/cluster-autoscaler. announce is called just before building, which
+// takes a while on a cold cache.
+func AutoscalerBinary(dir string, announce func()) (string, error) {
+	if b := os.Getenv("CA_BINARY"); b != "" {
+		return b, nil
+	}
+	b := filepath.Join(dir, "cluster-autoscaler")
+	announce()
+	if err := BuildAutoscaler(".", b); err != nil {
+		return "", err
+	}
+	return b, nil
 }
 
 // RunAutoscaler starts binary with args, its stdout and stderr going to logPath.

@@ -18,8 +18,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
 
-func buildAutoscaler(out string) error { return sandbox.BuildAutoscaler(".", out) }
-
 // runBurst is the burst and scale-down scenario: pods that each need a node arrive at
 // once; then they all go and the added nodes are removed.
 func runBurst(ctx context.Context, c config, out io.Writer) error {

@@ -21,9 +21,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/sandbox"
 )
 
 type config struct {
@@ -80,13 +81,10 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		c.dir = tmp
 	}
-	c.binary = os.Getenv("CA_BINARY")
-	if c.binary == "" {
-		c.binary = filepath.Join(c.dir, "cluster-autoscaler")
-		fmt.Fprintln(out, "building the autoscaler (set CA_BINARY to skip)...")
-		if err := buildAutoscaler(c.binary); err != nil {
-			return err
-		}
+	var err error
+	c.binary, err = sandbox.AutoscalerBinary(c.dir, func() { fmt.Fprintln(out, "building the autoscaler (set CA_BINARY to skip)...") })
+	if err != nil {
+		return err
 	}
 	if err := runFigures(ctx, c, out); err != nil {
 		return err

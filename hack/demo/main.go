@@ -165,13 +165,9 @@ func run(ctx context.Context, out io.Writer, dir string, keep bool) error {
 		}
 		dir = tmp
 	}
-	binary := os.Getenv("CA_BINARY")
-	if binary == "" {
-		binary = filepath.Join(dir, "cluster-autoscaler")
-		fmt.Fprintln(out, "Building the autoscaler (set CA_BINARY to skip)...")
-		if err := sandbox.BuildAutoscaler(".", binary); err != nil {
-			return err
-		}
+	binary, err := sandbox.AutoscalerBinary(dir, func() { fmt.Fprintln(out, "Building the autoscaler (set CA_BINARY to skip)...") })
+	if err != nil {
+		return err
 	}
 	pools, err := sandbox.ParsePools("workers:s-2vcpu-4gb:1:1-5,fixed:s-2vcpu-4gb:1")
 	if err != nil {
