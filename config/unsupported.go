@@ -13,9 +13,6 @@ import (
 // so), any other value is refused with the reason given here. Implementing a
 // flag means deleting its line.
 var DefaultOnlyFlags = map[string]string{
-	"cordon-node-before-terminating":                     "nodes are always tainted ToBeDeletedByClusterAutoscaler before draining",
-	"daemonset-eviction-for-empty-nodes":                 "DaemonSet pods are left to DOKS's node drain",
-	"daemonset-eviction-for-occupied-nodes":              "DaemonSet pods are left to DOKS's node drain",
 	"scale-down-delay-type-local":                        "scale-down delays are cluster-wide in this build",
 	"max-node-startup-time":                              "registered nodes are judged by readiness and --scale-down-unready-time",
 	"max-startup-time":                                   "health is judged by --max-inactivity and --max-failing-time",

@@ -89,7 +89,7 @@ func TestScaleDownAfterUnneededTimeOnly(t *testing.T) {
 	if n := countEvents(ev, "ScaleDown deleting pod for node scale down"); n != 1 {
 		t.Errorf("pod eviction events = %d: %v", n, ev)
 	}
-	if n := countEvents(ev, "ScaleDownEmpty Scale-down: removing empty node(s) g1-n2 involvedObject{kind=ConfigMap"); n != 1 {
+	if n := countEvents(ev, "ScaleDownEmpty Scale-down: removing empty node \"g1-n2\" involvedObject{kind=ConfigMap"); n != 1 {
 		t.Errorf("ScaleDownEmpty events = %d: %v", n, ev)
 	}
 	// The drained node keeps its taint until the cloud removes it.

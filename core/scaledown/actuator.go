@@ -20,6 +20,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
 )
 
 // PodEvictionHeadroom is added to --max-graceful-termination-sec when
@@ -183,7 +184,7 @@ func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err 
 	// its node back.
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, uerr := RemoveAutoscalerTaints(uctx, a.kube, n.Name); uerr != nil {
+	if _, uerr := UnmarkToBeDeleted(uctx, a.kube, n.Name, a.opts.CordonNodeBeforeTerminate); uerr != nil {
 		klog.Errorf("Scale-down: %v", uerr)
 	}
 	a.recorder.Eventf(n, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to remove node: %v", err)
@@ -197,6 +198,9 @@ func (a *Actuator) DeleteEmpty(ctx context.Context, cands []*Candidate) {
 		return
 	}
 	a.track(cands, false)
+	for _, c := range cands {
+		a.recorder.Eventf(a.statusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %q", c.Node.Name)
+	}
 	a.run(func() { a.deleteEmpty(ctx, cands) })
 }
 
@@ -211,7 +215,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 	byGroup := map[string][]*Candidate{}
 	var order []string
 	for _, c := range cands {
-		if _, err := AddToBeDeletedTaint(ctx, a.kube, c.Node.Name, a.Clock()); err != nil {
+		if err := a.markNode(ctx, c.Node); err != nil {
 			a.fail(ctx, c.Node, metrics.APICallError, err)
 			failed = true
 			continue
@@ -227,11 +231,13 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 		}
 		if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.Clock()); len(toMove) > 0 || blocking != nil {
 			klog.Infof("Scale-down: node %s is no longer empty (%s); not removing it", c.Node.Name, arrivedPods(toMove, blocking))
-			if _, err := RemoveAutoscalerTaints(ctx, a.kube, c.Node.Name); err != nil {
+			if _, err := UnmarkToBeDeleted(ctx, a.kube, c.Node.Name, a.opts.CordonNodeBeforeTerminate); err != nil {
 				klog.Errorf("Scale-down: %v", err)
 			}
 			continue
 		}
+		// Best effort, as upstream: the node goes whatever the answers.
+		a.evictBestEffort(ctx, c.Node, daemonSetPodsToEvict(pods, a.opts.DaemonSetEvictionForEmptyNodes))
 		if _, ok := byGroup[c.GroupID]; !ok {
 			order = append(order, c.GroupID)
 		}
@@ -268,7 +274,6 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 			metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
 			a.recorder.Event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 		}
-		a.recorder.Eventf(a.statusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node(s) %s", strings.Join(gnames, ", "))
 		klog.Infof("Scale-down: removed empty node(s) %s from node group %s", strings.Join(gnames, ", "), id)
 	}
 }
@@ -323,11 +328,13 @@ func (a *Actuator) Drain(ctx context.Context, cands []*Candidate) {
 	a.track(cands, true)
 	var tainted []*Candidate
 	for _, c := range cands {
-		if _, err := AddToBeDeletedTaint(ctx, a.kube, c.Node.Name, a.Clock()); err != nil {
+		if err := a.markNode(ctx, c.Node); err != nil {
 			a.fail(ctx, c.Node, metrics.APICallError, err)
 			a.finish([]string{c.Node.Name}, true, 0, true)
 			continue
 		}
+		a.recorder.Eventf(a.statusRef, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %s, pods to reschedule: %s",
+			c.Node.Name, describeUtilization(c.Utilization), joinPodNames(c.PodsToEvict))
 		tainted = append(tainted, c)
 	}
 	for _, c := range tainted {
@@ -367,10 +374,11 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 		failed = true
 		return
 	}
-	klog.Infof("Scale-down: draining node %s (node group %s, unneeded since %s): evicting %d pod(s): %s",
-		n.Name, c.GroupID, c.Since.Format(time.RFC3339), len(pods), podNames(pods, 5))
+	ds := daemonSetPodsToEvict(current, a.opts.DaemonSetEvictionForOccupiedNodes)
+	klog.Infof("Scale-down: draining node %s (node group %s, unneeded since %s): evicting %d pod(s): %s; %d DaemonSet pod(s), best effort",
+		n.Name, c.GroupID, c.Since.Format(time.RFC3339), len(pods), podNames(pods, 5), len(ds))
 
-	if err := a.evictAll(ctx, n, pods); err != nil {
+	if err := a.evictAll(ctx, n, pods, ds); err != nil {
 		a.fail(ctx, n, metrics.APICallError, err)
 		failed = true
 		return
@@ -401,8 +409,10 @@ func (a *Actuator) drainOptions() drain.Options {
 
 // evictAll evicts pods in parallel, each retried (PDB refusals come back as
 // 429) until --max-pod-eviction-time, then waits for all of them to be gone
-// for up to --max-graceful-termination-sec plus headroom.
-func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods []*apiv1.Pod) error {
+// for up to --max-graceful-termination-sec plus headroom. The bestEffort
+// (DaemonSet) pods are evicted alongside: their failures are logged only,
+// and their going is not waited for, as upstream does.
+func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort []*apiv1.Pod) error {
 	deadline := a.Clock().Add(a.opts.MaxPodEvictionTime)
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
@@ -413,6 +423,8 @@ func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods []*apiv1.Po
 			errs[i] = a.evict(ctx, p, deadline)
 		}(i, p)
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); a.evictBestEffort(ctx, n, bestEffort) }()
 	wg.Wait()
 	var failed []string
 	for i, err := range errs {
@@ -478,6 +490,77 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 		case <-time.After(a.EvictionRetryInterval):
 		}
 	}
+}
+
+// markNode taints the node ToBeDeletedByClusterAutoscaler and, with
+// --cordon-node-before-terminating, cordons it in the same update.
+func (a *Actuator) markNode(ctx context.Context, n *apiv1.Node) error {
+	if _, err := MarkToBeDeleted(ctx, a.kube, n.Name, a.Clock(), a.opts.CordonNodeBeforeTerminate); err != nil {
+		return err
+	}
+	a.recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "marked the node as toBeDeleted/unschedulable")
+	return nil
+}
+
+// EnableDsEvictionKey on a DaemonSet pod says whether it is evicted before
+// its node goes ("true" / "false"), whatever the flags say.
+const EnableDsEvictionKey = "cluster-autoscaler.kubernetes.io/enable-ds-eviction"
+
+// daemonSetPodsToEvict picks the node's DaemonSet pods (mirror pods aside)
+// that get an eviction: those annotated true, and unannotated ones when
+// byDefault (--daemonset-eviction-for-occupied-nodes / -empty-nodes).
+func daemonSetPodsToEvict(pods []*apiv1.Pod, byDefault bool) []*apiv1.Pod {
+	var out []*apiv1.Pod
+	for _, p := range pods {
+		if !drain.IsDaemonSetPod(p) || drain.IsMirrorPod(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		if v, ok := p.Annotations[EnableDsEvictionKey]; ok {
+			if v == "true" {
+				out = append(out, p)
+			}
+			continue
+		}
+		if byDefault {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// evictBestEffort evicts pods in parallel (retried until
+// --max-pod-eviction-time) and waits for the calls, not for the pods: a
+// failure is logged and does not stop the node's removal.
+func (a *Actuator) evictBestEffort(ctx context.Context, n *apiv1.Node, pods []*apiv1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	deadline := a.Clock().Add(a.opts.MaxPodEvictionTime)
+	var wg sync.WaitGroup
+	for _, p := range pods {
+		wg.Add(1)
+		go func(p *apiv1.Pod) {
+			defer wg.Done()
+			if err := a.evict(ctx, p, deadline); err != nil {
+				klog.Warningf("Scale-down: DaemonSet pod %s/%s on node %s not evicted (best effort; the node goes anyway): %v", p.Namespace, p.Name, n.Name, err)
+			}
+		}(p)
+	}
+	wg.Wait()
+}
+
+// describeUtilization renders a node's utilization for the ScaleDown event.
+func describeUtilization(u utilization.Info) string {
+	return fmt.Sprintf("{cpu: %.2f, memory: %.2f, gpu: %.2f, utilization: %.2f (%s)}", u.CpuUtil, u.MemUtil, u.GpuUtil, u.Utilization, resourceLabel(u))
+}
+
+// joinPodNames lists pods as namespace/name, comma separated.
+func joinPodNames(pods []*apiv1.Pod) string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Namespace + "/" + p.Name
+	}
+	return strings.Join(names, ",")
 }
 
 // withoutExpendable drops the pods below --expendable-pods-priority-cutoff:

@@ -21,6 +21,14 @@ import (
 // while it is drained. The value is the unix time, as upstream writes it.
 // Returns false (no error) when the node already carries the taint.
 func AddToBeDeletedTaint(ctx context.Context, kube kubernetes.Interface, nodeName string, now time.Time) (bool, error) {
+	return MarkToBeDeleted(ctx, kube, nodeName, now, false)
+}
+
+// MarkToBeDeleted adds the ToBeDeletedByClusterAutoscaler taint and, with
+// cordon (--cordon-node-before-terminating), marks the node unschedulable in
+// the same update, as upstream does. Returns false (no error) when the node
+// already carries the taint.
+func MarkToBeDeleted(ctx context.Context, kube kubernetes.Interface, nodeName string, now time.Time, cordon bool) (bool, error) {
 	added := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
@@ -37,6 +45,9 @@ func AddToBeDeletedTaint(ctx context.Context, kube kubernetes.Interface, nodeNam
 			Value:  strconv.FormatInt(now.Unix(), 10),
 			Effect: apiv1.TaintEffectNoSchedule,
 		})
+		if cordon {
+			node.Spec.Unschedulable = true
+		}
 		_, err = kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		added = err == nil
 		return err
@@ -51,6 +62,13 @@ func AddToBeDeletedTaint(ctx context.Context, kube kubernetes.Interface, nodeNam
 // DeletionCandidateOfClusterAutoscaler from the node. A node that no longer
 // exists is not an error.
 func RemoveAutoscalerTaints(ctx context.Context, kube kubernetes.Interface, nodeName string) (bool, error) {
+	return UnmarkToBeDeleted(ctx, kube, nodeName, false)
+}
+
+// UnmarkToBeDeleted is RemoveAutoscalerTaints that, with uncordon, also
+// makes a node that carried the taint schedulable again (the autoscaler
+// cordoned it along with the taint).
+func UnmarkToBeDeleted(ctx context.Context, kube kubernetes.Interface, nodeName string, uncordon bool) (bool, error) {
 	removed := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
@@ -67,8 +85,12 @@ func RemoveAutoscalerTaints(ctx context.Context, kube kubernetes.Interface, node
 			removed = false
 			return nil
 		}
+		marked := clusterstate.HasToBeDeletedTaint(node)
 		node = node.DeepCopy()
 		node.Spec.Taints = keep
+		if uncordon && marked {
+			node.Spec.Unschedulable = false
+		}
 		_, err = kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		removed = err == nil
 		return err
@@ -127,7 +149,7 @@ func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, deleting
 			klog.Infof("Start-up: keeping the autoscaler taint on node %s: its instance %s is being deleted", n.Name, n.Spec.ProviderID)
 			continue
 		}
-		removed, err := RemoveAutoscalerTaints(ctx, kube, n.Name)
+		removed, err := UnmarkToBeDeleted(ctx, kube, n.Name, true)
 		if err != nil {
 			klog.Errorf("Start-up: %v", err)
 			if firstErr == nil {
