@@ -156,6 +156,9 @@ func (a *Autoscaler) scaleDownPhase(in scaledown.PlannerInput) error {
 		return nil
 	}
 	res, err := a.scaleDown.RunOnce(a.ctx, in, a.lastScaleUp)
+	// Removals still running after this phase (drains, asynchronous deletes).
+	removals, _ := a.scaleDown.Actuator.InFlight()
+	metrics.ObservePendingNodeDeletions(removals)
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
 		return fmt.Errorf("scale-down: %w", err)

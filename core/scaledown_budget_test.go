@@ -57,6 +57,7 @@ func TestMaxScaleDownParallelismCountsRemovalsInFlight(t *testing.T) {
 	o.MaxDrainParallelism = 10
 	o.MaxPodEvictionTime = time.Minute
 	h := newHarness(t, o, p, objs...)
+	read := scrape(t)
 	h.a.scaleDown.Actuator.Async = true
 	release := make(chan struct{})
 	h.evict = func(ns, name string) error {
@@ -75,6 +76,9 @@ func TestMaxScaleDownParallelismCountsRemovalsInFlight(t *testing.T) {
 	h.runOnce(t0.Add(12 * time.Minute))
 	if n, _ := h.a.scaleDown.Actuator.InFlight(); n != 2 {
 		t.Fatalf("removals in flight after a second loop = %d, want still 2", n)
+	}
+	if v := read("pending_node_deletions", nil); v != 2 {
+		t.Errorf("pending_node_deletions = %v after a loop with 2 removals in flight, want 2", v)
 	}
 	close(release)
 	h.a.scaleDown.Actuator.Wait()
