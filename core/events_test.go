@@ -5,14 +5,9 @@ import (
 	"testing"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
-	"github.com/doks-autoscaler/cluster-autoscaler/expander/priority"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
@@ -56,18 +51,7 @@ func scrape(t *testing.T) func(name string, labels map[string]string) float64 {
 // node never registers.
 func lateGroupFixture(t *testing.T) (*test.Provider, *harness) {
 	t.Helper()
-	p, nodes := cluster(
-		groupSpec{id: "base", min: 1, max: 1, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},
-		groupSpec{id: "a", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
-		groupSpec{id: "b", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
-	)
-	cm := &apiv1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: priority.ConfigMapName, Namespace: "kube-system"},
-		Data:       map[string]string{priority.ConfigMapKey: "50:\n  - ^a$\n10:\n  - ^b$\n"},
-	}
-	o := testOptions()
-	o.ExpanderNames = []string{"priority"}
-	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 2, 1000, test.GiB), []runtime.Object{cm})...)
+	p, h := preferAOverB(t, 1, 2, 1000)
 	h.runOnce(t0)
 	if got := increases(p); !reflect.DeepEqual(got, []string{"a+1"}) {
 		t.Fatalf("IncreaseSize calls = %v", got)

@@ -5,31 +5,15 @@ import (
 	"testing"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
-	"github.com/doks-autoscaler/cluster-autoscaler/expander/priority"
 )
 
 // failedGroupFixture: 3 full nodes in "base", 4 pending pods that need a
 // node each, and two empty groups; the priority expander prefers "a".
 func failedGroupFixture(t *testing.T) (*test.Provider, *harness) {
 	t.Helper()
-	p, nodes := cluster(
-		groupSpec{id: "base", min: 3, max: 3, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB},
-		groupSpec{id: "a", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
-		groupSpec{id: "b", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
-	)
-	cm := &apiv1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: priority.ConfigMapName, Namespace: "kube-system"},
-		Data:       map[string]string{priority.ConfigMapKey: "50:\n  - ^a$\n10:\n  - ^b$\n"},
-	}
-	o := testOptions()
-	o.ExpanderNames = []string{"priority"}
-	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 4, 1500, test.GiB), []runtime.Object{cm})...)
+	p, h := preferAOverB(t, 3, 4, 1500)
 	h.runOnce(t0)
 	if got := increases(p); !reflect.DeepEqual(got, []string{"a+4"}) {
 		t.Fatalf("IncreaseSize calls = %v, want [a+4]", got)

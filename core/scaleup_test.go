@@ -413,12 +413,13 @@ func TestBalanceSimilarNodeGroups(t *testing.T) {
 	}
 }
 
-// Two groups, "a" preferred by priority. The nodes requested from "a"
-// never register: after MaxNodeProvisionTime the autoscaler gives them up,
-// backs "a" off and asks "b".
-func TestProvisionTimeoutBacksOffAndTriesNextGroup(t *testing.T) {
+// preferAOverB: baseNodes full nodes in group "base", pods pending pods of
+// milliCPU each, and two empty groups "a" and "b" of the same shape, with the
+// priority expander preferring "a".
+func preferAOverB(t *testing.T, baseNodes, pods int, milliCPU int64) (*test.Provider, *harness) {
+	t.Helper()
 	p, nodes := cluster(
-		groupSpec{id: "base", min: 1, max: 1, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},
+		groupSpec{id: "base", min: baseNodes, max: baseNodes, nodes: baseNodes, milliCPU: 2000, mem: 4 * test.GiB},
 		groupSpec{id: "a", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
 		groupSpec{id: "b", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
 	)
@@ -428,7 +429,15 @@ func TestProvisionTimeoutBacksOffAndTriesNextGroup(t *testing.T) {
 	}
 	o := testOptions()
 	o.ExpanderNames = []string{"priority"}
-	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 2, 1000, test.GiB), []runtime.Object{cm})...)
+	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", pods, milliCPU, test.GiB), []runtime.Object{cm})...)
+	return p, h
+}
+
+// Two groups, "a" preferred by priority. The nodes requested from "a"
+// never register: after MaxNodeProvisionTime the autoscaler gives them up,
+// backs "a" off and asks "b".
+func TestProvisionTimeoutBacksOffAndTriesNextGroup(t *testing.T) {
+	p, h := preferAOverB(t, 1, 2, 1000)
 	h.runOnce(t0)
 	h.runOnce(t0.Add(5 * time.Minute))
 	h.runOnce(t0.Add(14 * time.Minute))
