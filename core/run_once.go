@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // RunOnce is one iteration at time now.
@@ -190,7 +192,8 @@ func (a *Autoscaler) minSizePhase(nodes []*apiv1.Node, dss []*appsv1.DaemonSet, 
 
 // scaleUpPhase: pending pods that fit neither existing nor upcoming nodes
 // cause a scale-up. Pods that fit existing nodes stay placed in the snapshot
-// (the scheduler will bind them there), so scale-down sees that load too.
+// (the scheduler will bind them there), so scale-down sees that load too;
+// so do the pods being evicted from nodes under drain.
 func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, error), nodes []*apiv1.Node, pods []*apiv1.Pod, dss []*appsv1.DaemonSet, groups []clusterstate.NodeGroupState,
 	total clusterstate.Readiness, now time.Time) (bool, error) {
 	pending := scaleup.FilterPendingPods(pods, a.opts, now, nodeNames(nodes))
@@ -200,7 +203,13 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 			return false, err
 		}
 	}
-	if len(pending.Eligible) == 0 {
+	draining := a.scaleDown.Actuator.Draining()
+	drained := scaleup.DrainedPods(pods, draining, a.opts.ExpendablePodsPriorityCutoff)
+	if len(drained) > 0 {
+		klog.V(1).Infof("Scale-up: %d pod(s) being evicted from %d node(s) under drain are placed as pending pods", len(drained), len(draining))
+	}
+	toPlace := append(slices.Clip(pending.Eligible), drained...)
+	if len(toPlace) == 0 {
 		if pending.TooYoung > 0 || pending.Expendable > 0 {
 			klog.V(1).Infof("Scale-up: no unschedulable pods old enough to act on (%d younger than their scale-up delay, %d expendable)", pending.TooYoung, pending.Expendable)
 		} else {
@@ -210,48 +219,19 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 	}
 
 	filterStart := time.Now()
-	if _, err := snapshot(); err != nil {
+	stillPending, err := a.fitExistingNodes(snapshot, toPlace)
+	if err != nil || len(stillPending) == 0 {
+		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
 		return false, err
 	}
-	_, stillPending, err := simulator.TrySchedulePods(a.checker, a.snapshot, pending.Eligible)
-	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return false, fmt.Errorf("filtering schedulable pods: %w", err)
-	}
-	if fit := len(pending.Eligible) - len(stillPending); fit > 0 {
-		klog.Infof("Scale-up: %d pending pod(s) fit existing nodes (the scheduler has not placed them yet)", fit)
-	}
-	if len(stillPending) == 0 {
-		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
-		return false, nil
-	}
-
 	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, nodes, a.registry.NodeGroupIDForNode, dss, a.checker, a.taints)
+	// Upcoming nodes are simulated only for this phase.
 	a.snapshot.Fork()
 	defer a.snapshot.Revert()
-	added, err := scaleup.AddUpcomingNodes(a.snapshot, groups, templates)
-	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return false, err
-	}
-	upcoming := 0
-	for _, n := range added {
-		upcoming += n
-	}
-	if upcoming > 0 {
-		before := len(stillPending)
-		_, stillPending, err = simulator.TrySchedulePods(a.checker, a.snapshot, stillPending)
-		if err != nil {
-			metrics.RegisterError(metrics.InternalError)
-			return false, fmt.Errorf("filtering pods for upcoming nodes: %w", err)
-		}
-		if fit := before - len(stillPending); fit > 0 {
-			klog.Infof("Scale-up: %d pending pod(s) will fit on %d upcoming node(s) %v; no new request for them", fit, upcoming, added)
-		}
-	}
+	stillPending, err = a.fitUpcomingNodes(groups, templates, stillPending)
 	metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
-	if len(stillPending) == 0 {
-		return false, nil
+	if err != nil || len(stillPending) == 0 {
+		return false, err
 	}
 	if !a.opts.ScaleUpFromZero && total.Ready == 0 {
 		klog.Infof("Scale-up: %d pending pod(s) but the cluster has no ready node and --scale-up-from-zero=false", len(stillPending))
@@ -265,6 +245,51 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		return false, fmt.Errorf("scale-up: %w", err)
 	}
 	return res.ScaledUp(), nil
+}
+
+// fitExistingNodes places the pods that fit existing nodes in the snapshot,
+// where they stay, and returns the others.
+func (a *Autoscaler) fitExistingNodes(snapshot func() (*simulator.ClusterSnapshot, error), pods []*apiv1.Pod) ([]*apiv1.Pod, error) {
+	snap, err := snapshot()
+	if err != nil {
+		return nil, err
+	}
+	_, stillPending, err := simulator.TrySchedulePods(a.checker, snap, pods)
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return nil, fmt.Errorf("filtering schedulable pods: %w", err)
+	}
+	if fit := len(pods) - len(stillPending); fit > 0 {
+		klog.Infof("Scale-up: %d pending pod(s) fit existing nodes (the scheduler has not placed them yet)", fit)
+	}
+	return stillPending, nil
+}
+
+// fitUpcomingNodes adds the nodes asked for and not yet registered to the
+// snapshot, places the pods that fit them, and returns the others: those
+// need new nodes.
+func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo, pods []*apiv1.Pod) ([]*apiv1.Pod, error) {
+	added, err := scaleup.AddUpcomingNodes(a.snapshot, groups, templates)
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return nil, err
+	}
+	upcoming := 0
+	for _, n := range added {
+		upcoming += n
+	}
+	if upcoming == 0 {
+		return pods, nil
+	}
+	_, stillPending, err := simulator.TrySchedulePods(a.checker, a.snapshot, pods)
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return nil, fmt.Errorf("filtering pods for upcoming nodes: %w", err)
+	}
+	if fit := len(pods) - len(stillPending); fit > 0 {
+		klog.Infof("Scale-up: %d pending pod(s) will fit on %d upcoming node(s) %v; no new request for them", fit, upcoming, added)
+	}
+	return stillPending, nil
 }
 
 // reportGiveUps logs what the registry gave up on and records upstream's

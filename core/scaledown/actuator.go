@@ -3,6 +3,7 @@ package scaledown
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +56,7 @@ type Actuator struct {
 
 	mu       sync.Mutex
 	deleting map[string]string // node → group id
-	drains   int
+	draining map[string]bool   // the nodes of deleting that are drained
 	// Completed deletions and failures so far; the caller turns changes into
 	// cooldowns on its own clock.
 	deletions int
@@ -70,7 +71,7 @@ func NewActuator(opts config.AutoscalingOptions, kube kubernetes.Interface, prov
 	return &Actuator{
 		opts: opts, kube: kube, provider: provider, recorder: recorder, statusRef: statusRef,
 		Clock: time.Now, EvictionRetryInterval: 5 * time.Second, PodGoneCheckInterval: 5 * time.Second, Async: true,
-		deleting: map[string]string{},
+		deleting: map[string]string{}, draining: map[string]bool{},
 	}
 }
 
@@ -109,7 +110,15 @@ func (a *Actuator) DrainInProgress() bool {
 func (a *Actuator) InFlight() (removals, drains int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.deleting), a.drains
+	return len(a.deleting), len(a.draining)
+}
+
+// Draining returns the nodes being drained: their pods are being evicted
+// and will need room elsewhere.
+func (a *Actuator) Draining() map[string]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.draining)
 }
 
 // Counts returns how many node removals completed and failed so far.
@@ -137,20 +146,18 @@ func (a *Actuator) track(cands []*Candidate, drain bool) {
 	defer a.mu.Unlock()
 	for _, c := range cands {
 		a.deleting[c.Node.Name] = c.GroupID
-	}
-	if drain {
-		a.drains += len(cands)
+		if drain {
+			a.draining[c.Node.Name] = true
+		}
 	}
 }
 
-func (a *Actuator) finish(names []string, drain bool, deleted int, failed bool) {
+func (a *Actuator) finish(names []string, deleted int, failed bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, n := range names {
 		delete(a.deleting, n)
-	}
-	if drain {
-		a.drains -= len(names)
+		delete(a.draining, n)
 	}
 	a.deletions += deleted
 	if failed {
@@ -210,7 +217,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 		names = append(names, c.Node.Name)
 	}
 	deleted, failed := 0, false
-	defer func() { a.finish(names, false, deleted, failed) }()
+	defer func() { a.finish(names, deleted, failed) }()
 
 	byGroup := map[string][]*Candidate{}
 	var order []string
@@ -330,7 +337,7 @@ func (a *Actuator) Drain(ctx context.Context, cands []*Candidate) {
 	for _, c := range cands {
 		if err := a.markNode(ctx, c.Node); err != nil {
 			a.fail(ctx, c.Node, metrics.APICallError, err)
-			a.finish([]string{c.Node.Name}, true, 0, true)
+			a.finish([]string{c.Node.Name}, 0, true)
 			continue
 		}
 		a.recorder.Eventf(a.statusRef, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %s, pods to reschedule: %s",
@@ -345,7 +352,7 @@ func (a *Actuator) Drain(ctx context.Context, cands []*Candidate) {
 func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	n := c.Node
 	deleted, failed := 0, false
-	defer func() { a.finish([]string{n.Name}, true, deleted, failed) }()
+	defer func() { a.finish([]string{n.Name}, deleted, failed) }()
 
 	start := a.Clock()
 	// Re-read the node's pods from the API server now that it is tainted:

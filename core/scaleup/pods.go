@@ -93,6 +93,33 @@ func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now ti
 	return out
 }
 
+// DrainedPods returns, as pending pods, the pods being evicted from the
+// nodes the autoscaler drains: their controllers will recreate them and the
+// scheduler must find them room, so the simulation places them first, as
+// upstream's currently-drained-nodes pod list processor does. Without this a
+// removal right after a drain would count their destination as free. Pods
+// already terminating are left out (their replacement is pending already),
+// and so are pods nothing recreates (mirror, DaemonSet), those that
+// finished, and expendable ones, which take no room in the simulation. The
+// returned pods are copies with no node name.
+func DrainedPods(pods []*apiv1.Pod, draining map[string]bool, expendableCutoff int) []*apiv1.Pod {
+	if len(draining) == 0 {
+		return nil
+	}
+	var out []*apiv1.Pod
+	for _, p := range pods {
+		if !draining[p.Spec.NodeName] || p.DeletionTimestamp != nil ||
+			p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed ||
+			drain.IsMirrorPod(p) || drain.IsDaemonSetPod(p) || drain.Expendable(p, expendableCutoff) {
+			continue
+		}
+		moved := p.DeepCopy()
+		moved.Spec.NodeName = ""
+		out = append(out, moved)
+	}
+	return out
+}
+
 // WaitsForPreemption tells a pending pod the scheduler nominated for a node
 // of the cluster, where it waits for lower priority pods to go. A pod
 // nominated for a node that no longer exists waits for nothing: it is an
