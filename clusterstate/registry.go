@@ -146,13 +146,40 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 	defer r.mu.Unlock()
 	r.lastUpdate = now
 
-	groups := map[string]*groupState{}
-	byInstance := map[string]string{} // provider ID → group id
-	var order []string
+	u, err := r.collectGroups()
+	if err != nil {
+		return err
+	}
+	r.classifyNodes(u, nodes, now)
+	r.countUnregistered(u, now)
+	r.settleGroups(u, nodes)
+	r.publish(u, now)
+	return nil
+}
+
+// update is the state one UpdateNodes builds before it replaces the
+// registry's: nothing is published until every group's target is known.
+type update struct {
+	groups     map[string]*groupState
+	order      []string          // group ids in the provider's order
+	byInstance map[string]string // provider ID → group id
+	nodeGroup  map[string]string // node name → group id, "" for none
+	// registeredIDs: an instance is registered when a Node carries its
+	// provider ID, whichever group the provider says the Node is in.
+	registeredIDs map[string]bool
+	total         Readiness
+}
+
+// collectGroups reads each group's target and instances from the provider.
+// A failed instance listing only costs that group its per-instance view
+// (upcoming nodes then come from its target alone); a failed target stops
+// the update, since every count depends on it.
+func (r *Registry) collectGroups() (*update, error) {
+	u := &update{groups: map[string]*groupState{}, byInstance: map[string]string{}}
 	for _, g := range r.provider.NodeGroups() {
 		target, err := g.TargetSize()
 		if err != nil {
-			return fmt.Errorf("target size of node group %s: %w", g.Id(), err)
+			return nil, fmt.Errorf("target size of node group %s: %w", g.Id(), err)
 		}
 		gs := &groupState{NodeGroupState: NodeGroupState{
 			Group: g, Target: target, Options: NodeGroupOptions(g, r.opts.NodeGroupDefaults)}}
@@ -162,76 +189,114 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 		}
 		gs.deletingIDs = map[string]bool{}
 		for _, in := range gs.instances {
-			byInstance[in.Id] = g.Id()
-			if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
+			u.byInstance[in.Id] = g.Id()
+			if isDeleting(in) {
 				gs.deletingIDs[in.Id] = true
 			}
 		}
-		groups[g.Id()] = gs
-		order = append(order, g.Id())
+		u.groups[g.Id()] = gs
+		u.order = append(u.order, g.Id())
 	}
+	return u, nil
+}
 
-	nodeGroup := make(map[string]string, len(nodes))
-	// An instance is registered when a Node carries its provider ID,
-	// whichever group the provider says the Node is in.
-	registeredIDs := make(map[string]bool, len(nodes))
-	var total Readiness
+func isDeleting(in cloudprovider.Instance) bool {
+	return in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting
+}
+
+// classifyNodes assigns each node to its group and counts it by readiness,
+// in its group and in the cluster total.
+func (r *Registry) classifyNodes(u *update, nodes []*apiv1.Node, now time.Time) {
+	u.nodeGroup = make(map[string]string, len(nodes))
+	u.registeredIDs = make(map[string]bool, len(nodes))
 	groupErrs := groupLookupErrors{}
 	for _, n := range nodes {
-		id := r.groupOfNode(n, groups, byInstance, &groupErrs)
-		gs := groups[id]
-		nodeGroup[n.Name] = id
+		id := r.groupOfNode(n, u.groups, u.byInstance, &groupErrs)
+		u.nodeGroup[n.Name] = id
 		if n.Spec.ProviderID != "" {
-			registeredIDs[n.Spec.ProviderID] = true
+			u.registeredIDs[n.Spec.ProviderID] = true
 		}
 		kind := r.classify(n, now)
-		add(&total, kind)
-		if gs != nil {
-			// A node being deleted that the cloud already dropped (or is
-			// deleting) is no longer part of the target.
-			if kind == kindBeingDeleted && gs.nodesErr == nil {
-				if gs.deletingIDs[n.Spec.ProviderID] || !hasInstance(gs.instances, n.Spec.ProviderID) {
-					gs.Readiness.BeingDeleted++
-					continue
-				}
-			}
-			add(&gs.Readiness, kind)
+		add(&u.total, kind)
+		gs := u.groups[id]
+		if gs == nil {
+			continue
 		}
+		if kind == kindBeingDeleted && leftTarget(gs, n.Spec.ProviderID) {
+			gs.Readiness.BeingDeleted++
+			continue
+		}
+		add(&gs.Readiness, kind)
 	}
-
 	groupErrs.log()
+}
 
-	// Instances without a Node.
+// leftTarget reports whether a node being deleted is no longer part of its
+// group's target: the cloud already dropped its instance, or is deleting
+// it. Without an instance list nobody can tell, so it counts as not left.
+// Such a node counts as BeingDeleted only, not as Registered.
+func leftTarget(gs *groupState, providerID string) bool {
+	if gs.nodesErr != nil {
+		return false
+	}
+	return gs.deletingIDs[providerID] || !hasInstance(gs.instances, providerID)
+}
+
+// unregState is how long an instance without a Node has been waited for.
+type unregState int
+
+const (
+	unregWaiting unregState = iota // within the group's provision time
+	unregTooLong                   // past the group's provision time
+	unregErrored                   // the cloud reports it in error
+)
+
+// unregisteredState judges an instance without a Node, first seen at
+// since: one the cloud reports in error is not waited for, one past the
+// provision time is long unregistered, the others are still coming.
+func unregisteredState(in cloudprovider.Instance, since, now time.Time, provision time.Duration) unregState {
+	switch {
+	case in.Status != nil && in.Status.ErrorInfo != nil:
+		return unregErrored
+	case now.Sub(since) > provision:
+		return unregTooLong
+	default:
+		return unregWaiting
+	}
+}
+
+// countUnregistered sorts the instances no Node carries (leaving out those
+// the cloud is deleting) by unregisteredState, remembering since when each
+// has been waited for, and forgets instances the cloud no longer lists or
+// whose Node arrived.
+func (r *Registry) countUnregistered(u *update, now time.Time) {
 	seen := map[string]bool{}
-	for _, id := range order {
-		gs := groups[id]
+	for _, id := range u.order {
+		gs := u.groups[id]
 		for _, in := range gs.instances {
-			if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
-				continue
-			}
-			if registeredIDs[in.Id] {
+			if isDeleting(in) || u.registeredIDs[in.Id] {
 				continue
 			}
 			key := instanceKey(id, in.Id)
 			seen[key] = true
-			u := r.unregistered[key]
-			if u == nil {
-				u = &unregisteredInstance{since: now}
-				r.unregistered[key] = u
+			un := r.unregistered[key]
+			if un == nil {
+				un = &unregisteredInstance{since: now}
+				r.unregistered[key] = un
 			}
-			switch {
-			case in.Status != nil && in.Status.ErrorInfo != nil:
+			switch unregisteredState(in, un.since, now, gs.Options.MaxNodeProvisionTime) {
+			case unregErrored:
 				gs.errored = append(gs.errored, in)
 				gs.Readiness.LongUnregistered++
-				total.LongUnregistered++
-			case now.Sub(u.since) > gs.Options.MaxNodeProvisionTime:
+				u.total.LongUnregistered++
+			case unregTooLong:
 				gs.longUnreg = append(gs.longUnreg, in)
 				gs.Readiness.LongUnregistered++
-				total.LongUnregistered++
+				u.total.LongUnregistered++
 			default:
 				gs.unregistered = append(gs.unregistered, in)
 				gs.Readiness.Unregistered++
-				total.Unregistered++
+				u.total.Unregistered++
 			}
 		}
 	}
@@ -240,39 +305,65 @@ func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
 			delete(r.unregistered, key)
 		}
 	}
+}
 
-	for _, id := range order {
-		gs := groups[id]
+// upcomingNodes: of the target, the nodes neither registered in it nor
+// given up as long unregistered have no Node yet; with the registered ones
+// not started yet they are the nodes still coming.
+func upcomingNodes(target, inTarget, longUnregistered, notStarted int) (unregistered, upcoming int) {
+	unregistered = max(0, target-inTarget-longUnregistered)
+	return unregistered, max(0, unregistered+notStarted)
+}
+
+// settleGroups derives each group's upcoming nodes and health from its
+// counts, and exports its size metrics.
+func (r *Registry) settleGroups(u *update, nodes []*apiv1.Node) {
+	for _, id := range u.order {
+		gs := u.groups[id]
 		rd := gs.Readiness
-		gs.inTarget = rd.Ready + rd.Unready + rd.NotStarted + beingDeletedInTarget(gs, nodes, nodeGroup)
-		gs.UpcomingUnregistered = max(0, gs.Target-gs.inTarget-rd.LongUnregistered)
-		gs.Upcoming = max(0, gs.UpcomingUnregistered+rd.NotStarted)
+		gs.inTarget = rd.Ready + rd.Unready + rd.NotStarted + beingDeletedInTarget(gs, nodes, u.nodeGroup)
+		gs.UpcomingUnregistered, gs.Upcoming = upcomingNodes(gs.Target, gs.inTarget, rd.LongUnregistered, rd.NotStarted)
 		gs.Healthy = r.groupHealthy(gs)
 		metrics.UpdateNodeGroupMetrics(id, gs.Group.MinSize(), gs.Group.MaxSize(), gs.Target)
 	}
 	for id := range r.groups {
-		if groups[id] == nil {
+		if u.groups[id] == nil {
 			metrics.DeleteNodeGroupMetrics(id)
 		}
 	}
+}
 
-	r.groups, r.groupOrder, r.nodeGroup, r.total = groups, order, nodeGroup, total
+// publish makes the update the registry's state, then ends the scale-up
+// requests it shows complete, drops stale backoffs and exports the
+// cluster's counts.
+func (r *Registry) publish(u *update, now time.Time) {
+	r.groups, r.groupOrder, r.nodeGroup, r.total = u.groups, u.order, u.nodeGroup, u.total
 	r.healthy = r.clusterHealthy()
 	r.updateRequests(now)
 	r.backoff.Cleanup(now)
 	r.updateGroupHealthMetrics(now)
 
+	total := u.total
 	metrics.UpdateNodesCount(total.Ready, total.Unready, total.NotStarted, total.LongUnregistered, total.Unregistered)
-	metrics.UpdateNodeGroupsCount(len(order))
-	maxNodes := 0
-	for _, id := range order {
-		maxNodes += groups[id].Group.MaxSize()
+	metrics.UpdateNodeGroupsCount(len(u.order))
+	maxSizes := make([]int, 0, len(u.order))
+	for _, id := range u.order {
+		maxSizes = append(maxSizes, u.groups[id].Group.MaxSize())
 	}
-	if r.opts.MaxNodesTotal > 0 && maxNodes > r.opts.MaxNodesTotal {
-		maxNodes = r.opts.MaxNodesTotal
+	metrics.UpdateMaxNodesCount(maxNodes(maxSizes, r.opts.MaxNodesTotal))
+}
+
+// maxNodes is how many nodes the cluster may grow to: the groups' maxima,
+// bounded by --max-nodes-total when set.
+func maxNodes(groupMax []int, maxNodesTotal int) int {
+	n := 0
+	for _, m := range groupMax {
+		n += m
 	}
-	metrics.UpdateMaxNodesCount(maxNodes)
-	return nil
+	if maxNodesTotal > 0 && n > maxNodesTotal {
+		n = maxNodesTotal
+	}
+	return n
 }
 
 // groupOfNode returns the id of the node's group, "" for none. The
