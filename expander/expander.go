@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	apiv1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -91,13 +90,6 @@ func (c *Chain) BestOption(options []Option) *Option {
 	i := c.rnd.Intn(len(opts))
 	c.mu.Unlock()
 	return &opts[i]
-}
-
-// PodRequests returns the cpu (millicores) and memory (bytes) a pod asks
-// for, counting init containers, sidecars and overhead as the scheduler does.
-func PodRequests(pod *apiv1.Pod) (milliCPU, memBytes int64) {
-	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	return req.Cpu().MilliValue(), req.Memory().Value()
 }
 
 // GroupIDs lists option group ids, for logs.

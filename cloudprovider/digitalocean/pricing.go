@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // podPriceReferenceSize is the size whose price per vCPU and per GiB prices
@@ -124,7 +125,7 @@ func (p *pricingModel) PodPrice(pod *apiv1.Pod, start, end time.Time) (float64, 
 	if ref.vcpus <= 0 || ref.memoryMB <= 0 {
 		return 0, fmt.Errorf("reference size %s has no vcpus or memory", podPriceReferenceSize)
 	}
-	req := cloudprovider.PodRequests(pod)
+	req := framework.PodRequests(pod)
 	cpuShare := float64(req.Cpu().MilliValue()) / float64(ref.vcpus*1000)
 	memShare := float64(req.Memory().Value()) / float64(int64(ref.memoryMB)<<20)
 	return max(cpuShare, memShare) * ref.hourly * hours(start, end), nil

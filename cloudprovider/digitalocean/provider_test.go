@@ -910,6 +910,31 @@ func TestPricing(t *testing.T) {
 
 // While the Sizes API fails and no list was ever fetched, prices are errors,
 // and the API is asked again once a minute, not on every call.
+// A pod is priced by what the scheduler reserves for it: an init container
+// starts after the sidecars declared before it, so while it runs the pod
+// holds both. Here that peak (1.5 + 0.5 vCPU) is the whole 2-vCPU reference
+// node, where the app and sidecar alone would be 0.6 vCPU.
+func TestPodPriceCountsInitContainerBesideSidecar(t *testing.T) {
+	_, model, _ := pricingEnv(t)
+	always := apiv1.ContainerRestartPolicyAlways
+	pod := &apiv1.Pod{Spec: apiv1.PodSpec{
+		InitContainers: []apiv1.Container{
+			{Name: "proxy", Resources: req("500m", "256Mi"), RestartPolicy: &always},
+			{Name: "migrate", Resources: req("1500m", "256Mi")},
+		},
+		Containers: []apiv1.Container{{Name: "app", Resources: req("100m", "256Mi")}},
+	}}
+	start := time.Now()
+	got, err := model.PodPrice(pod, start, start.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hourly = 0.03571 // s-2vcpu-4gb: 24 / 672
+	if diff := got - hourly; diff > 1e-9 || diff < -1e-9 {
+		t.Errorf("PodPrice %v, want %v (2 of 2 vCPUs for an hour)", got, hourly)
+	}
+}
+
 func TestPricingFirstFetchFailure(t *testing.T) {
 	e, model, p := pricingEnv(t)
 	ni, _ := e.group(p.ID).TemplateNodeInfo()

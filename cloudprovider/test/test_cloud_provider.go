@@ -557,10 +557,7 @@ func (m *PricingModel) NodePrice(node *apiv1.Node, start, end time.Time) (float6
 // PodPrice implements cloudprovider.PricingModel.
 func (m *PricingModel) PodPrice(pod *apiv1.Pod, start, end time.Time) (float64, error) {
 	hours := end.Sub(start).Hours()
-	var cpu, mem int64
-	for _, c := range pod.Spec.Containers {
-		cpu += c.Resources.Requests.Cpu().MilliValue()
-		mem += c.Resources.Requests.Memory().Value()
-	}
+	req := framework.PodRequests(pod)
+	cpu, mem := req.Cpu().MilliValue(), req.Memory().Value()
 	return (float64(cpu)/1000*m.PodPerCoreHour + float64(mem)/float64(config.GiB)*m.PodPerGiBHour) * hours, nil
 }

@@ -7,7 +7,6 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/expander"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -105,9 +104,9 @@ func free(ni *framework.NodeInfo) apiv1.ResourceList {
 	alloc := ni.Node().Status.Allocatable
 	var cpu, mem int64
 	for _, p := range ni.Pods() {
-		c, m := expander.PodRequests(p)
-		cpu += c
-		mem += m
+		req := framework.PodRequests(p)
+		cpu += req.Cpu().MilliValue()
+		mem += req.Memory().Value()
 	}
 	return apiv1.ResourceList{
 		apiv1.ResourceCPU:    *resource.NewMilliQuantity(alloc.Cpu().MilliValue()-cpu, resource.DecimalSI),

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 type filter struct{}
@@ -59,14 +60,14 @@ func Score(o expander.Option) (float64, bool) {
 	}
 	var usedCPU, usedMem float64
 	for _, p := range o.NodeInfo.Pods() {
-		c, m := expander.PodRequests(p)
-		usedCPU += float64(c) * float64(o.NodeCount)
-		usedMem += float64(m) * float64(o.NodeCount)
+		req := framework.PodRequests(p)
+		usedCPU += float64(req.Cpu().MilliValue()) * float64(o.NodeCount)
+		usedMem += float64(req.Memory().Value()) * float64(o.NodeCount)
 	}
 	for _, p := range o.Pods {
-		c, m := expander.PodRequests(p)
-		usedCPU += float64(c)
-		usedMem += float64(m)
+		req := framework.PodRequests(p)
+		usedCPU += float64(req.Cpu().MilliValue())
+		usedMem += float64(req.Memory().Value())
 	}
 	wasteCPU := math.Max(0, (availCPU-usedCPU)/availCPU)
 	wasteMem := math.Max(0, (availMem-usedMem)/availMem)

@@ -9,7 +9,6 @@ import (
 	"sort"
 
 	apiv1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
@@ -166,7 +165,7 @@ func sortGroupsBySize(groups []simulator.PodEquivalenceGroup, node *apiv1.Node) 
 		if len(g.Pods) == 0 {
 			continue
 		}
-		req := resourcehelper.PodRequests(g.Pods[0], resourcehelper.PodResourcesOptions{})
+		req := framework.PodRequests(g.Pods[0])
 		if cpu > 0 {
 			score[i] += float64(req.Cpu().MilliValue()) / float64(cpu)
 		}

@@ -1,7 +1,9 @@
 // Package framework holds the project's own node description: a Node plus the
 // pods scheduled on it (or, for a template, the pods a new node starts with,
-// such as DaemonSet pods). It has no dependency on the scheduler so that
-// providers can build it cheaply.
+// such as DaemonSet pods), and the pod helpers every layer shares, so that
+// the provider, the simulator and the core count a pod the same way. It
+// depends on the scheduler's small resource helper (k8s.io/component-helpers)
+// but not on the scheduler framework, so that providers can build it cheaply.
 package framework
 
 import apiv1 "k8s.io/api/core/v1"

@@ -7,7 +7,6 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -27,15 +26,23 @@ type Info struct {
 // for a node with gpuResource allocatable (gpuResource non-empty), the GPU
 // ratio; otherwise the larger of the cpu and memory ratios. Completed pods
 // are not counted; DaemonSet pods are left out when skipDaemonSetPods; mirror
-// (static) pods always count, since they cannot go elsewhere.
+// (static) pods always count, since they cannot go elsewhere. Each pod counts
+// with framework.PodRequests, as the scheduler counts it.
 func Calculate(ni *framework.NodeInfo, skipDaemonSetPods bool, gpuResource apiv1.ResourceName) (Info, error) {
+	return CalculateWith(ni, skipDaemonSetPods, gpuResource, framework.PodRequests)
+}
+
+// CalculateWith is Calculate taking each pod's requests from podRequests,
+// for a caller that keeps them cached between loops; podRequests must
+// answer as framework.PodRequests does.
+func CalculateWith(ni *framework.NodeInfo, skipDaemonSetPods bool, gpuResource apiv1.ResourceName, podRequests func(*apiv1.Pod) apiv1.ResourceList) (Info, error) {
 	if ni == nil || ni.Node() == nil {
 		return Info{}, fmt.Errorf("node info without a node")
 	}
 	node := ni.Node()
 	alloc := node.Status.Allocatable
 
-	pods := make([]*apiv1.Pod, 0, len(ni.Pods()))
+	reqs := make([]apiv1.ResourceList, 0, len(ni.Pods()))
 	for _, p := range ni.Pods() {
 		if p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed {
 			continue
@@ -43,12 +50,12 @@ func Calculate(ni *framework.NodeInfo, skipDaemonSetPods bool, gpuResource apiv1
 		if skipDaemonSetPods && drain.IsDaemonSetPod(p) && !drain.IsMirrorPod(p) {
 			continue
 		}
-		pods = append(pods, p)
+		reqs = append(reqs, podRequests(p))
 	}
 
 	if gpuResource != "" {
 		if gpuAlloc, ok := alloc[gpuResource]; ok && !gpuAlloc.IsZero() {
-			util := ratio(sumRequests(pods, gpuResource), gpuAlloc)
+			util := ratio(sumRequests(reqs, gpuResource), gpuAlloc)
 			return Info{GpuUtil: util, Utilization: util, ResourceName: gpuResource}, nil
 		}
 	}
@@ -62,8 +69,8 @@ func Calculate(ni *framework.NodeInfo, skipDaemonSetPods bool, gpuResource apiv1
 		return Info{}, fmt.Errorf("node %s has no allocatable memory", node.Name)
 	}
 	info := Info{
-		CpuUtil: ratio(sumRequests(pods, apiv1.ResourceCPU), cpuAlloc),
-		MemUtil: ratio(sumRequests(pods, apiv1.ResourceMemory), memAlloc),
+		CpuUtil: ratio(sumRequests(reqs, apiv1.ResourceCPU), cpuAlloc),
+		MemUtil: ratio(sumRequests(reqs, apiv1.ResourceMemory), memAlloc),
 	}
 	if info.CpuUtil >= info.MemUtil {
 		info.Utilization, info.ResourceName = info.CpuUtil, apiv1.ResourceCPU
@@ -73,13 +80,11 @@ func Calculate(ni *framework.NodeInfo, skipDaemonSetPods bool, gpuResource apiv1
 	return info, nil
 }
 
-// sumRequests adds the pods' effective requests of name (the larger of the
-// init and regular containers, plus overhead, as the scheduler counts).
-func sumRequests(pods []*apiv1.Pod, name apiv1.ResourceName) resource.Quantity {
+// sumRequests adds up the pods' requests of name.
+func sumRequests(reqs []apiv1.ResourceList, name apiv1.ResourceName) resource.Quantity {
 	var total resource.Quantity
-	for _, p := range pods {
-		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		if q, ok := reqs[name]; ok {
+	for _, r := range reqs {
+		if q, ok := r[name]; ok {
 			total.Add(q)
 		}
 	}

@@ -1,4 +1,4 @@
-package cloudprovider
+package framework
 
 import (
 	"testing"
@@ -27,6 +27,13 @@ func TestPodRequests(t *testing.T) {
 		{"sidecar adds", apiv1.PodSpec{
 			Containers:     []apiv1.Container{{Resources: req("100m", "64Mi")}},
 			InitContainers: []apiv1.Container{{Resources: req("50m", "16Mi"), RestartPolicy: &always}}}, 150, 80},
+		// The scheduler starts init containers in order: one declared after
+		// a sidecar runs while the sidecar does, so both count at that peak.
+		{"init container after a sidecar runs beside it", apiv1.PodSpec{
+			Containers: []apiv1.Container{{Resources: req("100m", "64Mi")}},
+			InitContainers: []apiv1.Container{
+				{Resources: req("500m", "256Mi"), RestartPolicy: &always},
+				{Resources: req("2", "128Mi")}}}, 2500, 384},
 		{"overhead adds", apiv1.PodSpec{
 			Containers: []apiv1.Container{{Resources: req("100m", "64Mi")}},
 			Overhead:   apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("10m")}}, 110, 64},
