@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apiv1 "k8s.io/api/core/v1"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
@@ -149,5 +150,31 @@ func TestFailedNodeCreationsOnIncreaseSizeError(t *testing.T) {
 	h.runOnce(t0)
 	if got := value("failed_node_creations_total", map[string]string{"reason": "cloudProviderError"}) - before; got != 3 {
 		t.Fatalf("failed_node_creations_total{reason=cloudProviderError} grew by %v, want 3", got)
+	}
+}
+
+// unremovable_nodes_count{reason} counts each loop's unremovable nodes by
+// upstream's reason numbers (11 NotUnderutilized, 4 NotUnneededLongEnough,
+// 1 ScaleDownDisabledAnnotation), and a reason no node has any more drops
+// to 0.
+func TestUnremovableNodesCountByReason(t *testing.T) {
+	p, objs, _ := scaleDownFixture(0)
+	for _, o := range objs {
+		if n, ok := o.(*apiv1.Node); ok && n.Name == "g1-n2" {
+			n.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
+		}
+	}
+	h := newHarness(t, testOptions(), p, objs...)
+	read := scrape(t)
+	count := func(reason string) float64 {
+		return read("unremovable_nodes_count", map[string]string{"reason": reason})
+	}
+	h.runOnce(t0)
+	if got := [3]float64{count("11"), count("4"), count("1")}; got != [3]float64{1, 1, 1} {
+		t.Fatalf("after the first loop, unremovable by reason 11/4/1 = %v, want busy n0, n1 not unneeded long enough, annotated n2: [1 1 1]", got)
+	}
+	h.runOnce(t0.Add(11 * time.Minute)) // n1 is drained
+	if got := [3]float64{count("11"), count("4"), count("1")}; got != [3]float64{1, 0, 1} {
+		t.Fatalf("after n1's removal, unremovable by reason 11/4/1 = %v, want [1 0 1]", got)
 	}
 }

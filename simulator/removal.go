@@ -13,17 +13,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
-// Reasons a node cannot be removed, as UnremovableNode.Reason. Names follow
-// upstream's UnremovableReason values.
-const (
-	// NoPlaceToMovePods: some pod to move fits no other node.
-	NoPlaceToMovePods = "NoPlaceToMovePods"
-	// BlockedByPod: a pod may not be moved (see BlockingPod.Reason).
-	BlockedByPod = "BlockedByPod"
-	// UnexpectedError: the simulation itself failed.
-	UnexpectedError = "UnexpectedError"
-)
-
 // RemovalSimulator answers "could this node go, and where would its pods go".
 type RemovalSimulator struct {
 	checker  *PredicateChecker
@@ -45,7 +34,7 @@ type NodeToBeRemoved struct {
 // UnremovableNode is a node that cannot go, and why.
 type UnremovableNode struct {
 	Node        *apiv1.Node
-	Reason      string
+	Reason      UnremovableReason
 	BlockingPod *drain.BlockingPod
 }
 
@@ -58,7 +47,7 @@ func (u *UnremovableNode) String() string {
 	if u.Node != nil {
 		name = u.Node.Name
 	}
-	s := name + ": " + u.Reason
+	s := name + ": " + u.Reason.String()
 	if u.BlockingPod != nil && u.BlockingPod.Pod != nil {
 		s += " (pod " + u.BlockingPod.Pod.Namespace + "/" + u.BlockingPod.Pod.Name + ": " + u.BlockingPod.Reason.String() + ")"
 	}
@@ -76,7 +65,7 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 	info, found := r.snapshot.nodes[nodeName]
 	if !found {
 		klog.Warningf("Scale-down simulation: node %s is not in the cluster snapshot", nodeName)
-		return nil, &UnremovableNode{Node: &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, Reason: UnexpectedError}
+		return nil, &UnremovableNode{Node: &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, Reason: NoNodeInfo}
 	}
 	node := info.Node()
 	pods := make([]*apiv1.Pod, 0, len(info.Pods))

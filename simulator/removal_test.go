@@ -132,7 +132,7 @@ func TestSimulateNodeRemoval(t *testing.T) {
 	t.Run("unknown node", func(t *testing.T) {
 		s := snapshotOf(t, nodes, pods)
 		r := NewRemovalSimulator(c, s, defaultDrain)
-		if _, bad := r.SimulateNodeRemoval("ghost", nil, nil, now); bad == nil || bad.Reason != UnexpectedError || bad.Node.Name != "ghost" {
+		if _, bad := r.SimulateNodeRemoval("ghost", nil, nil, now); bad == nil || bad.Reason != NoNodeInfo || bad.Node.Name != "ghost" {
 			t.Errorf("got %v", bad)
 		}
 	})

@@ -59,14 +59,14 @@ type Planner struct {
 	ControllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
 
 	unneeded    map[string]*Candidate
-	unremovable map[string]string // node → last reason, to log changes only
+	unremovable *unremovableNodes
 	requests    *requestsCache
 }
 
 // NewPlanner returns a planner.
 func NewPlanner(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry, checker *simulator.PredicateChecker) *Planner {
 	return &Planner{opts: opts, provider: provider, registry: registry, checker: checker,
-		unneeded: map[string]*Candidate{}, unremovable: map[string]string{}, requests: newRequestsCache()}
+		unneeded: map[string]*Candidate{}, unremovable: newUnremovableNodes(), requests: newRequestsCache()}
 }
 
 // PlannerInput is the cluster as the planner sees it.
@@ -96,15 +96,6 @@ func (p *Planner) drainOptions() drain.Options {
 	}
 }
 
-func (p *Planner) notRemovable(node, reason string) {
-	if p.unremovable[node] != reason {
-		klog.V(2).Infof("Scale-down: node %s not removable: %s", node, reason)
-		p.unremovable[node] = reason
-	} else {
-		klog.V(5).Infof("Scale-down: node %s not removable: %s", node, reason)
-	}
-}
-
 type candidate struct {
 	node    *apiv1.Node
 	groupID string
@@ -121,11 +112,33 @@ func (p *Planner) Update(in PlannerInput) error {
 	start := time.Now()
 	defer metrics.UpdateDurationFromStart(metrics.FindUnneeded, start)
 
+	p.unremovable.begin()
 	cands := p.candidates(in)
 	p.requests.sweep()
-	// Empty nodes first (they add no load elsewhere), then nodes already
-	// unneeded (so the non-empty limit does not reset their timers), then
-	// the least utilized.
+	p.sortCandidates(cands)
+	next, err := p.simulate(cands, in)
+	if err != nil {
+		return err
+	}
+	for name := range p.unneeded {
+		if next[name] == nil {
+			klog.V(2).Infof("Scale-down: node %s is needed again", name)
+		}
+	}
+	p.unneeded = next
+	byGroup := map[string]int{}
+	for _, c := range next {
+		byGroup[c.GroupID]++
+	}
+	p.registry.SetScaleDownCandidates(byGroup)
+	metrics.UpdateUnneededNodesCount(len(next))
+	return nil
+}
+
+// sortCandidates orders the simulations: empty nodes first (they add no load
+// elsewhere), then nodes already unneeded (so the non-empty limit does not
+// reset their timers), then the least utilized.
+func (p *Planner) sortCandidates(cands []candidate) {
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if a.empty != b.empty {
@@ -141,7 +154,11 @@ func (p *Planner) Update(in PlannerInput) error {
 		}
 		return a.node.Name < b.node.Name
 	})
+}
 
+// destinations are the nodes pods may move to: ready, schedulable and not
+// being removed.
+func destinations(in PlannerInput) map[string]bool {
 	dest := map[string]bool{}
 	for _, n := range in.Nodes {
 		if in.BeingDeleted[n.Name] || clusterstate.HasToBeDeletedTaint(n) || n.Spec.Unschedulable {
@@ -151,20 +168,26 @@ func (p *Planner) Update(in PlannerInput) error {
 			dest[n.Name] = true
 		}
 	}
+	return dest
+}
 
+// simulate runs the removal simulation of each candidate in order, on top of
+// the removals found before it, and returns the unneeded nodes. Each node
+// found removable spends the PDB disruptions its evictions need, so the
+// unneeded set as a whole stays within every budget.
+func (p *Planner) simulate(cands []candidate, in PlannerInput) (map[string]*Candidate, error) {
 	next := map[string]*Candidate{}
-	var rs *simulator.RemovalSimulator
-	if len(cands) > 0 {
-		snap, err := in.Snapshot()
-		if err != nil {
-			return fmt.Errorf("cluster snapshot: %w", err)
-		}
-		snap.Fork()
-		defer snap.Revert()
-		rs = simulator.NewRemovalSimulator(p.checker, snap, p.drainOptions())
+	if len(cands) == 0 {
+		return next, nil
 	}
-	// Each node found removable spends the PDB disruptions its evictions need,
-	// so the unneeded set as a whole stays within every budget.
+	snap, err := in.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("cluster snapshot: %w", err)
+	}
+	snap.Fork()
+	defer snap.Revert()
+	rs := simulator.NewRemovalSimulator(p.checker, snap, p.drainOptions())
+	dest := destinations(in)
 	pdbs := in.PDBs
 	budget := p.newCandidateBudget(len(in.Nodes))
 	for _, c := range cands {
@@ -173,7 +196,7 @@ func (p *Planner) Update(in PlannerInput) error {
 		if fresh {
 			if why := budget.exhausted(); why != "" {
 				budget.skipped++
-				klog.V(4).Infof("Scale-down: node %s not simulated this loop (%s)", c.node.Name, why)
+				p.unremovable.add(c.node.Name, simulator.NotUnneededOtherReason, "not simulated this loop: "+why)
 				continue
 			}
 			budget.examined++
@@ -185,10 +208,9 @@ func (p *Planner) Update(in PlannerInput) error {
 			if wasDest {
 				dest[c.node.Name] = true
 			}
-			p.notRemovable(c.node.Name, describeUnremovable(unremovable))
+			p.unremovable.add(c.node.Name, unremovable.Reason, describeUnremovable(unremovable))
 			continue
 		}
-		delete(p.unremovable, c.node.Name)
 		if fresh {
 			budget.found++
 		}
@@ -204,20 +226,7 @@ func (p *Planner) Update(in PlannerInput) error {
 		klog.V(2).Infof("Scale-down: %d non-empty node(s) left for later loops (%s); %d new unneeded this loop",
 			budget.skipped, budget.exhausted(), budget.found)
 	}
-	for name := range p.unneeded {
-		if next[name] == nil {
-			klog.V(2).Infof("Scale-down: node %s is needed again", name)
-		}
-	}
-	p.unneeded = next
-
-	byGroup := map[string]int{}
-	for _, c := range next {
-		byGroup[c.GroupID]++
-	}
-	p.registry.SetScaleDownCandidates(byGroup)
-	metrics.UpdateUnneededNodesCount(len(next))
-	return nil
+	return next, nil
 }
 
 // candidateBudget bounds the simulation of non-empty nodes not yet unneeded
@@ -269,17 +278,19 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 		name := n.Name
 		id := p.registry.NodeGroupIDForNode(name)
 		if id == "" {
-			continue // not autoscaled
+			p.unremovable.add(name, simulator.NotAutoscaled, "in no node group")
+			continue
 		}
 		if in.BeingDeleted[name] {
+			p.unremovable.add(name, simulator.CurrentlyBeingDeleted, "being removed")
 			continue
 		}
 		if clusterstate.HasToBeDeletedTaint(n) {
-			p.notRemovable(name, "already being deleted (ToBeDeletedByClusterAutoscaler taint)")
+			p.unremovable.add(name, simulator.CurrentlyBeingDeleted, "already being deleted (ToBeDeletedByClusterAutoscaler taint)")
 			continue
 		}
 		if n.Annotations[ScaleDownDisabledAnnotation] == "true" {
-			p.notRemovable(name, "annotation "+ScaleDownDisabledAnnotation+"=true")
+			p.unremovable.add(name, simulator.ScaleDownDisabledAnnotation, "annotation "+ScaleDownDisabledAnnotation+"=true")
 			continue
 		}
 		gs, ok := p.registry.NodeGroup(id)
@@ -287,12 +298,12 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 			continue
 		}
 		if gs.Target <= gs.Group.MinSize() {
-			p.notRemovable(name, fmt.Sprintf("node group %s at min size %d", id, gs.Group.MinSize()))
+			p.unremovable.add(name, simulator.NodeGroupMinSizeReached, fmt.Sprintf("node group %s at min size %d", id, gs.Group.MinSize()))
 			continue
 		}
 		ready, _ := clusterstate.NodeReadiness(n)
 		if !ready && !p.opts.ScaleDownUnreadyEnabled {
-			p.notRemovable(name, "unready and --scale-down-unready-enabled=false")
+			p.unremovable.add(name, simulator.ScaleDownUnreadyDisabled, "unready and --scale-down-unready-enabled=false")
 			continue
 		}
 		pods := in.PodsByNode[name]
@@ -306,25 +317,25 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 		// recomputing every pod's requests each loop.
 		if ready && gpuResource == "" {
 			if quick, ok := p.requests.utilization(n, pods, p.opts.IgnoreDaemonSetsUtilization); ok && quick >= threshold {
-				p.notRemovable(name, fmt.Sprintf("cpu/memory utilization %.2f is above the threshold %.2f", quick, threshold))
+				p.unremovable.add(name, simulator.NotUnderutilized, fmt.Sprintf("cpu/memory utilization %.2f is above the threshold %.2f", quick, threshold))
 				continue
 			}
 		}
 		ni := framework.NewNodeInfo(n, pods...)
 		util, err := utilization.Calculate(ni, p.opts.IgnoreDaemonSetsUtilization, gpuResource)
 		if err != nil {
-			p.notRemovable(name, fmt.Sprintf("cannot compute utilization: %v", err))
+			p.unremovable.add(name, simulator.UnexpectedError, fmt.Sprintf("cannot compute utilization: %v", err))
 			continue
 		}
 		if ready && util.Utilization >= threshold {
-			p.notRemovable(name, fmt.Sprintf("%s utilization %.2f is above the threshold %.2f", resourceLabel(util), util.Utilization, threshold))
+			p.unremovable.add(name, simulator.NotUnderutilized, fmt.Sprintf("%s utilization %.2f is above the threshold %.2f", resourceLabel(util), util.Utilization, threshold))
 			continue
 		}
 		// Drain rules (PDBs, safe-to-evict, local storage...) are cheap: check
 		// them before the scheduling simulation.
 		toMove, blocking := drain.PodsToMove(ni.Pods(), in.PDBs, p.drainOptions(), in.Now)
 		if blocking != nil && blocking.Pod != nil {
-			p.notRemovable(name, describeBlocking(blocking))
+			p.unremovable.add(name, simulator.BlockedByPod, describeBlocking(blocking))
 			continue
 		}
 		out = append(out, candidate{node: n, groupID: id, unready: !ready, empty: len(toMove) == 0, util: util})

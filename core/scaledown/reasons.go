@@ -43,5 +43,5 @@ func describeUnremovable(u *simulator.UnremovableNode) string {
 	case simulator.UnexpectedError:
 		return "the removal simulation failed"
 	}
-	return u.Reason
+	return u.Reason.String()
 }

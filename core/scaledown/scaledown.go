@@ -12,6 +12,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 )
 
 // ScaleDown ties the planner and the actuator together with the cooldowns.
@@ -94,6 +95,9 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	if err := s.Planner.Update(in); err != nil {
 		return res, err
 	}
+	// Counted after the removals are chosen, which add their own reasons
+	// (not unneeded long enough, min size, cluster minimums), as upstream.
+	defer func() { metrics.UpdateUnremovableNodesCount(s.Planner.unremovable.countsByLabel()) }()
 	unneeded := s.Planner.Unneeded()
 	res.Unneeded = len(unneeded)
 
@@ -195,6 +199,7 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain
 			threshold = gs.Options.ScaleDownUnreadyTime
 		}
 		if d := in.Now.Sub(c.Since); d < threshold {
+			s.Planner.unremovable.record(c.Node.Name, map[bool]simulator.UnremovableReason{true: simulator.NotUnreadyLongEnough, false: simulator.NotUnneededLongEnough}[c.Unready])
 			klog.V(2).Infof("Scale-down: node %s unneeded for %s of %s", c.Node.Name, d.Round(time.Second), threshold)
 			continue
 		}
@@ -219,11 +224,13 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain
 		}
 		size := target - deleting - picked[c.GroupID]
 		if size <= gs.Group.MinSize() {
+			s.Planner.unremovable.record(c.Node.Name, simulator.NodeGroupMinSizeReached)
 			klog.V(2).Infof("Scale-down: node %s unneeded but node group %s would go below its min size %d", c.Node.Name, c.GroupID, gs.Group.MinSize())
 			continue
 		}
 		cpu, mem := c.Node.Status.Capacity.Cpu().MilliValue(), c.Node.Status.Capacity.Memory().Value()
 		if totalMilliCPU-cpu < minMilliCPU || totalMem-mem < minMem {
+			s.Planner.unremovable.record(c.Node.Name, simulator.MinimalResourceLimitExceeded)
 			klog.V(2).Infof("Scale-down: node %s unneeded but the cluster would go below its minimum cores/memory", c.Node.Name)
 			metrics.RegisterSkippedScaleDown(map[bool]string{true: metrics.SkippedCPUResourceLimit, false: metrics.SkippedMemoryResourceLimit}[totalMilliCPU-cpu < minMilliCPU])
 			continue
