@@ -124,75 +124,136 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 	start := time.Now()
 	defer metrics.UpdateDurationFromStart(metrics.ScaleUp, start)
 
+	set := o.computeOptions(in)
+	res.NoGroup = o.reportNotHelped(set, in.Now)
+	untried, scaledUp := o.executeBest(set, in, res)
+	if scaledUp {
+		return res, nil
+	}
+	if len(untried) == 0 && anyTrue(set.cappedByTotal) {
+		o.maxNodesTotalReached()
+	}
+	o.logNoScaleUp(set, in, res.NoGroup)
+	return res, nil
+}
+
+// optionSet is what computeOptions found for one scale-up.
+type optionSet struct {
+	egs []simulator.PodEquivalenceGroup
+	// reasons, per equivalence group: why node groups would not help its
+	// pods, with how many groups gave each reason.
+	reasons []map[string]int
+	options []expander.Option
+	similar map[string][]clusterstate.NodeGroupState
+	// cappedByTotal: groups whose estimate --max-nodes-total bounds.
+	cappedByTotal map[string]bool
+	// skippedMetrics: the skipped-scale-up reasons counted already, so
+	// each counts once per scale-up.
+	skippedMetrics map[string]bool
+}
+
+// reasonAll records a reason that applies to the pods of every
+// equivalence group.
+func (s *optionSet) reasonAll(reason string) {
+	for i := range s.reasons {
+		s.reasons[i][reason]++
+	}
+}
+
+// computeOptions asks, for each group that may grow now, how many nodes
+// like its template the pending pods need within its room, and records,
+// per equivalence group, why the others would not help.
+func (o *Orchestrator) computeOptions(in Input) *optionSet {
 	egs := simulator.GroupPods(in.Pods)
 	groups := o.registry.NodeGroups()
 	u := o.usage(in, groups)
-	reasons := make([]map[string]int, len(egs))
-	for i := range reasons {
-		reasons[i] = map[string]int{}
+	s := &optionSet{egs: egs, reasons: make([]map[string]int, len(egs)),
+		cappedByTotal: map[string]bool{}, skippedMetrics: map[string]bool{}}
+	for i := range s.reasons {
+		s.reasons[i] = map[string]int{}
 	}
-	addAll := func(reason string) {
-		for i := range reasons {
-			reasons[i][reason]++
+	cands := o.candidates(in, groups, s)
+	s.similar = o.similarGroups(cands)
+	est := estimator.NewBinpackingEstimator(o.checker, in.Snapshot)
+	for _, c := range cands {
+		if opt, ok := o.optionFor(c, u, est, s); ok {
+			s.options = append(s.options, opt)
 		}
 	}
-	est := estimator.NewBinpackingEstimator(o.checker, in.Snapshot)
-	skipped := map[string]bool{}
-	var options []expander.Option
+	return s
+}
+
+// candidates: the groups that may grow now (skipReason) and whose template
+// fits some pending pods.
+func (o *Orchestrator) candidates(in Input, groups []clusterstate.NodeGroupState, s *optionSet) []candidate {
 	var cands []candidate
 	for _, gs := range groups {
 		id := gs.Group.Id()
 		if reason := o.skipReason(gs, in); reason != "" {
 			klog.V(4).Infof("Scale-up: skipping node group %s: %s", id, reason)
-			addAll(reason)
+			s.reasonAll(reason)
 			continue
 		}
 		tmpl := in.Templates[id]
-		if fit := o.fittingGroups(in.Snapshot, tmpl, egs, reasons); len(fit) > 0 {
+		if fit := o.fittingGroups(in.Snapshot, tmpl, s.egs, s.reasons); len(fit) > 0 {
 			cands = append(cands, candidate{gs: gs, tmpl: tmpl, fit: fit})
 		}
 	}
-	similar := o.similarGroups(cands)
-	cappedByTotal := map[string]bool{} // groups whose estimate --max-nodes-total bounds
-	for _, c := range cands {
-		gs, tmpl, fit, id := c.gs, c.tmpl, c.fit, c.gs.Group.Id()
-		room, limitReason, metricReason := o.room(gs, tmpl, u, similar[id])
-		capped := o.opts.MaxNodesTotal > 0 && room >= o.opts.MaxNodesTotal-u.nodes
-		if room <= 0 {
-			cappedByTotal[id] = capped
-			klog.V(2).Infof("Scale-up: node group %s could host pending pods but %s", id, limitReason)
-			for i := range fit {
-				reasons[fit[i].index][limitReason]++
-			}
-			if !skipped[metricReason] {
-				skipped[metricReason] = true
-				metrics.RegisterSkippedScaleUp(metricReason)
-			}
-			continue
-		}
-		eqs := make([]simulator.PodEquivalenceGroup, len(fit))
-		for i := range fit {
-			eqs[i] = fit[i].group
-		}
-		estStart := time.Now()
-		n, pods := est.Estimate(eqs, tmpl, room)
-		metrics.UpdateDurationFromStart(metrics.Estimate, estStart)
-		if n <= 0 || len(pods) == 0 {
-			continue
-		}
-		cappedByTotal[id] = capped && n >= room
-		klog.V(4).Infof("Scale-up: option: node group %s +%d node(s) for %d pod(s)", id, n, len(pods))
-		options = append(options, expander.Option{NodeGroup: gs.Group, NodeCount: n, Pods: pods, NodeInfo: tmpl,
-			Debug: fmt.Sprintf("%s +%d for %d pods", id, n, len(pods))})
-	}
+	return cands
+}
 
-	// Pods in equivalence groups no option covers get a NotTriggerScaleUp.
+// optionFor estimates the nodes a candidate needs for the pods that fit
+// it, within its room; with no room it records the limit that stops it.
+func (o *Orchestrator) optionFor(c candidate, u usage, est *estimator.BinpackingEstimator, s *optionSet) (expander.Option, bool) {
+	gs, tmpl, fit, id := c.gs, c.tmpl, c.fit, c.gs.Group.Id()
+	room, limitReason, metricReason := o.room(gs, tmpl, u, s.similar[id])
+	if room <= 0 {
+		s.cappedByTotal[id] = boundByMaxTotal(o.opts.MaxNodesTotal, u.nodes, room, 0)
+		klog.V(2).Infof("Scale-up: node group %s could host pending pods but %s", id, limitReason)
+		for i := range fit {
+			s.reasons[fit[i].index][limitReason]++
+		}
+		if !s.skippedMetrics[metricReason] {
+			s.skippedMetrics[metricReason] = true
+			metrics.RegisterSkippedScaleUp(metricReason)
+		}
+		return expander.Option{}, false
+	}
+	eqs := make([]simulator.PodEquivalenceGroup, len(fit))
+	for i := range fit {
+		eqs[i] = fit[i].group
+	}
+	estStart := time.Now()
+	n, pods := est.Estimate(eqs, tmpl, room)
+	metrics.UpdateDurationFromStart(metrics.Estimate, estStart)
+	if n <= 0 || len(pods) == 0 {
+		return expander.Option{}, false
+	}
+	s.cappedByTotal[id] = boundByMaxTotal(o.opts.MaxNodesTotal, u.nodes, room, n)
+	klog.V(4).Infof("Scale-up: option: node group %s +%d node(s) for %d pod(s)", id, n, len(pods))
+	return expander.Option{NodeGroup: gs.Group, NodeCount: n, Pods: pods, NodeInfo: tmpl,
+		Debug: fmt.Sprintf("%s +%d for %d pods", id, n, len(pods))}, true
+}
+
+// boundByMaxTotal reports whether --max-nodes-total, rather than the
+// group's own limits, is what stops a group's estimate: its room is all
+// the cluster has left and the estimate takes all of it (no room at all
+// counts as taken, pass estimate 0). The MaxNodesTotalReached event tells
+// users the flag, not the group, keeps pods pending.
+func boundByMaxTotal(maxNodesTotal, nodes, room, estimate int) bool {
+	return maxNodesTotal > 0 && room >= maxNodesTotal-nodes && estimate >= room
+}
+
+// uncoveredGroups returns the indexes of the equivalence groups none of
+// whose pods an option would place: no group helps them.
+func uncoveredGroups(egs []simulator.PodEquivalenceGroup, options []expander.Option) []int {
 	covered := map[types.UID]bool{}
 	for _, opt := range options {
 		for _, p := range opt.Pods {
 			covered[p.UID] = true
 		}
 	}
+	var out []int
 	for i, eg := range egs {
 		helpedAny := false
 		for _, p := range eg.Pods {
@@ -202,58 +263,31 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 			}
 		}
 		if !helpedAny {
-			res.NoGroup = append(res.NoGroup, eg.Pods...)
-			o.notHelped(eg.Pods, reasons[i], in.Now)
+			out = append(out, i)
 		}
 	}
+	return out
+}
 
-	for len(options) > 0 {
-		best := o.strategy.BestOption(options)
-		if best == nil {
-			break
-		}
-		if cappedByTotal[best.NodeGroup.Id()] {
-			o.maxNodesTotalReached()
-		}
-		plan := o.plan(*best, similar[best.NodeGroup.Id()])
-		done, failed := o.execute(plan, in.Templates, in.Now)
-		if len(done) > 0 {
-			res.Increases = done
-			res.Helped = best.Pods
-			o.triggered(best.Pods, done)
-			choice := fmt.Sprintf("expander chose %s among %s", best.NodeGroup.Id(), expander.GroupIDs(options))
-			if len(options) == 1 {
-				choice = "the only node group that could help"
-			}
-			klog.Infof("Scale-up: %s for %d pending pod(s) (%s); %s", increasesString(done), len(best.Pods), PodNames(best.Pods, 5), choice)
-			return res, nil
-		}
-		// Every group of the plan failed: try the next best option.
-		var rest []expander.Option
-		for _, opt := range options {
-			if !failed[opt.NodeGroup.Id()] {
-				rest = append(rest, opt)
-			}
-		}
-		options = rest
+// reportNotHelped gives the pods no group helps a NotTriggerScaleUp event
+// with their groups' reasons, and returns them.
+func (o *Orchestrator) reportNotHelped(s *optionSet, now time.Time) []*apiv1.Pod {
+	var out []*apiv1.Pod
+	for _, i := range uncoveredGroups(s.egs, s.options) {
+		out = append(out, s.egs[i].Pods...)
+		o.notHelped(s.egs[i].Pods, s.reasons[i], now)
 	}
-	if len(options) == 0 && anyTrue(cappedByTotal) {
-		o.maxNodesTotalReached()
-	}
-	if len(res.NoGroup) > 0 {
+	return out
+}
+
+// logNoScaleUp says why nothing grew.
+func (o *Orchestrator) logNoScaleUp(s *optionSet, in Input, noGroup []*apiv1.Pod) {
+	if len(noGroup) > 0 {
 		klog.Infof("Scale-up: %d pending pod(s) (%s) fit no node group: %s",
-			len(res.NoGroup), PodNames(res.NoGroup, 5), reasonSummary(reasonsFor(egs, reasons, res.NoGroup[0])))
+			len(noGroup), PodNames(noGroup, 5), reasonSummary(reasonsFor(s.egs, s.reasons, noGroup[0])))
 	} else {
 		klog.V(2).Infof("Scale-up: no scale-up possible for %d pending pod(s)", len(in.Pods))
 	}
-	return res, nil
-}
-
-// maxNodesTotalReached records upstream's MaxNodesTotalReached event on the
-// status ConfigMap: --max-nodes-total bounds a scale-up the pending pods need.
-func (o *Orchestrator) maxNodesTotalReached() {
-	klog.V(1).Infof("Scale-up: max total nodes in cluster reached (--max-nodes-total=%d)", o.opts.MaxNodesTotal)
-	o.recorder.Eventf(o.statusRef, apiv1.EventTypeWarning, "MaxNodesTotalReached", "Max total nodes in cluster reached: %v", o.opts.MaxNodesTotal)
 }
 
 func anyTrue(m map[string]bool) bool {
@@ -425,22 +459,6 @@ func (o *Orchestrator) room(gs clusterstate.NodeGroupState, tmpl *framework.Node
 	return room, "", ""
 }
 
-// plan turns the chosen option into per-group increases: the option's group
-// alone, or with --balance-similar-node-groups spread over it and its
-// similar groups, filling the smallest first.
-func (o *Orchestrator) plan(best expander.Option, similar []clusterstate.NodeGroupState) []Increase {
-	bestState, _ := o.registry.NodeGroup(best.NodeGroup.Id())
-	members := append([]clusterstate.NodeGroupState{bestState}, similar...)
-	if len(members) > 1 {
-		ids := make([]string, 0, len(members))
-		for _, m := range members {
-			ids = append(ids, m.Group.Id())
-		}
-		klog.V(2).Infof("Scale-up: balancing %d node(s) across similar node groups %s", best.NodeCount, strings.Join(ids, ", "))
-	}
-	return Balance(members, best.NodeCount)
-}
-
 // candidate is a group that may grow now, with its template and the pod
 // equivalence groups that fit its nodes.
 type candidate struct {
@@ -513,65 +531,6 @@ func Balance(groups []clusterstate.NodeGroupState, n int) []Increase {
 		}
 	}
 	return out
-}
-
-// execute asks the cloud for the increases. Failures back the group off.
-func (o *Orchestrator) execute(plan []Increase, templates map[string]*framework.NodeInfo, now time.Time) (done []Increase, failed map[string]bool) {
-	failed = map[string]bool{}
-	groups := map[string]cloudprovider.NodeGroup{}
-	for _, g := range o.provider.NodeGroups() {
-		groups[g.Id()] = g
-	}
-	for _, inc := range plan {
-		g := groups[inc.GroupID]
-		if g == nil {
-			failed[inc.GroupID] = true
-			continue
-		}
-		delta := inc.To - inc.From
-		if err := g.IncreaseSize(delta); err != nil {
-			failed[inc.GroupID] = true
-			klog.Errorf("Scale-up: node group %s %d->%d failed: %v", inc.GroupID, inc.From, inc.To, err)
-			metrics.RegisterError(metrics.CloudProviderError)
-			metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpCloudProviderError, delta)
-			o.registry.RegisterFailedScaleUp(g, metrics.FailedScaleUpCloudProviderError,
-				clusterstate.BackoffInfo{ErrorCode: "cloudProviderError", ErrorMessage: err.Error()}, now)
-			o.recorder.Eventf(o.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
-				"Scale-up failed for group %s: %v", inc.GroupID, err)
-			continue
-		}
-		o.registry.RegisterScaleUp(g, delta, now)
-		gpuName, gpuType := "", ""
-		if t := templates[inc.GroupID]; t != nil {
-			if gpu := o.provider.GetNodeGpuConfig(t.Node()); gpu != nil {
-				gpuName, gpuType = string(gpu.ExtendedResourceName), gpu.Type
-			}
-		}
-		metrics.RegisterScaleUp(delta, gpuName, gpuType)
-		o.recorder.Eventf(o.statusRef, apiv1.EventTypeNormal, "ScaledUpGroup",
-			"Scale-up: setting group %s size to %d instead of %d (max: %d)", inc.GroupID, inc.To, inc.From, inc.Max)
-		done = append(done, inc)
-	}
-	return done, failed
-}
-
-func increasesString(incs []Increase) string {
-	parts := make([]string, len(incs))
-	for i, inc := range incs {
-		parts[i] = fmt.Sprintf("node group %s %d->%d (max: %d)", inc.GroupID, inc.From, inc.To, inc.Max)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func (o *Orchestrator) triggered(pods []*apiv1.Pod, incs []Increase) {
-	parts := make([]string, len(incs))
-	for i, inc := range incs {
-		parts[i] = inc.String()
-	}
-	msg := "[" + strings.Join(parts, " ") + "]"
-	for _, p := range pods {
-		o.recorder.Eventf(p, apiv1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: %s", msg)
-	}
 }
 
 // reasonSummary renders "2 max node group size reached, 1 Insufficient cpu".
