@@ -21,6 +21,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
 )
 
@@ -341,7 +342,7 @@ func (a *Actuator) Drain(ctx context.Context, cands []*Candidate) {
 			continue
 		}
 		a.recorder.Eventf(a.statusRef, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %s, pods to reschedule: %s",
-			c.Node.Name, describeUtilization(c.Utilization), joinPodNames(c.PodsToEvict))
+			c.Node.Name, describeUtilization(c.Utilization), framework.PodNames(c.PodsToEvict, 0))
 		tainted = append(tainted, c)
 	}
 	for _, c := range tainted {
@@ -383,7 +384,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	}
 	ds := daemonSetPodsToEvict(current, a.opts.DaemonSetEvictionForOccupiedNodes)
 	klog.Infof("Scale-down: draining node %s (node group %s, unneeded since %s): evicting %d pod(s): %s; %d DaemonSet pod(s), best effort",
-		n.Name, c.GroupID, c.Since.Format(time.RFC3339), len(pods), podNames(pods, 5), len(ds))
+		n.Name, c.GroupID, c.Since.Format(time.RFC3339), len(pods), framework.PodNames(pods, 5), len(ds))
 
 	if err := a.evictAll(ctx, n, pods, ds); err != nil {
 		a.fail(ctx, n, metrics.APICallError, err)
@@ -453,7 +454,7 @@ func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort
 		}
 		if !a.Clock().Before(waitUntil) {
 			return fmt.Errorf("%d evicted pod(s) still on the node after %ds: %s", len(remaining),
-				a.opts.MaxGracefulTerminationSec+int(PodEvictionHeadroom/time.Second), podNames(remaining, 5))
+				a.opts.MaxGracefulTerminationSec+int(PodEvictionHeadroom/time.Second), framework.PodNames(remaining, 5))
 		}
 		select {
 		case <-ctx.Done():
@@ -561,15 +562,6 @@ func describeUtilization(u utilization.Info) string {
 	return fmt.Sprintf("{cpu: %.2f, memory: %.2f, gpu: %.2f, utilization: %.2f (%s)}", u.CpuUtil, u.MemUtil, u.GpuUtil, u.Utilization, resourceLabel(u))
 }
 
-// joinPodNames lists pods as namespace/name, comma separated.
-func joinPodNames(pods []*apiv1.Pod) string {
-	names := make([]string, len(pods))
-	for i, p := range pods {
-		names[i] = p.Namespace + "/" + p.Name
-	}
-	return strings.Join(names, ",")
-}
-
 // withoutExpendable drops the pods below --expendable-pods-priority-cutoff:
 // the plan did not count them, and they go with the node.
 func (a *Actuator) withoutExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
@@ -600,7 +592,7 @@ func arrivedPods(toMove []*apiv1.Pod, blocking *drain.BlockingPod) string {
 	if blocking != nil && blocking.Pod != nil {
 		return fmt.Sprintf("pod %s/%s arrived", blocking.Pod.Namespace, blocking.Pod.Name)
 	}
-	return fmt.Sprintf("%d pod(s) arrived: %s", len(toMove), podNames(toMove, 5))
+	return fmt.Sprintf("%d pod(s) arrived: %s", len(toMove), framework.PodNames(toMove, 5))
 }
 
 // stillRunning: evicted pods that still exist on the node (a pod recreated
@@ -622,22 +614,4 @@ func (a *Actuator) stillRunning(ctx context.Context, n *apiv1.Node, pods []*apiv
 		out = append(out, p)
 	}
 	return out
-}
-
-func podNames(pods []*apiv1.Pod, limit int) string {
-	var b strings.Builder
-	for i, p := range pods {
-		if i == limit {
-			fmt.Fprintf(&b, " and %d more", len(pods)-limit)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(p.Namespace + "/" + p.Name)
-	}
-	if len(pods) == 0 {
-		return "none"
-	}
-	return b.String()
 }

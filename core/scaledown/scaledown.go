@@ -13,6 +13,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // ScaleDown ties the planner and the actuator together with the cooldowns.
@@ -156,7 +157,7 @@ func (s *ScaleDown) startDrains(ctx context.Context, drains []*Candidate, now ti
 		}
 		klog.Infof("Scale-down: removing node %s (%s, %s utilization %.2f, unneeded for %s): %d pod(s) to evict: %s",
 			c.Node.Name, why, resourceLabel(c.Utilization), c.Utilization.Utilization,
-			now.Sub(c.Since).Round(time.Second), len(c.PodsToEvict), podNames(c.PodsToEvict, 5))
+			now.Sub(c.Since).Round(time.Second), len(c.PodsToEvict), framework.PodNames(c.PodsToEvict, 5))
 	}
 	if len(drains) > 0 {
 		s.Actuator.Drain(ctx, drains)

@@ -35,7 +35,7 @@ func (o *Orchestrator) executeBest(set *optionSet, in Input, res *Result) (untri
 			res.Increases = done
 			res.Helped = best.Pods
 			o.triggered(best.Pods, done)
-			klog.Infof("Scale-up: %s for %d pending pod(s) (%s); %s", increasesString(done), len(best.Pods), PodNames(best.Pods, 5), choice(*best, options))
+			klog.Infof("Scale-up: %s for %d pending pod(s) (%s); %s", increasesString(done), len(best.Pods), framework.PodNames(best.Pods, 5), choice(*best, options))
 			return nil, true
 		}
 		options = withoutFailed(options, failed)

@@ -284,7 +284,7 @@ func (o *Orchestrator) reportNotHelped(s *optionSet, now time.Time) []*apiv1.Pod
 func (o *Orchestrator) logNoScaleUp(s *optionSet, in Input, noGroup []*apiv1.Pod) {
 	if len(noGroup) > 0 {
 		klog.Infof("Scale-up: %d pending pod(s) (%s) fit no node group: %s",
-			len(noGroup), PodNames(noGroup, 5), reasonSummary(reasonsFor(s.egs, s.reasons, noGroup[0])))
+			len(noGroup), framework.PodNames(noGroup, 5), reasonSummary(reasonsFor(s.egs, s.reasons, noGroup[0])))
 	} else {
 		klog.V(2).Infof("Scale-up: no scale-up possible for %d pending pod(s)", len(in.Pods))
 	}

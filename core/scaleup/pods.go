@@ -3,9 +3,7 @@
 package scaleup
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -168,20 +166,4 @@ func scaleUpDelay(p *apiv1.Pod, global time.Duration) time.Duration {
 		return global
 	}
 	return d
-}
-
-// PodNames renders up to limit pods as ns/name, and how many more.
-func PodNames(pods []*apiv1.Pod, limit int) string {
-	var b strings.Builder
-	for i, p := range pods {
-		if i == limit {
-			fmt.Fprintf(&b, " and %d more", len(pods)-limit)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(p.Namespace + "/" + p.Name)
-	}
-	return b.String()
 }

@@ -46,3 +46,28 @@ func TestPodRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestPodNames(t *testing.T) {
+	pods := make([]*apiv1.Pod, 7)
+	for i := range pods {
+		pods[i] = &apiv1.Pod{}
+		pods[i].Namespace, pods[i].Name = "ns", string(rune('a'+i))
+	}
+	cases := []struct {
+		name  string
+		pods  []*apiv1.Pod
+		limit int
+		want  string
+	}{
+		{"no pods", nil, 5, "none"},
+		{"under the limit", pods[:2], 5, "ns/a, ns/b"},
+		{"at the limit", pods[:5], 5, "ns/a, ns/b, ns/c, ns/d, ns/e"},
+		{"over the limit", pods, 5, "ns/a, ns/b, ns/c, ns/d, ns/e and 2 more"},
+		{"no limit", pods, 0, "ns/a, ns/b, ns/c, ns/d, ns/e, ns/f, ns/g"},
+	}
+	for _, c := range cases {
+		if got := PodNames(c.pods, c.limit); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
