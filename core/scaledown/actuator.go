@@ -230,7 +230,9 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 		}
 		// A pod may have been bound since the simulation. The check reads the
 		// API server, not the informer cache, which may lag the binding; with
-		// the taint on, nothing new can arrive, so its answer is final.
+		// the taint on, nothing new can arrive, so its answer is final. No
+		// drain rules apply: any pod to move or blocking one means a pod
+		// arrived, so the node is not empty either way.
 		pods, err := a.podsOnNode(ctx, c.Node.Name)
 		if err != nil {
 			a.fail(ctx, c.Node, metrics.APICallError, fmt.Errorf("checking the node is still empty: %w", err))
@@ -405,14 +407,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 }
 
 func (a *Actuator) drainOptions() drain.Options {
-	return drain.Options{
-		SkipNodesWithLocalStorage:         a.opts.SkipNodesWithLocalStorage,
-		SkipNodesWithSystemPods:           a.opts.SkipNodesWithSystemPods,
-		BspDisruptionTimeout:              a.opts.BspDisruptionTimeout,
-		SkipNodesWithCustomControllerPods: a.opts.SkipNodesWithCustomControllerPods,
-		MinReplicaCount:                   a.opts.MinReplicaCount,
-		ControllerReplicas:                a.ControllerReplicas,
-	}
+	return drain.NewOptions(a.opts, a.ControllerReplicas)
 }
 
 // evictAll evicts pods in parallel, each retried (PDB refusals come back as

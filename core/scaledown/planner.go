@@ -86,14 +86,7 @@ type PlannerInput struct {
 }
 
 func (p *Planner) drainOptions() drain.Options {
-	return drain.Options{
-		SkipNodesWithLocalStorage:         p.opts.SkipNodesWithLocalStorage,
-		SkipNodesWithSystemPods:           p.opts.SkipNodesWithSystemPods,
-		BspDisruptionTimeout:              p.opts.BspDisruptionTimeout,
-		SkipNodesWithCustomControllerPods: p.opts.SkipNodesWithCustomControllerPods,
-		MinReplicaCount:                   p.opts.MinReplicaCount,
-		ControllerReplicas:                p.ControllerReplicas,
-	}
+	return drain.NewOptions(p.opts, p.ControllerReplicas)
 }
 
 type candidate struct {

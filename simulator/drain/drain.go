@@ -12,7 +12,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
 )
+
+// NewOptions returns the drain rules the flags select, for the planner and
+// the actuator alike. controllerReplicas looks up a pod's controller; nil
+// skips the missing-controller and --min-replica-count checks.
+// BudgetsLeftToEviction is left for the caller that evicts to set.
+func NewOptions(o config.AutoscalingOptions, controllerReplicas func(namespace string, controller metav1.OwnerReference) (replicas int32, found bool)) Options {
+	return Options{
+		SkipNodesWithLocalStorage:         o.SkipNodesWithLocalStorage,
+		SkipNodesWithSystemPods:           o.SkipNodesWithSystemPods,
+		BspDisruptionTimeout:              o.BspDisruptionTimeout,
+		SkipNodesWithCustomControllerPods: o.SkipNodesWithCustomControllerPods,
+		MinReplicaCount:                   o.MinReplicaCount,
+		ControllerReplicas:                controllerReplicas,
+	}
+}
 
 // Annotation keys and values, as upstream names them.
 const (

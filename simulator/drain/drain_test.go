@@ -8,6 +8,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
 )
 
 var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -259,6 +261,48 @@ func TestControllerReplicas(t *testing.T) {
 	// Without a lookup, neither check applies.
 	if _, blocking := PodsToMove([]*apiv1.Pod{pod("a", owned("ReplicaSet", "deleted"))}, nil, strict, now); blocking != nil {
 		t.Errorf("without ControllerReplicas: blocked by %s", blocking.Reason)
+	}
+}
+
+// The flags select the rules: each flag, changed from its default, changes
+// what one pod does to its node.
+func TestNewOptionsFromFlags(t *testing.T) {
+	oneReplica := func(string, metav1.OwnerReference) (int32, bool) { return 1, true }
+	tests := []struct {
+		name       string
+		flags      func(*config.AutoscalingOptions)
+		pod        *apiv1.Pod
+		want       BlockingPodReason
+		wantMissed BlockingPodReason // with the flag at its default
+	}{
+		{"--skip-nodes-with-local-storage", func(o *config.AutoscalingOptions) { o.SkipNodesWithLocalStorage = false },
+			pod("a", volume(emptyDir("data", ""))), NoReason, LocalStorageRequested},
+		{"--skip-nodes-with-system-pods", func(o *config.AutoscalingOptions) { o.SkipNodesWithSystemPods = false },
+			pod("a", inNamespace("kube-system"), created(time.Minute)), NoReason, UnmovableKubeSystemPod},
+		{"--blocking-system-pod-distruption-timeout", func(o *config.AutoscalingOptions) { o.BspDisruptionTimeout = time.Second },
+			pod("a", inNamespace("kube-system"), created(time.Minute)), NoReason, UnmovableKubeSystemPod},
+		{"--skip-nodes-with-custom-controller-pods", func(o *config.AutoscalingOptions) { o.SkipNodesWithCustomControllerPods = false },
+			pod("a", owned("CronTab", "x")), NoReason, NotReplicated},
+		{"--min-replica-count", func(o *config.AutoscalingOptions) { o.MinReplicaCount = 2 },
+			pod("a"), MinReplicasReached, NoReason},
+	}
+	reason := func(o Options, p *apiv1.Pod) BlockingPodReason {
+		if _, b := PodsToMove([]*apiv1.Pod{p}, nil, o, now); b != nil {
+			return b.Reason
+		}
+		return NoReason
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := config.Defaults()
+			if got := reason(NewOptions(flags, oneReplica), tc.pod); got != tc.wantMissed {
+				t.Errorf("at the defaults: %s, want %s", got, tc.wantMissed)
+			}
+			tc.flags(&flags)
+			if got := reason(NewOptions(flags, oneReplica), tc.pod); got != tc.want {
+				t.Errorf("%s, want %s", got, tc.want)
+			}
+		})
 	}
 }
 
