@@ -3,12 +3,12 @@ package expander_test
 import (
 	"math/rand"
 	"testing"
-	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
@@ -136,7 +136,7 @@ func TestPriorityReloadsOnChange(t *testing.T) {
 
 func TestRandomAndChainEdgeCases(t *testing.T) {
 	f := newFixture(t)
-	s, err := factory.Build([]string{"random"}, f.provider, nil, nil, rand.New(rand.NewSource(7)), time.Now)
+	s, err := factory.Build([]string{"random"}, f.provider, nil, nil, rand.New(rand.NewSource(7)), clock.RealClock{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // HealthCheck answers the liveness probe on /health-check. Before monitoring
@@ -22,13 +23,13 @@ type HealthCheck struct {
 	maxInactivity     time.Duration
 	maxFailing        time.Duration
 
-	// now is the clock; tests replace it.
-	now func() time.Time
+	// clock tells the probe's time; tests replace it.
+	clock clock.PassiveClock
 }
 
 // NewHealthCheck builds a HealthCheck with the given thresholds.
 func NewHealthCheck(maxInactivity, maxFailing time.Duration) *HealthCheck {
-	return &HealthCheck{maxInactivity: maxInactivity, maxFailing: maxFailing, now: time.Now}
+	return &HealthCheck{maxInactivity: maxInactivity, maxFailing: maxFailing, clock: clock.RealClock{}}
 }
 
 // StartMonitoring turns the checks on. Both timestamps restart from now so the
@@ -37,7 +38,7 @@ func NewHealthCheck(maxInactivity, maxFailing time.Duration) *HealthCheck {
 func (h *HealthCheck) StartMonitoring() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := h.now()
+	now := h.clock.Now()
 	h.monitoring = true
 	if now.After(h.lastActivity) {
 		h.lastActivity = now
@@ -77,7 +78,7 @@ func (h *HealthCheck) check() error {
 	if !h.monitoring {
 		return nil
 	}
-	now := h.now()
+	now := h.clock.Now()
 	if since := now.Sub(h.lastActivity); since > h.maxInactivity {
 		return fmt.Errorf("last activity more than %v ago: %v", h.maxInactivity, h.lastActivity.Format(time.RFC3339))
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestHealthCheck(t *testing.T) {
@@ -37,8 +39,8 @@ func TestHealthCheck(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := NewHealthCheck(maxInactivity, maxFailing)
-			clock := t0
-			h.now = func() time.Time { return clock }
+			clock := testingclock.NewFakePassiveClock(t0)
+			h.clock = clock
 			if tc.start {
 				h.StartMonitoring()
 			}
@@ -48,7 +50,7 @@ func TestHealthCheck(t *testing.T) {
 			if tc.success >= 0 {
 				h.UpdateLastSuccessfulRun(t0.Add(tc.success))
 			}
-			clock = t0.Add(tc.at)
+			clock.SetTime(t0.Add(tc.at))
 
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health-check", nil))
@@ -65,14 +67,14 @@ func TestHealthCheck(t *testing.T) {
 func TestHealthCheckUpdatesNeverGoBackwards(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	h := NewHealthCheck(time.Minute, time.Minute)
-	clock := t0
-	h.now = func() time.Time { return clock }
+	clock := testingclock.NewFakePassiveClock(t0)
+	h.clock = clock
 	h.StartMonitoring()
 	h.UpdateLastSuccessfulRun(t0.Add(5 * time.Minute))
 	// A late report from an older loop must not make a healthy process look stuck.
 	h.UpdateLastActivity(t0.Add(time.Minute))
 	h.UpdateLastSuccessfulRun(t0.Add(time.Minute))
-	clock = t0.Add(5*time.Minute + 30*time.Second)
+	clock.SetTime(t0.Add(5*time.Minute + 30*time.Second))
 	if err := h.check(); err != nil {
 		t.Fatalf("unhealthy after out-of-order updates: %v", err)
 	}
@@ -81,12 +83,12 @@ func TestHealthCheckUpdatesNeverGoBackwards(t *testing.T) {
 func TestHealthCheckStartIgnoresStartupTime(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	h := NewHealthCheck(10*time.Minute, 15*time.Minute)
-	clock := t0
-	h.now = func() time.Time { return clock }
+	clock := testingclock.NewFakePassiveClock(t0)
+	h.clock = clock
 	// Waiting an hour for the leader lease, then starting the loop.
-	clock = t0.Add(time.Hour)
+	clock.SetTime(t0.Add(time.Hour))
 	h.StartMonitoring()
-	clock = clock.Add(5 * time.Minute)
+	clock.SetTime(clock.Now().Add(5 * time.Minute))
 	if err := h.check(); err != nil {
 		t.Fatalf("unhealthy 5m after monitoring started: %v", err)
 	}

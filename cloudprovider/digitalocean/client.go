@@ -15,6 +15,7 @@ import (
 	"github.com/digitalocean/godo"
 	"golang.org/x/oauth2"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/version"
 )
@@ -55,8 +56,10 @@ type clientOptions struct {
 	pricesTTL time.Duration
 	// transport is the base HTTP transport (nil: a clone of the default).
 	transport http.RoundTripper
-	now       func() time.Time
-	sleep     func(ctx context.Context, d time.Duration) error
+	// clock tells the time for caches, pacing and Retry-After; sleep waits,
+	// returning early with ctx's error when ctx ends. Tests replace both.
+	clock clock.PassiveClock
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 func defaultClientOptions() clientOptions {
@@ -71,7 +74,7 @@ func defaultClientOptions() clientOptions {
 		templateTTL:    time.Hour,
 		settingsTTL:    5 * time.Minute,
 		pricesTTL:      24 * time.Hour,
-		now:            time.Now,
+		clock:          clock.RealClock{},
 		sleep:          sleepContext,
 	}
 }
@@ -146,10 +149,10 @@ func (c *apiClient) call(ctx context.Context, op string, retryOnTransportError b
 		}
 		rec := &attemptRecord{}
 		actx, cancel := context.WithTimeout(withAttemptRecord(ctx, rec), c.o.attemptTimeout)
-		start := c.o.now()
+		start := c.o.clock.Now()
 		resp, err := fn(actx)
 		cancel()
-		elapsed := c.o.now().Sub(start)
+		elapsed := c.o.clock.Now().Sub(start)
 
 		status, header := responseStatus(resp, err)
 		answered := int(rec.status.Load())
@@ -254,12 +257,12 @@ func (c *apiClient) serverHint(status int, h http.Header) (time.Duration, bool) 
 			return time.Duration(secs) * time.Second, true
 		}
 		if t, err := http.ParseTime(ra); err == nil {
-			return max(t.Sub(c.o.now()), 0), true
+			return max(t.Sub(c.o.clock.Now()), 0), true
 		}
 	}
 	if status == http.StatusTooManyRequests && h.Get("ratelimit-remaining") == "0" {
 		if reset, err := strconv.ParseInt(h.Get("ratelimit-reset"), 10, 64); err == nil {
-			return max(time.Unix(reset, 0).Sub(c.o.now()), 0), true
+			return max(time.Unix(reset, 0).Sub(c.o.clock.Now()), 0), true
 		}
 	}
 	return 0, false
@@ -312,7 +315,7 @@ func (c *apiClient) pace(ctx context.Context, op string) error {
 	c.mu.Lock()
 	r := c.rate
 	c.mu.Unlock()
-	d := paceDelay(r, c.o.now(), c.o.paceMax, c.o.maxWait)
+	d := paceDelay(r, c.o.clock.Now(), c.o.paceMax, c.o.maxWait)
 	if d <= 0 {
 		return ctx.Err()
 	}

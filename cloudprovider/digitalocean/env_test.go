@@ -129,7 +129,7 @@ func newEnv(t testing.TB, simOpts doks.Options, options ...envOption) *testEnv {
 	o.maxWait = 2 * time.Second
 	o.paceMax = 5 * time.Millisecond
 	o.attemptTimeout = 5 * time.Second
-	o.now = func() time.Time { return time.Now().Add(time.Duration(e.clockOffset.Load())) }
+	o.clock = offsetClock{&e.clockOffset}
 	o.sleep = func(ctx context.Context, d time.Duration) error {
 		e.mu.Lock()
 		e.sleeps = append(e.sleeps, d)
@@ -187,6 +187,14 @@ func (e *testEnv) recordedSleeps() []time.Duration {
 }
 
 func (e *testEnv) advance(d time.Duration) { e.clockOffset.Add(int64(d)) }
+
+// offsetClock is the real clock moved forward by advance: requests to the
+// simulator still run in real time, while caches see the hours go by.
+type offsetClock struct{ offset *atomic.Int64 }
+
+func (c offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+func (c offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 func (e *testEnv) pool(spec doks.PoolSpec) godo.KubernetesNodePool {
 	e.t.Helper()

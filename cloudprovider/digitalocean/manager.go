@@ -145,7 +145,7 @@ func poolSpec(p *godo.KubernetesNodePool) string {
 // from zero. The fetch is tried again at the next Refresh. A failure to list
 // pools fails the Refresh and leaves the previous state in place.
 func (m *manager) Refresh(ctx context.Context) error {
-	start := m.o.now()
+	start := m.o.clock.Now()
 	// The counters' versions from before the listing: a count change that
 	// lands after them is newer than what the listing says.
 	m.mu.RLock()
@@ -162,7 +162,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 	oldTemplates, oldNotes := m.templates, m.notes
 	m.mu.RUnlock()
 
-	now := m.o.now()
+	now := m.o.clock.Now()
 	templates := make(map[string]*templateEntry, len(pools))
 	notes := make(map[string]string, len(pools))
 	var groups []*NodeGroup
@@ -243,7 +243,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 	}
 	if fetched > 0 || klog.V(2).Enabled() {
 		klog.Infof("DigitalOcean refresh: %d node pools, %d node groups (node_pool_selection=%s); %d templates fetched (%d failed) in %s",
-			len(pools), len(groups), m.selection, fetched, failed, m.o.now().Sub(start).Round(time.Millisecond))
+			len(pools), len(groups), m.selection, fetched, failed, m.o.clock.Now().Sub(start).Round(time.Millisecond))
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ var _ cloudprovider.PricingModel = (*pricingModel)(nil)
 func (p *pricingModel) lookup(slug string) (sizePrice, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.m.o.now()
+	now := p.m.o.clock.Now()
 	if p.prices == nil && now.Before(p.retryAt) {
 		return sizePrice{}, p.firstErr
 	}

@@ -4,7 +4,6 @@ package utils
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
@@ -24,8 +24,8 @@ const (
 	LastUpdatedAnnotation = "cluster-autoscaler.kubernetes.io/last-updated"
 )
 
-// now is the clock; tests replace it.
-var now = time.Now
+// clk tells the write time; tests replace it.
+var clk clock.PassiveClock = clock.RealClock{}
 
 // StatusYAML renders status as the ConfigMap holds it (sigs.k8s.io/yaml: keys sorted).
 func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
@@ -46,7 +46,7 @@ func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 	if status == nil {
 		return nil, fmt.Errorf("writing status ConfigMap %s/%s: nil status", namespace, name)
 	}
-	stamp := api.FormatTime(now())
+	stamp := api.FormatTime(clk.Now())
 	toWrite := *status
 	if toWrite.Time == "" {
 		toWrite.Time = stamp

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
@@ -163,9 +164,9 @@ func TestInitializingStatusYAML(t *testing.T) {
 
 func setClock(t *testing.T, at time.Time) {
 	t.Helper()
-	old := now
-	now = func() time.Time { return at }
-	t.Cleanup(func() { now = old })
+	old := clk
+	clk = testingclock.NewFakePassiveClock(at)
+	t.Cleanup(func() { clk = old })
 }
 
 func getCM(t *testing.T, kube *fake.Clientset) *apiv1.ConfigMap {

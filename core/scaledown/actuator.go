@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
@@ -48,7 +49,7 @@ type Actuator struct {
 	PDBs func() ([]*policyv1.PodDisruptionBudget, error)
 
 	// Clock and pacing; tests shorten the intervals.
-	Clock                 func() time.Time
+	Clock                 clock.PassiveClock
 	EvictionRetryInterval time.Duration
 	PodGoneCheckInterval  time.Duration
 	// Async runs deletions in goroutines (the default); tests may turn it
@@ -71,7 +72,7 @@ func NewActuator(opts config.AutoscalingOptions, kube kubernetes.Interface, prov
 	recorder record.EventRecorder, statusRef *apiv1.ObjectReference) *Actuator {
 	return &Actuator{
 		opts: opts, kube: kube, provider: provider, recorder: recorder, statusRef: statusRef,
-		Clock: time.Now, EvictionRetryInterval: 5 * time.Second, PodGoneCheckInterval: 5 * time.Second, Async: true,
+		Clock: clock.RealClock{}, EvictionRetryInterval: 5 * time.Second, PodGoneCheckInterval: 5 * time.Second, Async: true,
 		deleting: map[string]string{}, draining: map[string]bool{},
 	}
 }
@@ -239,7 +240,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 			failed = true
 			continue
 		}
-		if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.Clock()); len(toMove) > 0 || blocking != nil {
+		if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.Clock.Now()); len(toMove) > 0 || blocking != nil {
 			klog.Infof("Scale-down: node %s is no longer empty (%s); not removing it", c.Node.Name, arrivedPods(toMove, blocking))
 			if _, err := UnmarkToBeDeleted(ctx, a.kube, c.Node.Name, a.opts.CordonNodeBeforeTerminate); err != nil {
 				klog.Errorf("Scale-down: %v", err)
@@ -357,7 +358,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	deleted, failed := 0, false
 	defer func() { a.finish([]string{n.Name}, deleted, failed) }()
 
-	start := a.Clock()
+	start := a.Clock.Now()
 	// Re-read the node's pods from the API server now that it is tainted:
 	// the set is final, and nothing bound since the plan is left behind.
 	current, err := a.podsOnNode(ctx, n.Name)
@@ -403,7 +404,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
 	a.recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 	klog.Infof("Scale-down: removed node %s from node group %s after evicting %d pod(s) in %s",
-		n.Name, c.GroupID, len(pods), a.Clock().Sub(start).Round(time.Second))
+		n.Name, c.GroupID, len(pods), a.Clock.Now().Sub(start).Round(time.Second))
 }
 
 func (a *Actuator) drainOptions() drain.Options {
@@ -416,7 +417,7 @@ func (a *Actuator) drainOptions() drain.Options {
 // (DaemonSet) pods are evicted alongside: their failures are logged only,
 // and their going is not waited for, as upstream does.
 func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort []*apiv1.Pod) error {
-	deadline := a.Clock().Add(a.opts.MaxPodEvictionTime)
+	deadline := a.Clock.Now().Add(a.opts.MaxPodEvictionTime)
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
 	for i, p := range pods {
@@ -441,13 +442,13 @@ func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort
 		return fmt.Errorf("evicting %d pod(s) failed: %s", len(failed), strings.Join(failed, "; "))
 	}
 
-	waitUntil := a.Clock().Add(time.Duration(a.opts.MaxGracefulTerminationSec)*time.Second + PodEvictionHeadroom)
+	waitUntil := a.Clock.Now().Add(time.Duration(a.opts.MaxGracefulTerminationSec)*time.Second + PodEvictionHeadroom)
 	for {
 		remaining := a.stillRunning(ctx, n, pods)
 		if len(remaining) == 0 {
 			return nil
 		}
-		if !a.Clock().Before(waitUntil) {
+		if !a.Clock.Now().Before(waitUntil) {
 			return fmt.Errorf("%d evicted pod(s) still on the node after %ds: %s", len(remaining),
 				a.opts.MaxGracefulTerminationSec+int(PodEvictionHeadroom/time.Second), framework.PodNames(remaining, 5))
 		}
@@ -479,7 +480,7 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 		case apierrors.IsNotFound(err):
 			return nil
 		}
-		if !a.Clock().Before(deadline) {
+		if !a.Clock.Now().Before(deadline) {
 			return fmt.Errorf("still refused after %d attempt(s) over %s: %w", attempts, a.opts.MaxPodEvictionTime, err)
 		}
 		if apierrors.IsTooManyRequests(err) {
@@ -498,7 +499,7 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 // markNode taints the node ToBeDeletedByClusterAutoscaler and, with
 // --cordon-node-before-terminating, cordons it in the same update.
 func (a *Actuator) markNode(ctx context.Context, n *apiv1.Node) error {
-	if _, err := MarkToBeDeleted(ctx, a.kube, n.Name, a.Clock(), a.opts.CordonNodeBeforeTerminate); err != nil {
+	if _, err := MarkToBeDeleted(ctx, a.kube, n.Name, a.Clock.Now(), a.opts.CordonNodeBeforeTerminate); err != nil {
 		return err
 	}
 	a.recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "marked the node as toBeDeleted/unschedulable")
@@ -538,7 +539,7 @@ func (a *Actuator) evictBestEffort(ctx context.Context, n *apiv1.Node, pods []*a
 	if len(pods) == 0 {
 		return
 	}
-	deadline := a.Clock().Add(a.opts.MaxPodEvictionTime)
+	deadline := a.Clock.Now().Add(a.opts.MaxPodEvictionTime)
 	var wg sync.WaitGroup
 	for _, p := range pods {
 		wg.Add(1)

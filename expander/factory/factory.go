@@ -9,6 +9,7 @@ import (
 
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
@@ -22,9 +23,9 @@ import (
 // Build returns the strategy for names (applied in order, e.g.
 // ["priority", "least-waste"]). configMaps lists ConfigMaps in the
 // autoscaler's namespace (needed by "priority"); rnd seeds random choices
-// (nil: time-seeded); now is the clock for pricing (nil: time.Now).
+// (nil: time-seeded); clk is the clock for pricing (nil: the real clock).
 func Build(names []string, provider cloudprovider.CloudProvider, configMaps corelisters.ConfigMapNamespaceLister,
-	recorder record.EventRecorder, rnd *rand.Rand, now func() time.Time) (expander.Strategy, error) {
+	recorder record.EventRecorder, rnd *rand.Rand, clk clock.PassiveClock) (expander.Strategy, error) {
 	if len(names) == 0 {
 		names = []string{expander.LeastWasteExpanderName}
 	}
@@ -47,7 +48,7 @@ func Build(names []string, provider cloudprovider.CloudProvider, configMaps core
 		case expander.LeastWasteExpanderName:
 			filters = append(filters, waste.NewFilter())
 		case expander.PriceBasedExpanderName:
-			filters = append(filters, price.NewFilter(provider, now))
+			filters = append(filters, price.NewFilter(provider, clk))
 		case expander.PriorityBasedExpanderName:
 			if configMaps == nil {
 				return nil, fmt.Errorf("expander %q needs a ConfigMap lister", name)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
@@ -23,16 +24,17 @@ const tieFraction = 0.01
 
 type filter struct {
 	provider cloudprovider.CloudProvider
-	now      func() time.Time
+	clock    clock.PassiveClock
 	warned   sync.Once
 }
 
-// NewFilter returns the price filter; now is the clock (nil: time.Now).
-func NewFilter(provider cloudprovider.CloudProvider, now func() time.Time) expander.Filter {
-	if now == nil {
-		now = time.Now
+// NewFilter returns the price filter; clk tells the time prices are asked
+// for (nil: the real clock).
+func NewFilter(provider cloudprovider.CloudProvider, clk clock.PassiveClock) expander.Filter {
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
-	return &filter{provider: provider, now: now}
+	return &filter{provider: provider, clock: clk}
 }
 
 type scored struct {
@@ -54,7 +56,7 @@ func (f *filter) BestOptions(options []expander.Option) []expander.Option {
 		})
 		return options
 	}
-	start := f.now()
+	start := f.clock.Now()
 	end := start.Add(time.Hour)
 	var all []scored
 	for _, o := range options {
