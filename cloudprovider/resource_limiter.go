@@ -2,7 +2,8 @@ package cloudprovider
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -21,14 +22,7 @@ type ResourceLimiter struct {
 
 // NewResourceLimiter returns a limiter with the given bounds.
 func NewResourceLimiter(minLimits, maxLimits map[string]int64) *ResourceLimiter {
-	copyMap := func(m map[string]int64) map[string]int64 {
-		out := make(map[string]int64, len(m))
-		for k, v := range m {
-			out[k] = v
-		}
-		return out
-	}
-	return &ResourceLimiter{minLimits: copyMap(minLimits), maxLimits: copyMap(maxLimits)}
+	return &ResourceLimiter{minLimits: maps.Clone(minLimits), maxLimits: maps.Clone(maxLimits)}
 }
 
 // GetMin returns the minimum for a resource, 0 when unset.
@@ -39,18 +33,9 @@ func (r *ResourceLimiter) GetMax(resourceName string) int64 { return r.maxLimits
 
 // GetResources lists the resources that have a limit.
 func (r *ResourceLimiter) GetResources() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range []map[string]int64{r.minLimits, r.maxLimits} {
-		for k := range m {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
+	names := slices.AppendSeq(slices.Collect(maps.Keys(r.minLimits)), maps.Keys(r.maxLimits))
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // HasMaxLimitSet reports whether a maximum is set for the resource.

@@ -1,6 +1,7 @@
 package clusterstate
 
 import (
+	"slices"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -27,12 +28,7 @@ const MaxNodeStartupTime = 15 * time.Minute
 
 // HasToBeDeletedTaint reports whether the node carries ToBeDeletedTaint.
 func HasToBeDeletedTaint(node *apiv1.Node) bool {
-	for _, t := range node.Spec.Taints {
-		if t.Key == ToBeDeletedTaint {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(node.Spec.Taints, func(t apiv1.Taint) bool { return t.Key == ToBeDeletedTaint })
 }
 
 // notReadyTaints are the node-lifecycle taints that say a node cannot run

@@ -9,7 +9,8 @@ package clusterstate
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -430,12 +431,7 @@ func beingDeletedInTarget(gs *groupState, nodes []*apiv1.Node, nodeGroup map[str
 }
 
 func hasInstance(ins []cloudprovider.Instance, id string) bool {
-	for _, in := range ins {
-		if in.Id == id {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ins, func(in cloudprovider.Instance) bool { return in.Id == id })
 }
 
 type nodeKind int
@@ -672,10 +668,7 @@ func (r *Registry) failedLocked(id, reason string, info BackoffInfo, now time.Ti
 func (r *Registry) SetScaleDownCandidates(byGroup map[string]int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.candidates = map[string]int{}
-	for k, v := range byGroup {
-		r.candidates[k] = v
-	}
+	r.candidates = maps.Clone(byGroup)
 }
 
 // setCondition returns the transition time of key's status, moving it to
@@ -692,7 +685,5 @@ func (r *Registry) setCondition(key, status string, now time.Time) time.Time {
 // sortedGroupIDs is used by status so the ConfigMap does not reorder
 // between writes when the provider lists groups in a different order.
 func (r *Registry) sortedGroupIDs() []string {
-	ids := append([]string(nil), r.groupOrder...)
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(slices.Values(r.groupOrder))
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -267,11 +268,11 @@ func (f *Flags) options() (AutoscalingOptions, []error) {
 			}
 		}
 	}
-	o.StartupTaints = append(append([]string(nil), f.startupTaints...), f.ignoreTaints...)
-	o.StatusTaints = append([]string(nil), f.statusTaints...)
-	o.StartupTaintPrefixes = append([]string(nil), f.startupTaintPrefixes...)
-	o.BalancingExtraIgnoredLabels = append([]string(nil), f.balancingIgnoreLabels...)
-	o.BalancingLabels = append([]string(nil), f.balancingLabels...)
+	o.StartupTaints = slices.Concat(f.startupTaints, f.ignoreTaints)
+	o.StatusTaints = slices.Clone(f.statusTaints)
+	o.StartupTaintPrefixes = slices.Clone(f.startupTaintPrefixes)
+	o.BalancingExtraIgnoredLabels = slices.Clone(f.balancingIgnoreLabels)
+	o.BalancingLabels = slices.Clone(f.balancingLabels)
 	if f.leaderElectLock != "leases" {
 		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock: %q is not available; only leases is", f.leaderElectLock))
 	}

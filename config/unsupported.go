@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -177,12 +179,7 @@ func showDefault(s string) string {
 
 // DefaultOnlyNames lists DefaultOnlyFlags sorted, for the README.
 func DefaultOnlyNames() []string {
-	var out []string
-	for n := range DefaultOnlyFlags {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(DefaultOnlyFlags))
 }
 
 // RefusedNames lists RefusedFlags sorted, for the README; Ginkgo's flags

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -236,9 +237,7 @@ func cluster(specs ...groupSpec) (*test.Provider, []runtime.Object) {
 		p.AddNodeGroup(s.id, s.min, s.max, s.nodes, tmpl)
 		for i := 0; i < s.nodes; i++ {
 			n := test.BuildNode(fmt.Sprintf("%s-n%d", s.id, i), s.milliCPU, s.mem)
-			for k, v := range s.labels {
-				n.Labels[k] = v
-			}
+			maps.Copy(n.Labels, s.labels)
 			n.Spec.Taints = append(n.Spec.Taints, s.taints...)
 			p.AddNode(s.id, n)
 			objs = append(objs, n)

@@ -6,6 +6,7 @@ package expander
 
 import (
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -73,7 +74,7 @@ func (c *Chain) BestOption(options []Option) *Option {
 	}
 	// Stable input order so a seeded tie-break is reproducible whatever
 	// order the provider listed groups in.
-	opts := append([]Option(nil), options...)
+	opts := slices.Clone(options)
 	sort.SliceStable(opts, func(i, j int) bool { return opts[i].NodeGroup.Id() < opts[j].NodeGroup.Id() })
 	for _, f := range c.filters {
 		if len(opts) <= 1 {

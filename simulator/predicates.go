@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ func NewPredicateChecker() (*PredicateChecker, error) {
 // plugins register their informers while being built, so start factory and
 // wait for its caches after this call.
 func NewPredicateCheckerWithInformers(factory informers.SharedInformerFactory) (*PredicateChecker, error) {
-	enabled := append(append([]string(nil), BasePlugins...), StoragePlugins...)
+	enabled := slices.Concat(BasePlugins, StoragePlugins)
 	return newPredicateChecker(factory, enabled, true)
 }
 
@@ -147,11 +148,11 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		return nil, fmt.Errorf("building scheduler framework: %w", err)
 	}
 	klog.V(1).Infof("Scheduling simulation uses the kube-scheduler framework with plugins %v", enabled)
-	return &PredicateChecker{fw: f, lister: lister, ctx: ctx, plugins: append([]string(nil), enabled...)}, nil
+	return &PredicateChecker{fw: f, lister: lister, ctx: ctx, plugins: slices.Clone(enabled)}, nil
 }
 
 // Plugins lists the enabled filter plugins.
-func (c *PredicateChecker) Plugins() []string { return append([]string(nil), c.plugins...) }
+func (c *PredicateChecker) Plugins() []string { return slices.Clone(c.plugins) }
 
 // PredicateError says why a pod does not fit a node.
 type PredicateError struct {
@@ -176,7 +177,7 @@ func (e *PredicateError) Error() string {
 }
 
 // Reasons are the scheduler plugin's failure reasons, e.g. "Insufficient cpu".
-func (e *PredicateError) Reasons() []string { return append([]string(nil), e.reasons...) }
+func (e *PredicateError) Reasons() []string { return slices.Clone(e.reasons) }
 
 // PluginName is the plugin that rejected the pod.
 func (e *PredicateError) PluginName() string { return e.plugin }

@@ -10,7 +10,8 @@ package simulator
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -395,11 +396,7 @@ func (s *ClusterSnapshot) nodeList() []fwk.NodeInfo {
 	if s.listValid {
 		return s.list
 	}
-	names := make([]string, 0, len(s.nodes))
-	for name := range s.nodes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(s.nodes))
 	s.list = make([]fwk.NodeInfo, len(names))
 	s.listIndex = make(map[string]int, len(names))
 	for i, name := range names {

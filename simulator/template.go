@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
@@ -111,8 +112,8 @@ func daemonSetPod(ds *appsv1.DaemonSet, nodeName, suffix string) *apiv1.Pod {
 			Name:        fmt.Sprintf("%s-%s", ds.Name, suffix),
 			Namespace:   ds.Namespace,
 			UID:         types.UID(fmt.Sprintf("%s-%s", ds.UID, suffix)),
-			Labels:      copyMap(ds.Spec.Template.Labels),
-			Annotations: copyMap(ds.Spec.Template.Annotations),
+			Labels:      maps.Clone(ds.Spec.Template.Labels),
+			Annotations: maps.Clone(ds.Spec.Template.Annotations),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &ctrl,
 			}},
@@ -145,12 +146,4 @@ func addDaemonSetTolerations(pod *apiv1.Pod) {
 	if pod.Spec.HostNetwork {
 		add(apiv1.TaintNodeNetworkUnavailable, apiv1.TaintEffectNoSchedule)
 	}
-}
-
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

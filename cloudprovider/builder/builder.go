@@ -5,7 +5,8 @@ package builder
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -44,12 +45,7 @@ func RegisterCloudProvider(name string, factory func(opts config.AutoscalingOpti
 func AvailableProviders() []string {
 	mu.RLock()
 	defer mu.RUnlock()
-	out := make([]string, 0, len(factories))
-	for name := range factories {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(factories))
 }
 
 // NewResourceLimiter builds the cluster-wide limits from --cores-total and

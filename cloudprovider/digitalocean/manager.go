@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -112,12 +114,7 @@ func instanceID(n *godo.KubernetesNode) string {
 func poolSpec(p *godo.KubernetesNodePool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name=%s;size=%s;labels=", p.Name, p.Size)
-	keys := make([]string, 0, len(p.Labels))
-	for k := range p.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
 		fmt.Fprintf(&b, "%q=%q,", k, p.Labels[k])
 	}
 	taints := make([]string, 0, len(p.Taints))
@@ -323,7 +320,7 @@ func (m *manager) template(ctx context.Context, p *godo.KubernetesNodePool, old 
 func (m *manager) nodeGroups() []*NodeGroup {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return append([]*NodeGroup(nil), m.groups...)
+	return slices.Clone(m.groups)
 }
 
 func (m *manager) groupForInstance(providerID, nodeID string) *NodeGroup {

@@ -2,6 +2,7 @@ package digitalocean
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,15 +79,6 @@ func tagBounds(tags []string) (minSize, maxSize int, err error) {
 		return 0, 0, fmt.Errorf("min %d (tag %s%d) is greater than max %d (tag %s%d)", minSize, TagPrefixMinNodes, minSize, maxSize, TagPrefixMaxNodes, maxSize)
 	}
 	return minSize, maxSize, nil
-}
-
-func hasTag(tags []string, want string) bool {
-	for _, t := range tags {
-		if t == want {
-			return true
-		}
-	}
-	return false
 }
 
 // familyTags lists the pool's tags that look like this autoscaler's.
@@ -201,7 +193,7 @@ func selectPoolByMode(mode string, p *godo.KubernetesNodePool) poolVerdict {
 			"node pool %s (%s) has auto_scale on: DOKS's managed autoscaler owns it, so it is ignored with node_pool_selection=tags",
 			p.Name, p.ID)}
 	}
-	if !hasTag(p.Tags, TagAutoscalerEnabled) {
+	if !slices.Contains(p.Tags, TagAutoscalerEnabled) {
 		if len(ours) > 0 {
 			return poolVerdict{warn: true, note: fmt.Sprintf(
 				"node pool %s (%s) carries tags %s but not the tag %s: not a node group",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -339,7 +340,7 @@ func TestTagSelectionFollowsTagUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := e.simPool(p.ID)
-	if sp.Count != 3 || sp.AutoScale || !hasTag(sp.Tags, TagAutoscalerEnabled) || !hasTag(sp.Tags, "k8s-cluster-autoscaler-max:3") {
+	if sp.Count != 3 || sp.AutoScale || !slices.Contains(sp.Tags, TagAutoscalerEnabled) || !slices.Contains(sp.Tags, "k8s-cluster-autoscaler-max:3") {
 		t.Errorf("after IncreaseSize: count %d auto_scale %v tags %v", sp.Count, sp.AutoScale, sp.Tags)
 	}
 	refreshes(1)

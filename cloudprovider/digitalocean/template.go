@@ -3,6 +3,7 @@ package digitalocean
 import (
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/digitalocean/godo"
@@ -192,22 +193,16 @@ func buildTemplateNode(pool *godo.KubernetesNodePool, t *godo.KubernetesNodeTemp
 	}
 	name := fmt.Sprintf("%s-template-%s", pool.Name, randomSuffix(6))
 	labels := map[string]string{}
-	for k, v := range t.Labels {
-		labels[k] = v
-	}
-	for k, v := range pool.Labels {
-		labels[k] = v
-	}
-	for k, v := range map[string]string{
+	maps.Copy(labels, t.Labels)
+	maps.Copy(labels, pool.Labels)
+	maps.Copy(labels, map[string]string{
 		apiv1.LabelOSStable:           "linux",
 		apiv1.LabelArchStable:         "amd64",
 		apiv1.LabelHostname:           name,
 		apiv1.LabelInstanceTypeStable: slug,
 		LabelNodePool:                 pool.Name,
 		LabelNodePoolID:               pool.ID,
-	} {
-		labels[k] = v
-	}
+	})
 	if region != "" {
 		labels[apiv1.LabelTopologyRegion] = region
 		labels[apiv1.LabelFailureDomainBetaRegion] = region

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"maps"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -48,9 +49,7 @@ func SetNodeReady(node *apiv1.Node, ready bool, since time.Time) {
 func BuildTemplate(group string, milliCPU, memBytes int64, labels map[string]string, taints ...apiv1.Taint) *framework.NodeInfo {
 	n := BuildNode(group+"-template", milliCPU, memBytes)
 	n.Spec.ProviderID = ""
-	for k, v := range labels {
-		n.Labels[k] = v
-	}
+	maps.Copy(n.Labels, labels)
 	n.Spec.Taints = taints
 	return framework.NewNodeInfo(n)
 }

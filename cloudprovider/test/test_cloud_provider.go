@@ -6,6 +6,7 @@ package test
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -130,7 +131,7 @@ func (p *Provider) InjectError(method string, err error) {
 func (p *Provider) Calls() []Call {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]Call(nil), p.calls...)
+	return slices.Clone(p.calls)
 }
 
 // CallsOf returns the recorded calls of one method.

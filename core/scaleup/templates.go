@@ -99,7 +99,9 @@ func templateFromNode(n *apiv1.Node, groupID string) *framework.NodeInfo {
 	c.ResourceVersion = ""
 	c.Spec.ProviderID = ""
 	c.Spec.Unschedulable = false
-	c.Labels = copyMap(c.Labels)
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
 	c.Labels[apiv1.LabelHostname] = c.Name
 	var taints []apiv1.Taint
 	for _, t := range c.Spec.Taints {
@@ -111,21 +113,15 @@ func templateFromNode(n *apiv1.Node, groupID string) *framework.NodeInfo {
 	return framework.NewNodeInfo(c)
 }
 
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // CloneTemplate returns a copy of template as a distinct node named
 // "<template node>-<suffix>", its pods renamed and bound to it.
 func CloneTemplate(template *framework.NodeInfo, suffix string) *framework.NodeInfo {
 	node := template.Node().DeepCopy()
 	node.Name = template.Node().Name + "-" + suffix
 	node.UID = types.UID(node.Name)
-	node.Labels = copyMap(node.Labels)
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
 	node.Labels[apiv1.LabelHostname] = node.Name
 	pods := make([]*apiv1.Pod, 0, len(template.Pods()))
 	for _, p := range template.Pods() {

@@ -3,8 +3,9 @@ package manifestcheck
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -183,7 +184,7 @@ func (b *Bundle) Flags() map[string]string {
 	if c == nil {
 		return nil
 	}
-	args := append(append([]string(nil), c.Command...), c.Args...)
+	args := slices.Concat(c.Command, c.Args)
 	out := map[string]string{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -379,7 +380,7 @@ func (b *Bundle) checkPodSecurity() []error {
 	if boolTrue(csc.Privileged) {
 		f.fail("privileged container")
 	}
-	if csc.Capabilities == nil || !containsCap(csc.Capabilities.Drop, "ALL") || len(csc.Capabilities.Add) > 0 {
+	if csc.Capabilities == nil || !slices.Contains(csc.Capabilities.Drop, "ALL") || len(csc.Capabilities.Add) > 0 {
 		f.fail("capabilities: want drop [ALL] and nothing added, got %+v", csc.Capabilities)
 	}
 	seccomp := csc.SeccompProfile
@@ -609,7 +610,7 @@ func CheckRules(what string, rules []rbacv1.PolicyRule, allowedWrites map[string
 						continue
 					}
 					if allowedWrites != nil {
-						if !contains(allowedWrites[g+"/"+res], verb) {
+						if !slices.Contains(allowedWrites[g+"/"+res], verb) {
 							errs = append(errs, fmt.Errorf("%s grants %s on %s/%s", what, verb, g, res))
 						}
 						continue
@@ -628,10 +629,10 @@ func CheckRules(what string, rules []rbacv1.PolicyRule, allowedWrites map[string
 // for collection requests such as list and watch).
 func Allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
 	for _, r := range rules {
-		if !contains(r.APIGroups, group) || !contains(r.Resources, resource) || !contains(r.Verbs, verb) {
+		if !slices.Contains(r.APIGroups, group) || !slices.Contains(r.Resources, resource) || !slices.Contains(r.Verbs, verb) {
 			continue
 		}
-		if len(r.ResourceNames) == 0 || (name != "" && contains(r.ResourceNames, name)) {
+		if len(r.ResourceNames) == 0 || (name != "" && slices.Contains(r.ResourceNames, name)) {
 			return true
 		}
 	}
@@ -661,12 +662,7 @@ func Grants(rules []rbacv1.PolicyRule) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func spreadsByHostname(spec corev1.PodSpec) bool {
@@ -698,30 +694,7 @@ func resolvePort(c *corev1.Container, p intstr.IntOrString) int32 {
 }
 
 func hasContainerPort(c *corev1.Container, port int32) bool {
-	for _, cp := range c.Ports {
-		if cp.ContainerPort == port {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.ContainerPort == port })
 }
 
 func boolTrue(b *bool) bool { return b != nil && *b }
-
-func containsCap(list []corev1.Capability, c corev1.Capability) bool {
-	for _, x := range list {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

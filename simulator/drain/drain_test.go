@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -216,7 +217,7 @@ func TestPodsToMove(t *testing.T) {
 			if blocking != nil {
 				t.Fatalf("unexpectedly blocked by %s (%s)", blocking.Pod.Name, blocking.Reason)
 			}
-			if got := names(moved); !equal(got, tc.wantMoved) {
+			if got := names(moved); !slices.Equal(got, tc.wantMoved) {
 				t.Errorf("moved %v, want %v", got, tc.wantMoved)
 			}
 		})
@@ -360,16 +361,4 @@ func names(pods []*apiv1.Pod) []string {
 		out = append(out, p.Name)
 	}
 	return out
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

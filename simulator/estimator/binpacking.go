@@ -6,6 +6,7 @@ package estimator
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -156,7 +157,7 @@ func fitOnlyShrinks(p *apiv1.Pod) bool {
 // sortGroupsBySize orders groups by their exemplar's cpu and memory requests
 // relative to the node's allocatable, largest first (stable).
 func sortGroupsBySize(groups []simulator.PodEquivalenceGroup, node *apiv1.Node) []simulator.PodEquivalenceGroup {
-	out := append([]simulator.PodEquivalenceGroup(nil), groups...)
+	out := slices.Clone(groups)
 	alloc := node.Status.Allocatable
 	cpu := alloc.Cpu().MilliValue()
 	mem := alloc.Memory().Value()

@@ -6,7 +6,11 @@
 // but not on the scheduler framework, so that providers can build it cheaply.
 package framework
 
-import apiv1 "k8s.io/api/core/v1"
+import (
+	"slices"
+
+	apiv1 "k8s.io/api/core/v1"
+)
 
 // NodeInfo is a node and the pods on it.
 type NodeInfo struct {
@@ -16,7 +20,7 @@ type NodeInfo struct {
 
 // NewNodeInfo returns a NodeInfo holding node and pods.
 func NewNodeInfo(node *apiv1.Node, pods ...*apiv1.Pod) *NodeInfo {
-	return &NodeInfo{node: node, pods: append([]*apiv1.Pod(nil), pods...)}
+	return &NodeInfo{node: node, pods: slices.Clone(pods)}
 }
 
 // Node returns the node.

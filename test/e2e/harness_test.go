@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -447,9 +448,7 @@ func withNodeSelector(k, v string) deployOption {
 // (required anti-affinity on the hostname).
 func apart(d *appsv1.Deployment) {
 	labels := map[string]string{"apart": "yes"}
-	for k, v := range d.Spec.Template.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, d.Spec.Template.Labels)
 	d.Spec.Template.Labels = labels
 	d.Spec.Template.Spec.Affinity = &apiv1.Affinity{PodAntiAffinity: &apiv1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []apiv1.PodAffinityTerm{{
