@@ -89,7 +89,7 @@ func run(args []string) int {
 		return 1
 	}
 
-	kube, err := newKubeClient(opts)
+	kube, eventsKube, err := newKubeClients(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
@@ -110,7 +110,7 @@ func run(args []string) int {
 	defer server.Close()
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsKube.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, apiv1.EventSource{Component: componentName})
 
@@ -172,31 +172,38 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 	return err
 }
 
-func newKubeClient(opts config.AutoscalingOptions) (kubernetes.Interface, error) {
+// newKubeClients returns the client of the autoscaler's reads and writes,
+// limited by --kube-client-qps / --kube-client-burst, and one for events
+// with client-go's default limits and a limiter of its own, as upstream: a
+// scale-down records several events per node, and they must not slow the
+// taints and evictions down.
+func newKubeClients(opts config.AutoscalingOptions) (kube, events kubernetes.Interface, err error) {
 	var cfg *rest.Config
-	var err error
 	if opts.Kubeconfig != "" || opts.KubernetesURL != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags(opts.KubernetesURL, opts.Kubeconfig)
 	} else {
 		cfg, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client configuration (--kubeconfig %q, --kubernetes %q): %v", opts.Kubeconfig, opts.KubernetesURL, err)
+		return nil, nil, fmt.Errorf("kubernetes client configuration (--kubeconfig %q, --kubernetes %q): %v", opts.Kubeconfig, opts.KubernetesURL, err)
 	}
-	cfg.QPS = float32(opts.KubeClientQPS)
-	cfg.Burst = opts.KubeClientBurst
 	cfg.ContentType = opts.KubeAPIContentType
 	cfg.UserAgent = componentName + "/" + version.Version
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %v", err)
+	eventsCfg := rest.CopyConfig(cfg)
+	cfg.QPS = float32(opts.KubeClientQPS)
+	cfg.Burst = opts.KubeClientBurst
+	if kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, nil, fmt.Errorf("kubernetes client: %v", err)
+	}
+	if events, err = kubernetes.NewForConfig(eventsCfg); err != nil {
+		return nil, nil, fmt.Errorf("kubernetes events client: %v", err)
 	}
 	// One cheap call, so an unreachable or unauthorised API server is reported
 	// at start-up rather than as informers that never sync.
 	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return nil, fmt.Errorf("cannot reach the Kubernetes API server at %s: %v", cfg.Host, err)
+		return nil, nil, fmt.Errorf("cannot reach the Kubernetes API server at %s: %v", cfg.Host, err)
 	}
-	return kube, nil
+	return kube, events, nil
 }
 
 func serveHTTP(opts config.AutoscalingOptions, health *metrics.HealthCheck) (*http.Server, error) {

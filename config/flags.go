@@ -51,7 +51,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", d.KubeAPIContentType, "Content type of requests sent to the API server.")
 	fs.StringVar(&o.Namespace, "namespace", d.Namespace, "Namespace of the status ConfigMap, the priority expander ConfigMap and the leader election Lease.")
 	fs.StringVar(&o.Address, "address", d.Address, "Address to serve /metrics and /health-check on.")
-	fs.Float64Var(&o.KubeClientQPS, "kube-client-qps", d.KubeClientQPS, "QPS of the Kubernetes client.")
+	fs.Float64Var(&o.KubeClientQPS, "kube-client-qps", d.KubeClientQPS, "QPS of the Kubernetes client; events go through a client of their own, with client-go's default limits, as upstream.")
 	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", d.KubeClientBurst, "Burst of the Kubernetes client.")
 
 	fs.DurationVar(&o.ScanInterval, "scan-interval", d.ScanInterval, "How often the cluster is re-evaluated for scale up or down.")
@@ -107,7 +107,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 
 	fs.BoolVar(&o.ScaleDownEnabled, "scale-down-enabled", d.ScaleDownEnabled, "Whether to remove unneeded nodes.")
 	fs.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", d.ScaleDownDelayAfterAdd, "How long after a scale-up scale-down evaluation resumes.")
-	fs.DurationVar(&o.ScaleDownDelayAfterDelete, "scale-down-delay-after-delete", d.ScaleDownDelayAfterDelete, "How long after a node deletion starts scale-down evaluation resumes; 0 means one --scan-interval.")
+	fs.DurationVar(&o.ScaleDownDelayAfterDelete, "scale-down-delay-after-delete", d.ScaleDownDelayAfterDelete, "How long after a node deletion starts scale-down evaluation resumes.")
 	fs.DurationVar(&o.ScaleDownDelayAfterFailure, "scale-down-delay-after-failure", d.ScaleDownDelayAfterFailure, "How long after a failed scale-down evaluation resumes.")
 	fs.BoolVar(&o.ScaleDownDelayTypeLocal, "scale-down-delay-type-local", d.ScaleDownDelayTypeLocal, "Apply the --scale-down-delay-after-* delays per node group instead of cluster-wide.")
 	fs.DurationVar(&ng.ScaleDownUnneededTime, "scale-down-unneeded-time", d.NodeGroupDefaults.ScaleDownUnneededTime, "How long a node must be unneeded before it is removed. When not given, the DOKS cluster's scale_down_unneeded_time applies if it sets one.")

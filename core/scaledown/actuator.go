@@ -499,7 +499,7 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 // markNode taints the node ToBeDeletedByClusterAutoscaler and, with
 // --cordon-node-before-terminating, cordons it in the same update.
 func (a *Actuator) markNode(ctx context.Context, n *apiv1.Node) error {
-	if _, err := MarkToBeDeleted(ctx, a.kube, n.Name, a.Clock.Now(), a.opts.CordonNodeBeforeTerminate); err != nil {
+	if _, err := MarkToBeDeleted(ctx, a.kube, n.Name, n, a.Clock.Now(), a.opts.CordonNodeBeforeTerminate); err != nil {
 		return err
 	}
 	a.recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "marked the node as toBeDeleted/unschedulable")

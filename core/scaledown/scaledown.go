@@ -64,23 +64,13 @@ func (s *ScaleDown) cooldown(now, lastScaleUp time.Time) string {
 	if !lastScaleUp.IsZero() && now.Sub(lastScaleUp) < s.opts.ScaleDownDelayAfterAdd {
 		return fmt.Sprintf("last scale-up %s ago (--scale-down-delay-after-add=%s)", now.Sub(lastScaleUp).Round(time.Second), s.opts.ScaleDownDelayAfterAdd)
 	}
-	if !s.lastDelete.IsZero() && now.Sub(s.lastDelete) < s.delayAfterDelete() {
-		return fmt.Sprintf("last node deletion %s ago (--scale-down-delay-after-delete=%s)", now.Sub(s.lastDelete).Round(time.Second), s.delayAfterDelete())
+	if !s.lastDelete.IsZero() && now.Sub(s.lastDelete) < s.opts.ScaleDownDelayAfterDelete {
+		return fmt.Sprintf("last node deletion %s ago (--scale-down-delay-after-delete=%s)", now.Sub(s.lastDelete).Round(time.Second), s.opts.ScaleDownDelayAfterDelete)
 	}
 	if !s.lastFailure.IsZero() && now.Sub(s.lastFailure) < s.opts.ScaleDownDelayAfterFailure {
 		return fmt.Sprintf("last scale-down failure %s ago (--scale-down-delay-after-failure=%s)", now.Sub(s.lastFailure).Round(time.Second), s.opts.ScaleDownDelayAfterFailure)
 	}
 	return ""
-}
-
-// delayAfterDelete is --scale-down-delay-after-delete, or one --scan-interval
-// when it is 0, as upstream: loops run sooner than the interval after a
-// removal, and must not start another batch each time.
-func (s *ScaleDown) delayAfterDelete() time.Duration {
-	if s.opts.ScaleDownDelayAfterDelete > 0 {
-		return s.opts.ScaleDownDelayAfterDelete
-	}
-	return s.opts.ScanInterval
 }
 
 // RunOnce updates the unneeded nodes and, outside cooldowns, starts removing

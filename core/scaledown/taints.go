@@ -21,19 +21,26 @@ import (
 // while it is drained. The value is the unix time, as upstream writes it.
 // Returns false (no error) when the node already carries the taint.
 func AddToBeDeletedTaint(ctx context.Context, kube kubernetes.Interface, nodeName string, now time.Time) (bool, error) {
-	return MarkToBeDeleted(ctx, kube, nodeName, now, false)
+	return MarkToBeDeleted(ctx, kube, nodeName, nil, now, false)
 }
 
 // MarkToBeDeleted adds the ToBeDeletedByClusterAutoscaler taint and, with
 // cordon (--cordon-node-before-terminating), marks the node unschedulable in
 // the same update, as upstream does. Returns false (no error) when the node
-// already carries the taint.
-func MarkToBeDeleted(ctx context.Context, kube kubernetes.Interface, nodeName string, now time.Time, cordon bool) (bool, error) {
+// already carries the taint. A cached copy of the node, when given, is
+// updated directly: its resourceVersion makes the update fail on a newer
+// node, which is then read again. That saves a read per node, and the
+// client's QPS is what bounds how fast a batch of nodes is tainted.
+func MarkToBeDeleted(ctx context.Context, kube kubernetes.Interface, nodeName string, cached *apiv1.Node, now time.Time, cordon bool) (bool, error) {
 	added := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
+		node := cached
+		cached = nil
+		if node == nil || node.ResourceVersion == "" {
+			var err error
+			if node, err = kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); err != nil {
+				return err
+			}
 		}
 		if clusterstate.HasToBeDeletedTaint(node) {
 			added = false
@@ -48,7 +55,7 @@ func MarkToBeDeleted(ctx context.Context, kube kubernetes.Interface, nodeName st
 		if cordon {
 			node.Spec.Unschedulable = true
 		}
-		_, err = kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		_, err := kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		added = err == nil
 		return err
 	})

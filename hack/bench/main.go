@@ -2,9 +2,14 @@
 // the figures the README quotes:
 //
 //   - DigitalOcean API requests per steady-state iteration with many autoscaled pools,
+//
 //   - the latency from a pending pod being created to the UpdateNodePool request that
 //     gives it a node (p50/p95 over several trials),
+//
 //   - iteration time and resident memory of the autoscaler at 1,000 nodes.
+//
+//   - the idle-cluster scale-down: time to every pool's min and DigitalOcean requests, for
+//     empty nodes (20 pools × 10) and for nodes that must be drained first (under a PDB).
 //
 // With --burst it also runs the older burst and scale-down scenario.
 //
@@ -33,7 +38,11 @@ type config struct {
 	scanInterval, bootDelay                time.Duration
 	idle, window, timeout                  time.Duration
 	verbosity                              int
-	skipScale                              bool
+	figures, skipScale                     bool
+	// Idle-cluster scale-down runs (--scale-down).
+	scaleDown                         bool
+	sdPools, sdNodesPerPool           int
+	sdDrainPools, sdDrainNodesPerPool int
 	// Burst run (--burst).
 	burst                      bool
 	burstPools, pods, maxPerPl int
@@ -54,6 +63,12 @@ func main() {
 	flag.DurationVar(&c.window, "window", 40*time.Second, "window for iteration time at scale")
 	flag.DurationVar(&c.timeout, "timeout", 5*time.Minute, "give up on a phase after this long")
 	flag.IntVar(&c.verbosity, "ca-v", 2, "autoscaler --v")
+	flag.BoolVar(&c.figures, "figures", true, "run the request, latency and scale figures")
+	flag.BoolVar(&c.scaleDown, "scale-down", true, "run the idle-cluster scale-down scenarios (empty nodes, and nodes to drain)")
+	flag.IntVar(&c.sdPools, "scale-down-pools", 20, "scale-down, empty nodes: pools")
+	flag.IntVar(&c.sdNodesPerPool, "scale-down-nodes-per-pool", 10, "scale-down, empty nodes: nodes per pool at the start (min 1)")
+	flag.IntVar(&c.sdDrainPools, "scale-down-drain-pools", 4, "scale-down with drain: pools")
+	flag.IntVar(&c.sdDrainNodesPerPool, "scale-down-drain-nodes-per-pool", 4, "scale-down with drain: nodes per pool at the start, one pod each under a PDB (min 1)")
 	flag.BoolVar(&c.burst, "burst", false, "also run the burst and scale-down scenario")
 	flag.IntVar(&c.burstPools, "burst-pools", 10, "burst: autoscaled node pools (each starts at 1 node, min 1)")
 	flag.IntVar(&c.pods, "burst-pods", 60, "burst: pods in the burst; each needs a node of its own")
@@ -86,8 +101,15 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := runFigures(ctx, c, out); err != nil {
-		return err
+	if c.figures {
+		if err := runFigures(ctx, c, out); err != nil {
+			return err
+		}
+	}
+	if c.scaleDown {
+		if err := runScaleDowns(ctx, c, out); err != nil {
+			return err
+		}
 	}
 	if c.burst {
 		return runBurst(ctx, c, out)
