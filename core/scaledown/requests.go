@@ -3,20 +3,20 @@ package scaledown
 import (
 	apiv1 "k8s.io/api/core/v1"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
 )
 
-// requestsCache remembers each pod's effective requests, so the utilization
-// pre-filter costs a map lookup per pod instead of re-deriving requests from
-// the spec every loop. It is keyed by the cached object: an informer
-// replaces the object on every update, so a changed pod is a new key.
+// requestsCache remembers each pod's cpu and memory requests (as
+// utilization counts them), so the utilization pre-filter costs a map lookup
+// per pod instead of re-deriving requests from the spec every loop. It is
+// keyed by the cached object: an informer replaces the object on every
+// update, so a changed pod is a new key.
 type requestsCache struct {
 	entries map[*apiv1.Pod]*requestsEntry
 }
 
 type requestsEntry struct {
-	requests apiv1.ResourceList
+	requests utilization.Requests
 	seen     bool
 }
 
@@ -24,15 +24,15 @@ func newRequestsCache() *requestsCache {
 	return &requestsCache{entries: map[*apiv1.Pod]*requestsEntry{}}
 }
 
-// get answers as framework.PodRequests, from the cache when it can.
-func (c *requestsCache) get(p *apiv1.Pod) apiv1.ResourceList {
+// get answers as utilization.RequestsOf(p, ""), from the cache when it can.
+func (c *requestsCache) get(p *apiv1.Pod) *utilization.Requests {
 	e := c.entries[p]
 	if e == nil {
-		e = &requestsEntry{requests: framework.PodRequests(p)}
+		e = &requestsEntry{requests: utilization.RequestsOf(p, "")}
 		c.entries[p] = e
 	}
 	e.seen = true
-	return e.requests
+	return &e.requests
 }
 
 // sweep drops pods not looked at since the last sweep.
@@ -50,6 +50,6 @@ func (c *requestsCache) sweep() {
 // the pods' requests from the cache; ok is false when Calculate refuses the
 // node (no allocatable cpu or memory).
 func (c *requestsCache) utilization(n *apiv1.Node, pods []*apiv1.Pod, skipDaemonSets bool) (float64, bool) {
-	info, err := utilization.CalculateWith(framework.NewNodeInfo(n, pods...), skipDaemonSets, "", c.get)
+	info, err := utilization.CalculateWith(n, pods, skipDaemonSets, "", c.get)
 	return info.Utilization, err == nil
 }

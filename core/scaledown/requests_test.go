@@ -21,6 +21,13 @@ func TestRequestsCacheMatchesCalculate(t *testing.T) {
 	withInit := test.BuildScheduledPod("init", 100, test.GiB, "rs", "n")
 	withInit.Spec.InitContainers = []apiv1.Container{{Name: "i", Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
 		apiv1.ResourceCPU: *resource.NewMilliQuantity(1500, resource.DecimalSI)}}}}
+	always := apiv1.ContainerRestartPolicyAlways
+	withSidecar := test.BuildScheduledPod("sidecar", 100, test.GiB, "rs", "n")
+	withSidecar.Spec.InitContainers = []apiv1.Container{
+		{Name: "proxy", RestartPolicy: &always, Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
+			apiv1.ResourceCPU: *resource.NewMilliQuantity(500, resource.DecimalSI)}}},
+		{Name: "migrate", Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
+			apiv1.ResourceCPU: *resource.NewMilliQuantity(2000, resource.DecimalSI)}}}}
 	withOverhead := test.BuildScheduledPod("overhead", 500, 2*test.GiB, "rs", "n")
 	withOverhead.Spec.Overhead = apiv1.ResourceList{apiv1.ResourceMemory: *resource.NewQuantity(test.GiB, resource.BinarySI)}
 	ds := test.BuildDaemonSetPod("ds", 700, test.GiB, "agent", "n")
@@ -33,6 +40,7 @@ func TestRequestsCacheMatchesCalculate(t *testing.T) {
 		"empty":         nil,
 		"plain":         {plain},
 		"init":          {withInit},
+		"sidecar":       {withSidecar},
 		"overhead":      {withOverhead},
 		"daemonset":     {plain, ds},
 		"mirror":        {mirror, ds},

@@ -29,33 +29,60 @@ type Info struct {
 // (static) pods always count, since they cannot go elsewhere. Each pod counts
 // with framework.PodRequests, as the scheduler counts it.
 func Calculate(ni *framework.NodeInfo, skipDaemonSetPods bool, gpuResource apiv1.ResourceName) (Info, error) {
-	return CalculateWith(ni, skipDaemonSetPods, gpuResource, framework.PodRequests)
-}
-
-// CalculateWith is Calculate taking each pod's requests from podRequests,
-// for a caller that keeps them cached between loops; podRequests must
-// answer as framework.PodRequests does.
-func CalculateWith(ni *framework.NodeInfo, skipDaemonSetPods bool, gpuResource apiv1.ResourceName, podRequests func(*apiv1.Pod) apiv1.ResourceList) (Info, error) {
 	if ni == nil || ni.Node() == nil {
 		return Info{}, fmt.Errorf("node info without a node")
 	}
-	node := ni.Node()
+	requests := func(p *apiv1.Pod) *Requests {
+		r := RequestsOf(p, gpuResource)
+		return &r
+	}
+	return CalculateWith(ni.Node(), ni.Pods(), skipDaemonSetPods, gpuResource, requests)
+}
+
+// Requests are the parts of a pod's requests Calculate counts: cpu, memory
+// and, when a GPU resource is named, that resource.
+type Requests struct {
+	CPU, Memory, GPU resource.Quantity
+}
+
+// RequestsOf returns the pod's Requests, from framework.PodRequests; GPU is
+// the request of gpuResource ("" for none).
+func RequestsOf(p *apiv1.Pod, gpuResource apiv1.ResourceName) Requests {
+	reqs := framework.PodRequests(p)
+	out := Requests{CPU: reqs[apiv1.ResourceCPU], Memory: reqs[apiv1.ResourceMemory]}
+	if gpuResource != "" {
+		out.GPU = reqs[gpuResource]
+	}
+	return out
+}
+
+// CalculateWith is Calculate for node and the pods on it, taking each pod's
+// Requests from requests, for a caller that keeps them cached between
+// loops (it is not changed); requests must answer as RequestsOf(p, gpuResource)
+// does.
+func CalculateWith(node *apiv1.Node, pods []*apiv1.Pod, skipDaemonSetPods bool, gpuResource apiv1.ResourceName, requests func(*apiv1.Pod) *Requests) (Info, error) {
+	if node == nil {
+		return Info{}, fmt.Errorf("no node")
+	}
 	alloc := node.Status.Allocatable
 
-	reqs := make([]apiv1.ResourceList, 0, len(ni.Pods()))
-	for _, p := range ni.Pods() {
+	var total Requests
+	for _, p := range pods {
 		if p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed {
 			continue
 		}
 		if skipDaemonSetPods && drain.IsDaemonSetPod(p) && !drain.IsMirrorPod(p) {
 			continue
 		}
-		reqs = append(reqs, podRequests(p))
+		r := requests(p)
+		total.CPU.Add(r.CPU)
+		total.Memory.Add(r.Memory)
+		total.GPU.Add(r.GPU)
 	}
 
 	if gpuResource != "" {
 		if gpuAlloc, ok := alloc[gpuResource]; ok && !gpuAlloc.IsZero() {
-			util := ratio(sumRequests(reqs, gpuResource), gpuAlloc)
+			util := ratio(total.GPU, gpuAlloc)
 			return Info{GpuUtil: util, Utilization: util, ResourceName: gpuResource}, nil
 		}
 	}
@@ -69,8 +96,8 @@ func CalculateWith(ni *framework.NodeInfo, skipDaemonSetPods bool, gpuResource a
 		return Info{}, fmt.Errorf("node %s has no allocatable memory", node.Name)
 	}
 	info := Info{
-		CpuUtil: ratio(sumRequests(reqs, apiv1.ResourceCPU), cpuAlloc),
-		MemUtil: ratio(sumRequests(reqs, apiv1.ResourceMemory), memAlloc),
+		CpuUtil: ratio(total.CPU, cpuAlloc),
+		MemUtil: ratio(total.Memory, memAlloc),
 	}
 	if info.CpuUtil >= info.MemUtil {
 		info.Utilization, info.ResourceName = info.CpuUtil, apiv1.ResourceCPU
@@ -78,17 +105,6 @@ func CalculateWith(ni *framework.NodeInfo, skipDaemonSetPods bool, gpuResource a
 		info.Utilization, info.ResourceName = info.MemUtil, apiv1.ResourceMemory
 	}
 	return info, nil
-}
-
-// sumRequests adds up the pods' requests of name.
-func sumRequests(reqs []apiv1.ResourceList, name apiv1.ResourceName) resource.Quantity {
-	var total resource.Quantity
-	for _, r := range reqs {
-		if q, ok := r[name]; ok {
-			total.Add(q)
-		}
-	}
-	return total
 }
 
 func ratio(used, allocatable resource.Quantity) float64 {
