@@ -102,7 +102,7 @@ func NewAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 }
 
 func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, provider cloudprovider.CloudProvider,
-	recorder record.EventRecorder, health *metrics.HealthCheck, clk clock.Clock) (*Autoscaler, error) {
+	recorder record.EventRecorder, health *metrics.HealthCheck, clk clock.Clock, actuatorOptions ...scaledown.ActuatorOption) (*Autoscaler, error) {
 	if kube == nil || provider == nil {
 		return nil, fmt.Errorf("core: a Kubernetes client and a cloud provider are required")
 	}
@@ -160,21 +160,31 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	a.checker = checker
 	a.snapshot = simulator.NewClusterSnapshot()
 	a.sync = newSnapshotSync(a.snapshot)
-	a.registry = clusterstate.NewRegistry(provider, opts)
 	a.taints = clusterstate.NewTaintConfig(opts)
-
-	strategy, err := factory.Build(opts.ExpanderNames, provider, cmInf.Lister().ConfigMaps(opts.Namespace), recorder, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("core: --expander: %w", err)
+	if err := a.newDecisionState(actuatorOptions...); err != nil {
+		return nil, err
 	}
-	a.scaleUp = scaleup.New(opts, provider, a.registry, strategy, checker, recorder)
-	planner := scaledown.NewPlanner(opts, provider, a.registry, checker)
-	planner.ControllerReplicas = a.controllerReplicas
-	actuator := scaledown.NewActuator(opts, kube, provider, recorder, scaleup.StatusConfigMapRef(opts))
-	actuator.ControllerReplicas = a.controllerReplicas
-	actuator.PDBs = a.listPDBs
-	a.scaleDown = scaledown.New(opts, provider, a.registry, planner, actuator)
 	return a, nil
+}
+
+// newDecisionState builds what remembers decisions from one iteration to
+// the next: the cluster state registry, the scale-up orchestrator and the
+// scale-down planner and actuator.
+func (a *Autoscaler) newDecisionState(actuatorOptions ...scaledown.ActuatorOption) error {
+	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
+	cms := a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
+	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
+	if err != nil {
+		return fmt.Errorf("core: --expander: %w", err)
+	}
+	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, a.recorder)
+	planner := scaledown.NewPlanner(a.opts, a.provider, a.registry, a.checker, a.controllerReplicas)
+	actuator := scaledown.NewActuator(a.opts, scaledown.ActuatorDeps{
+		Kube: a.kube, Provider: a.provider, Recorder: a.recorder, StatusRef: scaleup.StatusConfigMapRef(a.opts),
+		ControllerReplicas: a.controllerReplicas, PDBs: a.listPDBs, RemovalDone: a.trigger.Kick,
+	}, actuatorOptions...)
+	a.scaleDown = scaledown.New(a.opts, a.provider, a.registry, planner, actuator)
+	return nil
 }
 
 // wantsNode tells a pod that may need a new node: unschedulable, and not

@@ -9,10 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
-	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
-	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
 )
 
 // benchCluster: 20 groups × 50 nodes (4 cpu, 16 GiB), 30 pods per node
@@ -67,19 +64,9 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // rebuild replaces the per-run state (cluster state, scale-up and
 // scale-down bookkeeping) so each benchmark iteration starts alike.
 func (a *Autoscaler) rebuild() {
-	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
-	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace), a.recorder, nil, nil)
-	if err != nil {
+	if err := a.newDecisionState(scaledown.Synchronous()); err != nil {
 		panic(err)
 	}
-	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, a.recorder)
-	planner := scaledown.NewPlanner(a.opts, a.provider, a.registry, a.checker)
-	planner.ControllerReplicas = a.controllerReplicas
-	actuator := scaledown.NewActuator(a.opts, a.kube, a.provider, a.recorder, scaleup.StatusConfigMapRef(a.opts))
-	actuator.ControllerReplicas = a.controllerReplicas
-	actuator.PDBs = a.listPDBs
-	actuator.Async = false
-	a.scaleDown = scaledown.New(a.opts, a.provider, a.registry, planner, actuator)
 	a.lastScaleUp = t0.Add(-24 * 60 * 60 * 1e9)
 }
 

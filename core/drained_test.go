@@ -27,8 +27,7 @@ func TestPodsOfDrainedNodeKeepTheirDestination(t *testing.T) {
 	nodes[2].(*apiv1.Node).Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
 	o := testOptions()
 	o.MaxPodEvictionTime = time.Minute
-	h := newHarness(t, o, p, objs...)
-	h.a.scaleDown.Actuator.Async = true
+	h := newAsyncHarness(t, o, p, objs...)
 	release := make(chan struct{})
 	h.evict = func(ns, name string) error {
 		select {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 )
 
 // t0 is after the test builders' creation timestamps, so pods are old
@@ -51,8 +52,21 @@ type harness struct {
 
 // newHarness builds an autoscaler on a fake clientset holding objs and the
 // given provider. Informers are started and synced; RunOnce is called by the
-// test.
+// test. Node removals run synchronously, so their outcome is known when
+// RunOnce returns.
 func newHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, objs ...runtime.Object) *harness {
+	t.Helper()
+	return buildHarness(t, opts, provider, false, objs...)
+}
+
+// newAsyncHarness is newHarness with node removals in their own goroutines,
+// as in production: for tests of what happens while a drain runs.
+func newAsyncHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, objs ...runtime.Object) *harness {
+	t.Helper()
+	return buildHarness(t, opts, provider, true, objs...)
+}
+
+func buildHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, async bool, objs ...runtime.Object) *harness {
 	t.Helper()
 	kube := fake.NewClientset(withReplicaSets(objs)...)
 	rec := record.NewFakeRecorder(100000)
@@ -81,13 +95,14 @@ func newHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Pro
 		err := kube.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ev.Namespace, ev.Name)
 		return true, nil, err
 	})
-	a, err := newAutoscaler(opts, kube, provider, rec, nil, clock.RealClock{})
+	actuatorOptions := []scaledown.ActuatorOption{scaledown.WithPacing(5*time.Millisecond, 5*time.Millisecond)}
+	if !async {
+		actuatorOptions = append(actuatorOptions, scaledown.Synchronous())
+	}
+	a, err := newAutoscaler(opts, kube, provider, rec, nil, clock.RealClock{}, actuatorOptions...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.scaleDown.Actuator.Async = false
-	a.scaleDown.Actuator.EvictionRetryInterval = 5 * time.Millisecond
-	a.scaleDown.Actuator.PodGoneCheckInterval = 5 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	h.ctx = ctx

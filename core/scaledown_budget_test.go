@@ -56,9 +56,8 @@ func TestMaxScaleDownParallelismCountsRemovalsInFlight(t *testing.T) {
 	o.MaxScaleDownParallelism = 2
 	o.MaxDrainParallelism = 10
 	o.MaxPodEvictionTime = time.Minute
-	h := newHarness(t, o, p, objs...)
+	h := newAsyncHarness(t, o, p, objs...)
 	read := scrape(t)
-	h.a.scaleDown.Actuator.Async = true
 	release := make(chan struct{})
 	h.evict = func(ns, name string) error {
 		select {

@@ -625,8 +625,7 @@ func TestBackgroundDrainTracksNode(t *testing.T) {
 	p, objs, _ := scaleDownFixture(1)
 	o := testOptions()
 	o.MaxPodEvictionTime = time.Minute
-	h := newHarness(t, o, p, objs...)
-	h.a.scaleDown.Actuator.Async = true
+	h := newAsyncHarness(t, o, p, objs...)
 	// The fake clientset holds its lock while a reactor runs, so the
 	// eviction is refused (as a PDB would) until released, not blocked.
 	release := make(chan struct{})
@@ -663,5 +662,27 @@ func TestBackgroundDrainTracksNode(t *testing.T) {
 	sort.Strings(d)
 	if !reflect.DeepEqual(d, []string{"g1:g1-n1", "g1:g1-n2"}) {
 		t.Fatalf("DeleteNodes calls = %v", d)
+	}
+}
+
+// When a removal ends, the loop is woken at once: more unneeded nodes may be
+// waiting for the --max-scale-down-parallelism budget it held.
+func TestEndedRemovalWakesTheLoop(t *testing.T) {
+	p, objs, _ := scaleDownFixture(0)
+	h := newHarness(t, testOptions(), p, objs...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(11 * time.Minute))
+	if len(deletions(p)) == 0 {
+		t.Fatal("no removal in the second loop")
+	}
+	woke := make(chan string, 1)
+	go func() { woke <- h.a.trigger.Wait(h.ctx, time.Hour, false) }()
+	select {
+	case got := <-woke:
+		if got != WakeRemoval {
+			t.Fatalf("loop woke for %q, want %q", got, WakeRemoval)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loop was not woken after the removal ended")
 	}
 }

@@ -21,6 +21,7 @@ type Trigger struct {
 	mu          sync.Mutex
 	first, last time.Time // zero: nothing pending
 	wake        chan struct{}
+	kick        chan struct{}
 }
 
 // NewTrigger returns a trigger. With frequent false only the interval
@@ -29,7 +30,7 @@ func NewTrigger(c clock.Clock, idle, max time.Duration, frequent bool) *Trigger 
 	if max < idle {
 		max = idle
 	}
-	return &Trigger{clock: c, idle: idle, max: max, frequent: frequent, wake: make(chan struct{}, 1)}
+	return &Trigger{clock: c, idle: idle, max: max, frequent: frequent, wake: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 }
 
 // Notify records that a pod became unschedulable.
@@ -50,16 +51,29 @@ func (t *Trigger) Notify() {
 	}
 }
 
+// Kick starts the next iteration at once: a node removal ended, and the
+// nodes waiting for its budget need not wait for the interval.
+func (t *Trigger) Kick() {
+	if !t.frequent {
+		return
+	}
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
 // Wake reasons returned by Wait.
 const (
 	WakeInterval = "interval"
 	WakePods     = "unschedulable pods"
 	WakeSoon     = "follow-up after acting"
+	WakeRemoval  = "a node removal ended"
 	WakeDone     = "stopped"
 )
 
 // Wait blocks until the next iteration should start: interval after the
-// call, or when pending pods have settled. With soon (the last iteration
+// call, when pending pods have settled, or at a Kick. With soon (the last iteration
 // changed the cluster) it returns after the idle window instead, to see
 // the effect quickly.
 func (t *Trigger) Wait(ctx context.Context, interval time.Duration, soon bool) string {
@@ -75,6 +89,8 @@ func (t *Trigger) Wait(ctx context.Context, interval time.Duration, soon bool) s
 		select {
 		case <-ctx.Done():
 			return WakeDone
+		case <-t.kick:
+			return WakeRemoval
 		case <-timer.C():
 			return WakeSoon
 		}
@@ -103,6 +119,10 @@ func (t *Trigger) Wait(ctx context.Context, interval time.Duration, soon bool) s
 		case <-ctx.Done():
 			timer.Stop()
 			return WakeDone
+		case <-t.kick:
+			timer.Stop()
+			t.clear()
+			return WakeRemoval
 		case <-t.wake:
 			timer.Stop() // recompute with the new pod's time
 		case <-timer.C():

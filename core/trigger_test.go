@@ -135,3 +135,33 @@ func TestTriggerStopsWithContext(t *testing.T) {
 	cancel()
 	expect(t, out, WakeDone)
 }
+
+// A node removal that ends frees its --max-scale-down-parallelism budget:
+// the next iteration starts at once rather than after the scan interval,
+// after an iteration that acted as after one that did not; with
+// --frequent-loops-enabled=false only the interval counts.
+func TestKickStartsTheNextIterationAtOnce(t *testing.T) {
+	for _, soon := range []bool{false, true} {
+		c := testingclock.NewFakeClock(time.Unix(0, 0))
+		tr := NewTrigger(c, time.Second, 10*time.Second, true)
+		ch := startWait(t, tr, c, 10*time.Second, soon)
+		expectBlocked(t, ch)
+		tr.Kick()
+		expect(t, ch, WakeRemoval)
+	}
+	// A kick during an iteration is not lost: the next Wait returns at once.
+	c := testingclock.NewFakeClock(time.Unix(0, 0))
+	tr := NewTrigger(c, time.Second, 10*time.Second, true)
+	tr.Kick()
+	if got := tr.Wait(context.Background(), 10*time.Second, false); got != WakeRemoval {
+		t.Fatalf("Wait after a kick woke for %q, want %q", got, WakeRemoval)
+	}
+
+	c = testingclock.NewFakeClock(time.Unix(0, 0))
+	tr = NewTrigger(c, time.Second, 10*time.Second, false)
+	ch := startWait(t, tr, c, 10*time.Second, false)
+	tr.Kick()
+	expectBlocked(t, ch)
+	c.Step(10 * time.Second)
+	expect(t, ch, WakeInterval)
+}

@@ -35,26 +35,19 @@ const PodEvictionHeadroom = 30 * time.Second
 // the loop is not blocked; nodes being removed are tracked so the planner
 // and scale-up leave them alone.
 type Actuator struct {
-	opts      config.AutoscalingOptions
-	kube      kubernetes.Interface
-	provider  cloudprovider.CloudProvider
-	recorder  record.EventRecorder
-	statusRef *apiv1.ObjectReference
+	opts               config.AutoscalingOptions
+	kube               kubernetes.Interface
+	provider           cloudprovider.CloudProvider
+	recorder           record.EventRecorder
+	statusRef          *apiv1.ObjectReference
+	controllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
+	pdbs               func() ([]*policyv1.PodDisruptionBudget, error)
+	removalDone        func()
 
-	// ControllerReplicas: as Planner.ControllerReplicas, for the final check
-	// of a node's pods before it is drained.
-	ControllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
-	// PDBs lists the cluster's PodDisruptionBudgets, for the final check:
-	// a kube-system pod covered by one may be evicted.
-	PDBs func() ([]*policyv1.PodDisruptionBudget, error)
-
-	// Clock and pacing; tests shorten the intervals.
-	Clock                 clock.PassiveClock
-	EvictionRetryInterval time.Duration
-	PodGoneCheckInterval  time.Duration
-	// Async runs deletions in goroutines (the default); tests may turn it
-	// off to observe results right away.
-	Async bool
+	clock                 clock.PassiveClock
+	evictionRetryInterval time.Duration
+	podGoneCheckInterval  time.Duration
+	async                 bool
 
 	mu       sync.Mutex
 	deleting map[string]string // node → group id
@@ -66,15 +59,53 @@ type Actuator struct {
 	wg        sync.WaitGroup
 }
 
-// NewActuator returns an actuator; statusRef is the object for
-// ScaleDownEmpty events.
-func NewActuator(opts config.AutoscalingOptions, kube kubernetes.Interface, provider cloudprovider.CloudProvider,
-	recorder record.EventRecorder, statusRef *apiv1.ObjectReference) *Actuator {
-	return &Actuator{
-		opts: opts, kube: kube, provider: provider, recorder: recorder, statusRef: statusRef,
-		Clock: clock.RealClock{}, EvictionRetryInterval: 5 * time.Second, PodGoneCheckInterval: 5 * time.Second, Async: true,
+// ActuatorDeps is what the actuator needs from the rest of the autoscaler.
+type ActuatorDeps struct {
+	Kube     kubernetes.Interface
+	Provider cloudprovider.CloudProvider
+	Recorder record.EventRecorder
+	// StatusRef is the object of the ScaleDownEmpty events.
+	StatusRef *apiv1.ObjectReference
+	// ControllerReplicas: as the planner's, for the final check of a node's
+	// pods before it is drained; nil skips the controller checks.
+	ControllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
+	// PDBs lists the cluster's PodDisruptionBudgets, for the final check:
+	// a kube-system pod covered by one may be evicted.
+	PDBs func() ([]*policyv1.PodDisruptionBudget, error)
+	// RemovalDone, when set, is called each time a removal ends (done,
+	// failed or given up): its budget is free again, so the loop may start
+	// the next one without waiting for the scan interval.
+	RemovalDone func()
+}
+
+// ActuatorOption changes how an actuator paces its work.
+type ActuatorOption func(*Actuator)
+
+// WithClock sets the clock of eviction deadlines and taint values.
+func WithClock(c clock.PassiveClock) ActuatorOption { return func(a *Actuator) { a.clock = c } }
+
+// WithPacing sets how often a refused eviction is retried and how often an
+// evicted pod is checked for being gone (5s each by default).
+func WithPacing(evictionRetry, podGoneCheck time.Duration) ActuatorOption {
+	return func(a *Actuator) { a.evictionRetryInterval, a.podGoneCheckInterval = evictionRetry, podGoneCheck }
+}
+
+// Synchronous runs each removal in the caller's goroutine instead of its
+// own, so that its outcome is known when DeleteEmpty or Drain returns.
+func Synchronous() ActuatorOption { return func(a *Actuator) { a.async = false } }
+
+// NewActuator returns an actuator.
+func NewActuator(opts config.AutoscalingOptions, deps ActuatorDeps, options ...ActuatorOption) *Actuator {
+	a := &Actuator{
+		opts: opts, kube: deps.Kube, provider: deps.Provider, recorder: deps.Recorder, statusRef: deps.StatusRef,
+		controllerReplicas: deps.ControllerReplicas, pdbs: deps.PDBs, removalDone: deps.RemovalDone,
+		clock: clock.RealClock{}, evictionRetryInterval: 5 * time.Second, podGoneCheckInterval: 5 * time.Second, async: true,
 		deleting: map[string]string{}, draining: map[string]bool{},
 	}
+	for _, o := range options {
+		o(a)
+	}
+	return a
 }
 
 // BeingDeleted returns the nodes being removed.
@@ -135,7 +166,7 @@ func (a *Actuator) Wait() { a.wg.Wait() }
 
 func (a *Actuator) run(f func()) {
 	a.wg.Add(1)
-	if a.Async {
+	if a.async {
 		go func() { defer a.wg.Done(); f() }()
 		return
 	}
@@ -156,7 +187,6 @@ func (a *Actuator) track(cands []*Candidate, drain bool) {
 
 func (a *Actuator) finish(names []string, deleted int, failed bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	for _, n := range names {
 		delete(a.deleting, n)
 		delete(a.draining, n)
@@ -164,6 +194,10 @@ func (a *Actuator) finish(names []string, deleted int, failed bool) {
 	a.deletions += deleted
 	if failed {
 		a.failures++
+	}
+	a.mu.Unlock()
+	if a.removalDone != nil {
+		a.removalDone()
 	}
 }
 
@@ -240,7 +274,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 			failed = true
 			continue
 		}
-		if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.Clock.Now()); len(toMove) > 0 || blocking != nil {
+		if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.clock.Now()); len(toMove) > 0 || blocking != nil {
 			klog.Infof("Scale-down: node %s is no longer empty (%s); not removing it", c.Node.Name, arrivedPods(toMove, blocking))
 			if _, err := UnmarkToBeDeleted(ctx, a.kube, c.Node.Name, a.opts.CordonNodeBeforeTerminate); err != nil {
 				klog.Errorf("Scale-down: %v", err)
@@ -358,7 +392,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	deleted, failed := 0, false
 	defer func() { a.finish([]string{n.Name}, deleted, failed) }()
 
-	start := a.Clock.Now()
+	start := a.clock.Now()
 	// Re-read the node's pods from the API server now that it is tainted:
 	// the set is final, and nothing bound since the plan is left behind.
 	current, err := a.podsOnNode(ctx, n.Name)
@@ -370,8 +404,8 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	// PDBs only say which pods they cover; their budgets are left to the
 	// Eviction API, whose refusals are retried.
 	var pdbs []*policyv1.PodDisruptionBudget
-	if a.PDBs != nil {
-		if pdbs, err = a.PDBs(); err != nil {
+	if a.pdbs != nil {
+		if pdbs, err = a.pdbs(); err != nil {
 			a.fail(ctx, n, metrics.InternalError, fmt.Errorf("listing PodDisruptionBudgets: %w", err))
 			failed = true
 			return
@@ -404,11 +438,11 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
 	a.recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 	klog.Infof("Scale-down: removed node %s from node group %s after evicting %d pod(s) in %s",
-		n.Name, c.GroupID, len(pods), a.Clock.Now().Sub(start).Round(time.Second))
+		n.Name, c.GroupID, len(pods), a.clock.Now().Sub(start).Round(time.Second))
 }
 
 func (a *Actuator) drainOptions() drain.Options {
-	return drain.NewOptions(a.opts, a.ControllerReplicas)
+	return drain.NewOptions(a.opts, a.controllerReplicas)
 }
 
 // evictAll evicts pods in parallel, each retried (PDB refusals come back as
@@ -417,7 +451,7 @@ func (a *Actuator) drainOptions() drain.Options {
 // (DaemonSet) pods are evicted alongside: their failures are logged only,
 // and their going is not waited for, as upstream does.
 func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort []*apiv1.Pod) error {
-	deadline := a.Clock.Now().Add(a.opts.MaxPodEvictionTime)
+	deadline := a.clock.Now().Add(a.opts.MaxPodEvictionTime)
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
 	for i, p := range pods {
@@ -442,20 +476,20 @@ func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort
 		return fmt.Errorf("evicting %d pod(s) failed: %s", len(failed), strings.Join(failed, "; "))
 	}
 
-	waitUntil := a.Clock.Now().Add(time.Duration(a.opts.MaxGracefulTerminationSec)*time.Second + PodEvictionHeadroom)
+	waitUntil := a.clock.Now().Add(time.Duration(a.opts.MaxGracefulTerminationSec)*time.Second + PodEvictionHeadroom)
 	for {
 		remaining := a.stillRunning(ctx, n, pods)
 		if len(remaining) == 0 {
 			return nil
 		}
-		if !a.Clock.Now().Before(waitUntil) {
+		if !a.clock.Now().Before(waitUntil) {
 			return fmt.Errorf("%d evicted pod(s) still on the node after %ds: %s", len(remaining),
 				a.opts.MaxGracefulTerminationSec+int(PodEvictionHeadroom/time.Second), framework.PodNames(remaining, 5))
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(a.PodGoneCheckInterval):
+		case <-time.After(a.podGoneCheckInterval):
 		}
 	}
 }
@@ -480,7 +514,7 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 		case apierrors.IsNotFound(err):
 			return nil
 		}
-		if !a.Clock.Now().Before(deadline) {
+		if !a.clock.Now().Before(deadline) {
 			return fmt.Errorf("still refused after %d attempt(s) over %s: %w", attempts, a.opts.MaxPodEvictionTime, err)
 		}
 		if apierrors.IsTooManyRequests(err) {
@@ -491,7 +525,7 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(a.EvictionRetryInterval):
+		case <-time.After(a.evictionRetryInterval):
 		}
 	}
 }
@@ -499,7 +533,7 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 // markNode taints the node ToBeDeletedByClusterAutoscaler and, with
 // --cordon-node-before-terminating, cordons it in the same update.
 func (a *Actuator) markNode(ctx context.Context, n *apiv1.Node) error {
-	if _, err := MarkToBeDeleted(ctx, a.kube, n.Name, n, a.Clock.Now(), a.opts.CordonNodeBeforeTerminate); err != nil {
+	if _, err := MarkToBeDeleted(ctx, a.kube, n.Name, n, a.clock.Now(), a.opts.CordonNodeBeforeTerminate); err != nil {
 		return err
 	}
 	a.recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "marked the node as toBeDeleted/unschedulable")
@@ -539,7 +573,7 @@ func (a *Actuator) evictBestEffort(ctx context.Context, n *apiv1.Node, pods []*a
 	if len(pods) == 0 {
 		return
 	}
-	deadline := a.Clock.Now().Add(a.opts.MaxPodEvictionTime)
+	deadline := a.clock.Now().Add(a.opts.MaxPodEvictionTime)
 	var wg sync.WaitGroup
 	for _, p := range pods {
 		wg.Add(1)

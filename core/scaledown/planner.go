@@ -54,18 +54,21 @@ type Planner struct {
 	registry *clusterstate.Registry
 	checker  *simulator.PredicateChecker
 
-	// ControllerReplicas looks up pods' controllers for the drain rules
+	// controllerReplicas looks up pods' controllers for the drain rules
 	// (controller gone, --min-replica-count); nil skips those checks.
-	ControllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
+	controllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
 
 	unneeded    map[string]*Candidate
 	unremovable *unremovableNodes
 	requests    *requestsCache
 }
 
-// NewPlanner returns a planner.
-func NewPlanner(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry, checker *simulator.PredicateChecker) *Planner {
-	return &Planner{opts: opts, provider: provider, registry: registry, checker: checker,
+// NewPlanner returns a planner; controllerReplicas looks up pods'
+// controllers for the drain rules (controller gone, --min-replica-count),
+// nil skips those checks.
+func NewPlanner(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
+	checker *simulator.PredicateChecker, controllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)) *Planner {
+	return &Planner{opts: opts, provider: provider, registry: registry, checker: checker, controllerReplicas: controllerReplicas,
 		unneeded: map[string]*Candidate{}, unremovable: newUnremovableNodes(), requests: newRequestsCache()}
 }
 
@@ -86,7 +89,7 @@ type PlannerInput struct {
 }
 
 func (p *Planner) drainOptions() drain.Options {
-	return drain.NewOptions(p.opts, p.ControllerReplicas)
+	return drain.NewOptions(p.opts, p.controllerReplicas)
 }
 
 type candidate struct {
