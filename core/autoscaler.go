@@ -87,7 +87,6 @@ type Autoscaler struct {
 	scaleDown *scaledown.ScaleDown
 	trigger   *Trigger
 
-	ctx           context.Context
 	lastScaleUp   time.Time
 	acted         bool // the last iteration changed the cluster
 	statusWritten bool
@@ -109,7 +108,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
-	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health, ctx: context.Background()}
+	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health}
 
 	// Managed fields are dropped from cached objects: with tens of thousands
 	// of pods they are a large share of the cache's memory.
@@ -278,7 +277,6 @@ func (a *Autoscaler) startInformers(ctx context.Context) bool {
 // Initializing status, then runs RunOnce every opts.ScanInterval and when the
 // pending-pod trigger fires, until ctx ends.
 func (a *Autoscaler) Run(ctx context.Context) error {
-	a.ctx = ctx
 	klog.Infof("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, controllers, storage, ConfigMaps in %s)", a.opts.Namespace)
 	if !a.startInformers(ctx) {
 		if ctx.Err() != nil {
@@ -314,7 +312,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := a.RunOnce(time.Now()); err != nil {
+		if err := a.RunOnce(ctx, time.Now()); err != nil {
 			klog.Errorf("Iteration failed: %v", err)
 		}
 		waitStart := time.Now()
@@ -353,22 +351,28 @@ func (a *Autoscaler) ExitCleanUp() {
 }
 
 // clusterObjects reads the informer caches.
-func (a *Autoscaler) clusterObjects() ([]*apiv1.Node, []*apiv1.Pod, []*policyv1.PodDisruptionBudget, []*appsv1.DaemonSet, error) {
-	nodes, err := a.nodes.List(labels.Everything())
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("listing nodes: %w", err)
+// clusterView is what an iteration reads from the informer caches.
+type clusterView struct {
+	nodes []*apiv1.Node
+	pods  []*apiv1.Pod
+	pdbs  []*policyv1.PodDisruptionBudget
+	dss   []*appsv1.DaemonSet
+}
+
+func (a *Autoscaler) clusterObjects() (clusterView, error) {
+	var c clusterView
+	var err error
+	if c.nodes, err = a.nodes.List(labels.Everything()); err != nil {
+		return c, fmt.Errorf("listing nodes: %w", err)
 	}
-	pods, err := a.pods.List(labels.Everything())
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("listing pods: %w", err)
+	if c.pods, err = a.pods.List(labels.Everything()); err != nil {
+		return c, fmt.Errorf("listing pods: %w", err)
 	}
-	pdbs, err := a.pdbs.List(labels.Everything())
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
+	if c.pdbs, err = a.pdbs.List(labels.Everything()); err != nil {
+		return c, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
 	}
-	dss, err := a.dss.List(labels.Everything())
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("listing DaemonSets: %w", err)
+	if c.dss, err = a.dss.List(labels.Everything()); err != nil {
+		return c, fmt.Errorf("listing DaemonSets: %w", err)
 	}
-	return nodes, pods, pdbs, dss, nil
+	return c, nil
 }

@@ -106,7 +106,6 @@ func buildHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.P
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	h.ctx = ctx
-	a.ctx = ctx
 	if !a.startInformers(ctx) {
 		t.Fatal("caches did not sync")
 	}
@@ -126,7 +125,7 @@ func testOptions() config.AutoscalingOptions {
 
 func (h *harness) runOnce(now time.Time) {
 	h.t.Helper()
-	if err := h.a.RunOnce(now); err != nil {
+	if err := h.a.RunOnce(h.ctx, now); err != nil {
 		h.t.Fatalf("RunOnce: %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -20,116 +19,40 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
-// RunOnce is one iteration at time now.
-func (a *Autoscaler) RunOnce(now time.Time) (err error) {
+// RunOnce is one iteration at time now: observe the cluster, give up on
+// nodes that will not come, check health, then scale up, or else scale
+// down, then raise groups to their min size. ctx bounds the iteration's
+// Kubernetes writes.
+func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	start := time.Now()
-	a.acted = false
-	if a.health != nil {
-		a.health.UpdateLastActivity(now)
-	}
-	metrics.UpdateLastTime(metrics.ActivityMain, now)
-	defer func() {
-		metrics.UpdateDurationFromStart(metrics.Main, start)
-		if err == nil {
-			if a.health != nil {
-				a.health.UpdateLastSuccessfulRun(now)
-			}
-			metrics.UpdateLastTime(metrics.ActivityMainSuccessful, now)
-		}
-	}()
+	a.beginIteration(now)
+	defer func() { a.endIteration(now, start, err) }()
 	stateKnown := false
 	defer func() {
 		// Status is written whatever the outcome, as upstream does, once the
 		// registry has seen the cluster at least once.
 		if stateKnown || a.statusWritten {
-			a.writeStatus(now)
+			a.writeStatus(ctx, now)
 		}
 	}()
 
-	refreshStart := time.Now()
-	if err := a.provider.Refresh(); err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		return fmt.Errorf("cloud provider refresh: %w", err)
-	}
-	metrics.UpdateDurationFromStart(metrics.CloudProviderRefresh, refreshStart)
-
-	nodes, pods, pdbs, dss, err := a.clusterObjects()
+	c, err := a.observe(now)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
 		return err
 	}
-
-	csStart := time.Now()
-	if err := a.registry.UpdateNodes(nodes, now); err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		return fmt.Errorf("updating cluster state: %w", err)
-	}
 	stateKnown = true
-	metrics.UpdateDurationFromStart(metrics.UpdateClusterState, csStart)
-	groups := a.registry.NodeGroups()
-	if len(groups) == 0 {
-		klog.Infof("No node groups to autoscale (provider %s lists none); nothing to do", a.provider.Name())
-		metrics.UpdateClusterSafeToAutoscale(true)
+	groups, err := a.giveUpPhase(c, now)
+	if err != nil || len(groups) == 0 {
+		return err
+	}
+	total, healthy := a.healthCheck(now)
+	if !healthy {
 		return nil
 	}
-	// Instances that never registered are given up before the health check:
-	// they count against it, and only this removes them, so an unhealthy
-	// verdict must not keep them forever.
-	gaveUp, err := a.registry.FixNodeGroupSizes(now)
-	if err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		klog.Errorf("%v", err)
-	}
-	if len(gaveUp) > 0 {
-		a.acted = true
-		a.reportGiveUps(gaveUp)
-		// The targets changed: recount upcoming nodes before scaling up.
-		if err := a.registry.UpdateNodes(nodes, now); err != nil {
-			metrics.RegisterError(metrics.CloudProviderError)
-			return fmt.Errorf("updating cluster state: %w", err)
-		}
-		groups = a.registry.NodeGroups()
-	}
-	total := a.registry.TotalReadiness()
-	if !a.registry.IsClusterHealthy() {
-		klog.Warningf("Cluster unhealthy: %d unready and %d long-unregistered node(s) of %d (--ok-total-unready-count=%d, --max-total-unready-percentage=%.0f); not scaling",
-			total.Unready, total.LongUnregistered, total.Registered, a.opts.OkTotalUnreadyCount, a.opts.MaxTotalUnreadyPercentage)
-		metrics.UpdateClusterSafeToAutoscale(false)
-		return nil
-	}
-	metrics.UpdateClusterSafeToAutoscale(true)
-	metrics.UpdateLastTime(metrics.ActivityAutoscaling, now)
-
-	// The snapshot holds real nodes except those being removed: their
-	// capacity is going away; and their pods except expendable ones, which
-	// neither keep a node nor take room a pending pod could preempt.
-	beingDeleted := a.scaleDown.Actuator.BeingDeleted()
-	placed := drain.WithoutExpendable(pods, a.opts.ExpendablePodsPriorityCutoff)
-	live := make([]*apiv1.Node, 0, len(nodes))
-	for _, n := range nodes {
-		if !beingDeleted[n.Name] && !clusterstate.HasToBeDeletedTaint(n) {
-			live = append(live, n)
-		}
-	}
-	a.updateResourceMetrics(live)
-	// The snapshot (every pod through the scheduler framework's bookkeeping)
-	// is the costliest part of an iteration; it is built only when pending
-	// pods or scale-down candidates need a simulation.
-	snapshotBuilt := false
+	sim := a.newIterationSimulation(c)
 	defer a.sync.end()
-	snapshot := func() (*simulator.ClusterSnapshot, error) {
-		if !snapshotBuilt {
-			if err := a.sync.begin(live, placed); err != nil {
-				a.sync.invalidate()
-				metrics.RegisterError(metrics.InternalError)
-				return nil, fmt.Errorf("building cluster snapshot: %w", err)
-			}
-			snapshotBuilt = true
-		}
-		return a.snapshot, nil
-	}
 
-	scaledUp, err := a.scaleUpPhase(snapshot, nodes, pods, dss, groups, total, now)
+	scaledUp, err := a.scaleUpPhase(sim.snapshot, c, groups, total, now)
 	if err != nil {
 		return err
 	}
@@ -140,24 +63,154 @@ func (a *Autoscaler) RunOnce(now time.Time) (err error) {
 		klog.V(1).Infof("Scale-down skipped: this iteration scaled up")
 		return nil
 	}
-
-	if err := a.scaleDownPhase(scaledown.PlannerInput{
-		Snapshot: snapshot, PodsByNode: podsByNode(placed), Nodes: nodes, PDBs: pdbs, BeingDeleted: beingDeleted, Now: now,
+	if err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
+		Snapshot: sim.snapshot, PodsByNode: podsByNode(sim.placed), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted, Now: now,
 	}); err != nil {
 		return err
 	}
-	a.minSizePhase(nodes, dss, groups, now)
+	a.minSizePhase(c, groups, now)
 	return nil
 }
 
+// beginIteration records the iteration's start for the health check and
+// the last_activity metric.
+func (a *Autoscaler) beginIteration(now time.Time) {
+	a.acted = false
+	if a.health != nil {
+		a.health.UpdateLastActivity(now)
+	}
+	metrics.UpdateLastTime(metrics.ActivityMain, now)
+}
+
+// endIteration records its duration and, when it succeeded, its success.
+func (a *Autoscaler) endIteration(now, start time.Time, err error) {
+	metrics.UpdateDurationFromStart(metrics.Main, start)
+	if err != nil {
+		return
+	}
+	if a.health != nil {
+		a.health.UpdateLastSuccessfulRun(now)
+	}
+	metrics.UpdateLastTime(metrics.ActivityMainSuccessful, now)
+}
+
+// observe refreshes the provider, reads the caches and updates the cluster
+// state registry with them.
+func (a *Autoscaler) observe(now time.Time) (clusterView, error) {
+	refreshStart := time.Now()
+	if err := a.provider.Refresh(); err != nil {
+		metrics.RegisterError(metrics.CloudProviderError)
+		return clusterView{}, fmt.Errorf("cloud provider refresh: %w", err)
+	}
+	metrics.UpdateDurationFromStart(metrics.CloudProviderRefresh, refreshStart)
+	c, err := a.clusterObjects()
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return clusterView{}, err
+	}
+	csStart := time.Now()
+	if err := a.registry.UpdateNodes(c.nodes, now); err != nil {
+		metrics.RegisterError(metrics.CloudProviderError)
+		return clusterView{}, fmt.Errorf("updating cluster state: %w", err)
+	}
+	metrics.UpdateDurationFromStart(metrics.UpdateClusterState, csStart)
+	return c, nil
+}
+
+// giveUpPhase gives up on instances that never registered or failed, and
+// returns the node groups as they are after it (none: nothing to do).
+// It runs before the health check: such instances count against it, and
+// only this removes them, so an unhealthy verdict must not keep them
+// forever.
+func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.NodeGroupState, error) {
+	groups := a.registry.NodeGroups()
+	if len(groups) == 0 {
+		klog.Infof("No node groups to autoscale (provider %s lists none); nothing to do", a.provider.Name())
+		metrics.UpdateClusterSafeToAutoscale(true)
+		return nil, nil
+	}
+	gaveUp, err := a.registry.FixNodeGroupSizes(now)
+	if err != nil {
+		metrics.RegisterError(metrics.CloudProviderError)
+		klog.Errorf("%v", err)
+	}
+	if len(gaveUp) == 0 {
+		return groups, nil
+	}
+	a.acted = true
+	a.reportGiveUps(gaveUp)
+	// The targets changed: recount upcoming nodes before scaling up.
+	if err := a.registry.UpdateNodes(c.nodes, now); err != nil {
+		metrics.RegisterError(metrics.CloudProviderError)
+		return nil, fmt.Errorf("updating cluster state: %w", err)
+	}
+	return a.registry.NodeGroups(), nil
+}
+
+// healthCheck says whether the cluster is healthy enough to scale, as
+// upstream judges it (--ok-total-unready-count,
+// --max-total-unready-percentage), and returns its node readiness.
+func (a *Autoscaler) healthCheck(now time.Time) (clusterstate.Readiness, bool) {
+	total := a.registry.TotalReadiness()
+	if !a.registry.IsClusterHealthy() {
+		klog.Warningf("Cluster unhealthy: %d unready and %d long-unregistered node(s) of %d (--ok-total-unready-count=%d, --max-total-unready-percentage=%.0f); not scaling",
+			total.Unready, total.LongUnregistered, total.Registered, a.opts.OkTotalUnreadyCount, a.opts.MaxTotalUnreadyPercentage)
+		metrics.UpdateClusterSafeToAutoscale(false)
+		return total, false
+	}
+	metrics.UpdateClusterSafeToAutoscale(true)
+	metrics.UpdateLastTime(metrics.ActivityAutoscaling, now)
+	return total, true
+}
+
+// iterationSimulation is the simulated cluster of one iteration: real nodes
+// except those being removed (their capacity is going away), and their pods
+// except expendable ones, which neither keep a node nor take room a
+// pending pod could preempt. The snapshot (every pod through the scheduler
+// framework's bookkeeping) is the costliest part of an iteration; it is
+// built on first use, only when pending pods or scale-down candidates need
+// a simulation.
+type iterationSimulation struct {
+	beingDeleted map[string]bool
+	placed       []*apiv1.Pod
+	snapshot     func() (*simulator.ClusterSnapshot, error)
+}
+
+func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
+	sim := iterationSimulation{
+		beingDeleted: a.scaleDown.Actuator.BeingDeleted(),
+		placed:       drain.WithoutExpendable(c.pods, a.opts.ExpendablePodsPriorityCutoff),
+	}
+	live := make([]*apiv1.Node, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		if !sim.beingDeleted[n.Name] && !clusterstate.HasToBeDeletedTaint(n) {
+			live = append(live, n)
+		}
+	}
+	a.updateResourceMetrics(live)
+	built := false
+	sim.snapshot = func() (*simulator.ClusterSnapshot, error) {
+		if !built {
+			if err := a.sync.begin(live, sim.placed); err != nil {
+				a.sync.invalidate()
+				metrics.RegisterError(metrics.InternalError)
+				return nil, fmt.Errorf("building cluster snapshot: %w", err)
+			}
+			built = true
+		}
+		return a.snapshot, nil
+	}
+	return sim
+}
+
 // scaleDownPhase removes unneeded nodes (unless --scale-down-enabled=false).
-func (a *Autoscaler) scaleDownPhase(in scaledown.PlannerInput) error {
+func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInput) error {
 	if !a.opts.ScaleDownEnabled {
 		klog.V(2).Infof("Scale-down disabled (--scale-down-enabled=false)")
 		a.registry.SetScaleDownCandidates(nil)
 		return nil
 	}
-	res, err := a.scaleDown.RunOnce(a.ctx, in, a.lastScaleUp)
+	res, err := a.scaleDown.RunOnce(ctx, in, a.lastScaleUp)
 	// Removals still running after this phase (drains, asynchronous deletes).
 	removals, _ := a.scaleDown.Actuator.InFlight()
 	metrics.ObservePendingNodeDeletions(removals)
@@ -175,15 +228,15 @@ func (a *Autoscaler) scaleDownPhase(in scaledown.PlannerInput) error {
 // minSizePhase, with --enforce-node-group-min-size, raises node groups whose
 // target is below their min size to it, as upstream does at the end of an
 // iteration that did not scale up for pending pods.
-func (a *Autoscaler) minSizePhase(nodes []*apiv1.Node, dss []*appsv1.DaemonSet, groups []clusterstate.NodeGroupState, now time.Time) {
+func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroupState, now time.Time) {
 	if !a.opts.EnforceNodeGroupMinSize || !scaleup.AnyBelowMinSize(groups) {
 		return
 	}
-	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, nodes, a.registry.NodeGroupIDForNode, dss, a.checker, a.taints)
+	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints)
 	for id, err := range templateErrs {
 		klog.Warningf("Min size: node group %s: %v", id, err)
 	}
-	if done := a.scaleUp.ScaleUpToMinSize(nodes, templates, now); len(done) > 0 {
+	if done := a.scaleUp.ScaleUpToMinSize(c.nodes, templates, now); len(done) > 0 {
 		a.acted = true
 		a.lastScaleUp = now
 		metrics.UpdateLastTime(metrics.ActivityScaleUp, now)
@@ -194,9 +247,9 @@ func (a *Autoscaler) minSizePhase(nodes []*apiv1.Node, dss []*appsv1.DaemonSet, 
 // cause a scale-up. Pods that fit existing nodes stay placed in the snapshot
 // (the scheduler will bind them there), so scale-down sees that load too;
 // so do the pods being evicted from nodes under drain.
-func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, error), nodes []*apiv1.Node, pods []*apiv1.Pod, dss []*appsv1.DaemonSet, groups []clusterstate.NodeGroupState,
+func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, error), c clusterView, groups []clusterstate.NodeGroupState,
 	total clusterstate.Readiness, now time.Time) (bool, error) {
-	pending := scaleup.FilterPendingPods(pods, a.opts, now, nodeNames(nodes))
+	pending := scaleup.FilterPendingPods(c.pods, a.opts, now, nodeNames(c.nodes))
 	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung+len(pending.Nominated), pending.SchedulerUnprocessed)
 	if len(pending.Nominated) > 0 {
 		if err := a.placeNominated(snapshot, pending.Nominated); err != nil {
@@ -204,7 +257,7 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		}
 	}
 	draining := a.scaleDown.Actuator.Draining()
-	drained := scaleup.DrainedPods(pods, draining, a.opts.ExpendablePodsPriorityCutoff)
+	drained := scaleup.DrainedPods(c.pods, draining, a.opts.ExpendablePodsPriorityCutoff)
 	if len(drained) > 0 {
 		klog.V(1).Infof("Scale-up: %d pod(s) being evicted from %d node(s) under drain are placed as pending pods", len(drained), len(draining))
 	}
@@ -224,7 +277,7 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
 		return false, err
 	}
-	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, nodes, a.registry.NodeGroupIDForNode, dss, a.checker, a.taints)
+	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints)
 	// Upcoming nodes are simulated only for this phase.
 	a.snapshot.Fork()
 	defer a.snapshot.Revert()
@@ -238,7 +291,7 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		return false, nil
 	}
 	res, err := a.scaleUp.ScaleUp(scaleup.Input{
-		Snapshot: a.snapshot, Pods: stillPending, Nodes: nodes, Templates: templates, TemplateErrors: templateErrs, Now: now,
+		Snapshot: a.snapshot, Pods: stillPending, Nodes: c.nodes, Templates: templates, TemplateErrors: templateErrs, Now: now,
 	})
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
@@ -381,11 +434,11 @@ func (a *Autoscaler) updateResourceMetrics(live []*apiv1.Node) {
 	metrics.UpdateMemoryLimitsBytes(a.opts.MinMemoryTotal, a.opts.MaxMemoryTotal)
 }
 
-func (a *Autoscaler) writeStatus(now time.Time) {
+func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	if !a.opts.WriteStatusConfigMap {
 		return
 	}
-	ctx, cancel := context.WithTimeout(a.ctx, apiTimeout)
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	if _, err := utils.WriteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName, a.registry.GetStatus(now), a.recorder); err != nil {
 		metrics.RegisterError(metrics.APICallError)

@@ -70,12 +70,15 @@ var (
 	sharedRecorder       *schedmetrics.MetricAsyncRecorder
 )
 
+// simulationContext is the context of plugin runs: they work in memory on
+// the snapshot and return promptly, so nothing cancels them.
+var simulationContext = context.Background()
+
 // PredicateChecker runs the kube-scheduler framework's PreFilter and Filter
 // plugins against a ClusterSnapshot. It is not safe for concurrent use.
 type PredicateChecker struct {
 	fw      schedframework.Framework
 	lister  *frameworkLister
-	ctx     context.Context
 	plugins []string
 }
 
@@ -148,7 +151,7 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		return nil, fmt.Errorf("building scheduler framework: %w", err)
 	}
 	klog.V(1).Infof("Scheduling simulation uses the kube-scheduler framework with plugins %v", enabled)
-	return &PredicateChecker{fw: f, lister: lister, ctx: ctx, plugins: slices.Clone(enabled)}, nil
+	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled)}, nil
 }
 
 // Plugins lists the enabled filter plugins.
@@ -211,7 +214,7 @@ func (c *PredicateChecker) preFilter(s *ClusterSnapshot, pod *apiv1.Pod) (*preFi
 	c.lister.snapshot = s
 	s.prepareForScheduling()
 	state := schedframework.NewCycleState()
-	result, st, restricting := c.fw.RunPreFilterPlugins(c.ctx, state, pod)
+	result, st, restricting := c.fw.RunPreFilterPlugins(simulationContext, state, pod)
 	if !st.IsSuccess() {
 		return nil, statusToError(pod, "", st)
 	}
@@ -228,7 +231,7 @@ func (c *PredicateChecker) filter(pf *preFilterOutcome, pod *apiv1.Pod, info *sc
 		return &PredicateError{podName: podKey(pod), nodeName: name, plugin: pf.restrictedBy,
 			reasons: []string{fmt.Sprintf("node(s) didn't satisfy plugin(s) %s", pf.restrictedBy)}}
 	}
-	if st := c.fw.RunFilterPlugins(c.ctx, pf.state, pod, info); !st.IsSuccess() {
+	if st := c.fw.RunFilterPlugins(simulationContext, pf.state, pod, info); !st.IsSuccess() {
 		return statusToError(pod, name, st)
 	}
 	return nil
