@@ -87,9 +87,12 @@ type Autoscaler struct {
 	scaleDown *scaledown.ScaleDown
 	trigger   *Trigger
 
-	lastScaleUp   time.Time
-	acted         bool // the last iteration changed the cluster
-	statusWritten bool
+	lastScaleUp time.Time
+	acted       bool // the last iteration changed the cluster
+	// nextScaleDownAt: when the next unneeded node reaches its unneeded
+	// time; the loop wakes then rather than up to a scan interval later.
+	nextScaleDownAt time.Time
+	statusWritten   bool
 }
 
 // NewAutoscaler wires informers (nodes, pods, PDBs, DaemonSets, ConfigMaps in
@@ -316,7 +319,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 			klog.Errorf("Iteration failed: %v", err)
 		}
 		waitStart := time.Now()
-		reason := a.trigger.Wait(ctx, a.opts.ScanInterval, a.acted)
+		reason := a.trigger.Wait(ctx, a.waitInterval(time.Now()), a.acted)
 		metrics.UpdateDurationFromStart(metrics.LoopWait, waitStart)
 		if reason == WakeDone {
 			return nil
@@ -324,6 +327,22 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		klog.V(4).Infof("Starting iteration (%s)", reason)
 	}
 }
+
+// waitInterval is the scan interval, shortened to wake when the next
+// unneeded node reaches its unneeded time (not with
+// --frequent-loops-enabled=false).
+func (a *Autoscaler) waitInterval(now time.Time) time.Duration {
+	interval := a.opts.ScanInterval
+	if a.opts.FrequentLoopsEnabled && !a.nextScaleDownAt.IsZero() {
+		if d := a.nextScaleDownAt.Sub(now); d < interval {
+			interval = max(d, minWait)
+		}
+	}
+	return interval
+}
+
+// minWait is the shortest wait between iterations.
+const minWait = 100 * time.Millisecond
 
 // ExitCleanUp deletes the status ConfigMap (when written) and calls
 // provider.Cleanup.

@@ -218,8 +218,11 @@ func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInp
 		metrics.RegisterError(metrics.InternalError)
 		return fmt.Errorf("scale-down: %w", err)
 	}
+	// A removal started is no reason for a follow-up iteration: the end of
+	// each removal wakes the loop (RemovalDone), and the next unneeded node
+	// to come of age wakes it at its time.
+	a.nextScaleDownAt = res.NextAt
 	if res.Started() {
-		a.acted = true
 		metrics.UpdateLastTime(metrics.ActivityScaleDown, in.Now)
 	}
 	return nil

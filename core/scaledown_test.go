@@ -686,3 +686,14 @@ func TestEndedRemovalWakesTheLoop(t *testing.T) {
 		t.Fatal("the loop was not woken after the removal ended")
 	}
 }
+
+// After a loop that finds nodes unneeded, the loop knows when the first of
+// them reaches --scale-down-unneeded-time, to wake then.
+func TestNextScaleDownAtIsWhenTheFirstNodeComesOfAge(t *testing.T) {
+	p, objs, _ := scaleDownFixture(0)
+	h := newHarness(t, testOptions(), p, objs...)
+	h.runOnce(t0)
+	if want := t0.Add(testOptions().NodeGroupDefaults.ScaleDownUnneededTime); !h.a.nextScaleDownAt.Equal(want) {
+		t.Fatalf("next scale-down at %v, want %v (first unneeded at t0 + --scale-down-unneeded-time)", h.a.nextScaleDownAt, want)
+	}
+}

@@ -165,3 +165,28 @@ func TestKickStartsTheNextIterationAtOnce(t *testing.T) {
 	c.Step(10 * time.Second)
 	expect(t, ch, WakeInterval)
 }
+
+// The loop wakes when the next unneeded node reaches its unneeded time,
+// not up to a scan interval later.
+func TestWaitIntervalEndsWhenTheNextNodeComesOfAge(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name     string
+		next     time.Time
+		frequent bool
+		want     time.Duration
+	}{
+		{"no node waiting", time.Time{}, true, 10 * time.Second},
+		{"node due in 3s", now.Add(3 * time.Second), true, 3 * time.Second},
+		{"node due after the interval", now.Add(time.Minute), true, 10 * time.Second},
+		{"node already due", now.Add(-time.Second), true, minWait},
+		{"frequent loops off", now.Add(3 * time.Second), false, 10 * time.Second},
+	} {
+		a := &Autoscaler{nextScaleDownAt: tc.next}
+		a.opts.ScanInterval = 10 * time.Second
+		a.opts.FrequentLoopsEnabled = tc.frequent
+		if got := a.waitInterval(now); got != tc.want {
+			t.Errorf("%s: wait %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

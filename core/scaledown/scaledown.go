@@ -41,6 +41,9 @@ type Result struct {
 	InCooldown bool
 	Empty      []string // removal started
 	Drained    []string // drain started
+	// NextAt is when the next unneeded node reaches its unneeded (or
+	// unready) time; zero when none waits for that.
+	NextAt time.Time
 }
 
 // Started reports whether any removal started.
@@ -108,7 +111,8 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 		return res, nil
 	}
 
-	empty, drain := s.choose(unneeded, in)
+	empty, drain, next := s.choose(unneeded, in)
+	res.NextAt = next
 	res.Empty = s.startEmpty(ctx, empty)
 	res.Drained = s.startDrains(ctx, drain, in.Now)
 	s.observe(in.Now)
@@ -168,7 +172,7 @@ func (s *ScaleDown) removalBudgets() (total, drains int) {
 // choose picks, in Unneeded's order (empty nodes first), the nodes whose
 // removal starts now, within the removal budgets, keeping every group above
 // its min size and the cluster above --cores-total / --memory-total minimums.
-func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain []*Candidate) {
+func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain []*Candidate, nextAt time.Time) {
 	minMilliCPU, minMem := s.minimums()
 	var totalMilliCPU, totalMem int64
 	for _, n := range in.Nodes {
@@ -190,6 +194,9 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain
 			threshold = gs.Options.ScaleDownUnreadyTime
 		}
 		if d := in.Now.Sub(c.Since); d < threshold {
+			if at := c.Since.Add(threshold); nextAt.IsZero() || at.Before(nextAt) {
+				nextAt = at
+			}
 			s.Planner.unremovable.record(c.Node.Name, map[bool]simulator.UnremovableReason{true: simulator.NotUnreadyLongEnough, false: simulator.NotUnneededLongEnough}[c.Unready])
 			klog.V(2).Infof("Scale-down: node %s unneeded for %s of %s", c.Node.Name, d.Round(time.Second), threshold)
 			continue
@@ -235,7 +242,7 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain
 			drain = append(drain, c)
 		}
 	}
-	return empty, drain
+	return empty, drain, nextAt
 }
 
 // minimums merges the provider's limiter with --cores-total/--memory-total
