@@ -23,7 +23,10 @@ const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
 // min 1, and the autoscaler runs with --scale-down-unneeded-time=1m
 // --scale-down-delay-after-add=0s and everything else at its default. With podsPerNode > 0
 // every node runs that many pods of one Deployment under a PodDisruptionBudget
-// (maxUnavailable 1), so nodes must be drained before they go.
+// (minAvailable 50%), so nodes must be drained before they go. (With maxUnavailable 1,
+// each eviction leaves the budget at 0 until the replacement is ready, which makes every
+// other node unremovable for a moment and restarts its unneeded time, upstream's
+// planner as this one: a scale-down that takes a --scale-down-unneeded-time per node.)
 type scaleDownRun struct {
 	name                 string
 	pools, nodesPerPool  int
@@ -170,19 +173,19 @@ func deletionCounts(ctx context.Context, sb *sandbox.Sandbox) (inFlight, deletin
 }
 
 func createPDB(ctx context.Context, sb *sandbox.Sandbox, app string) error {
-	one := intstr.FromInt32(1)
+	half := intstr.FromString("50%")
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: "bench"},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one,
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &half,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
 	}
 	_, err := sb.Kube.PolicyV1().PodDisruptionBudgets("bench").Create(ctx, pdb, metav1.CreateOptions{})
 	return err
 }
 
-// pdbHeadroom is the PDB's current healthy pods minus the desired ones, counted from the
-// pods themselves (the disruption controller's status may lag): below 0 the budget is
-// violated.
+// pdbHeadroom is the PDB's running pods minus the minimum it asks for (half the
+// replicas, rounded up), counted from the pods themselves (the disruption controller's
+// status may lag): below 0 the budget is violated.
 func pdbHeadroom(ctx context.Context, sb *sandbox.Sandbox, app string) (int32, error) {
 	running, err := runningPods(ctx, sb, app)
 	if err != nil {
@@ -192,7 +195,7 @@ func pdbHeadroom(ctx context.Context, sb *sandbox.Sandbox, app string) (int32, e
 	if err != nil {
 		return 0, err
 	}
-	return int32(running) - (*d.Spec.Replicas - 1), nil
+	return int32(running) - (*d.Spec.Replicas+1)/2, nil
 }
 
 func requestsByOp(sb *sandbox.Sandbox) map[string]int {
