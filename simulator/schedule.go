@@ -46,7 +46,7 @@ func GroupPods(pods []*apiv1.Pod) []PodEquivalenceGroup {
 		if p == nil {
 			continue
 		}
-		ref := metav1.GetControllerOf(p)
+		ref := metav1.GetControllerOfNoCopy(p)
 		if ref == nil || ref.UID == "" {
 			groups = append(groups, PodEquivalenceGroup{Pods: []*apiv1.Pod{p}})
 			continue

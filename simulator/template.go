@@ -67,7 +67,7 @@ func SanitizedTemplateNodeInfo(template *framework.NodeInfo, suffix string, daem
 		cp.Spec.NodeName = name
 		cp.ResourceVersion = ""
 		pods = append(pods, cp)
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "DaemonSet" {
 			present[ref.UID] = true
 		}
 	}

@@ -267,7 +267,7 @@ func IsMirrorPod(pod *apiv1.Pod) bool {
 
 // IsDaemonSetPod tells a pod controlled by a DaemonSet, or annotated as one.
 func IsDaemonSetPod(pod *apiv1.Pod) bool {
-	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.Kind == "DaemonSet" {
 		return true
 	}
 	return pod.Annotations[DaemonSetPodKey] == "true"
@@ -293,7 +293,7 @@ func isLongTerminating(pod *apiv1.Pod, now time.Time) bool {
 }
 
 func replicationReason(pod *apiv1.Pod, opts Options) BlockingPodReason {
-	ref := metav1.GetControllerOf(pod)
+	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
 		return NotReplicated
 	}
