@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
@@ -28,15 +27,7 @@ func TestPodsOfDrainedNodeKeepTheirDestination(t *testing.T) {
 	o := testOptions()
 	o.MaxPodEvictionTime = time.Minute
 	h := newAsyncHarness(t, o, p, objs...)
-	release := make(chan struct{})
-	h.evict = func(ns, name string) error {
-		select {
-		case <-release:
-			return nil
-		default:
-			return apierrors.NewTooManyRequests("disruption budget", 1)
-		}
-	}
+	release := h.refuseEvictions()
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute)) // n1's drain starts, its pod stays
 	deadline := time.Now().Add(5 * time.Second)
@@ -57,7 +48,7 @@ func TestPodsOfDrainedNodeKeepTheirDestination(t *testing.T) {
 		}
 	}
 	h.runOnce(t0.Add(23 * time.Minute))
-	close(release)
+	release()
 	h.a.scaleDown.Actuator.Wait()
 	if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n1"}) {
 		t.Fatalf("DeleteNodes calls = %v, want only the drained n1", d)

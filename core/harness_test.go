@@ -123,6 +123,25 @@ func testOptions() config.AutoscalingOptions {
 	return o
 }
 
+// refuseEvictions makes every eviction fail as a PodDisruptionBudget with no
+// disruption left would, until the returned release is called; from then
+// on evictions succeed. (Refused rather than blocked: the fake clientset
+// holds its lock while a reactor runs.)
+func (h *harness) refuseEvictions() (release func()) {
+	released := make(chan struct{})
+	h.mu.Lock()
+	h.evict = func(ns, name string) error {
+		select {
+		case <-released:
+			return nil
+		default:
+			return apierrors.NewTooManyRequests("disruption budget", 1)
+		}
+	}
+	h.mu.Unlock()
+	return func() { close(released) }
+}
+
 func (h *harness) runOnce(now time.Time) {
 	h.t.Helper()
 	if err := h.a.RunOnce(h.ctx, now); err != nil {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -58,15 +57,7 @@ func TestMaxScaleDownParallelismCountsRemovalsInFlight(t *testing.T) {
 	o.MaxPodEvictionTime = time.Minute
 	h := newAsyncHarness(t, o, p, objs...)
 	read := scrape(t)
-	release := make(chan struct{})
-	h.evict = func(ns, name string) error {
-		select {
-		case <-release:
-			return nil
-		default:
-			return apierrors.NewTooManyRequests("disruption budget", 1)
-		}
-	}
+	release := h.refuseEvictions()
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute))
 	if n, _ := h.a.scaleDown.Actuator.InFlight(); n != 2 {
@@ -79,7 +70,7 @@ func TestMaxScaleDownParallelismCountsRemovalsInFlight(t *testing.T) {
 	if v := read("pending_node_deletions", nil); v != 2 {
 		t.Errorf("pending_node_deletions = %v after a loop with 2 removals in flight, want 2", v)
 	}
-	close(release)
+	release()
 	h.a.scaleDown.Actuator.Wait()
 	if d := deletions(p); len(d) != 2 {
 		t.Fatalf("DeleteNodes calls = %v, want 2", d)

@@ -626,17 +626,7 @@ func TestBackgroundDrainTracksNode(t *testing.T) {
 	o := testOptions()
 	o.MaxPodEvictionTime = time.Minute
 	h := newAsyncHarness(t, o, p, objs...)
-	// The fake clientset holds its lock while a reactor runs, so the
-	// eviction is refused (as a PDB would) until released, not blocked.
-	release := make(chan struct{})
-	h.evict = func(ns, name string) error {
-		select {
-		case <-release:
-			return nil
-		default:
-			return apierrors.NewTooManyRequests("disruption budget", 1)
-		}
-	}
+	release := h.refuseEvictions()
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute)) // n2 (empty) and n1 (drain) start
 	deadline := time.Now().Add(5 * time.Second)
@@ -656,7 +646,7 @@ func TestBackgroundDrainTracksNode(t *testing.T) {
 	if un := h.a.scaleDown.Planner.Unneeded(); len(un) != 0 {
 		t.Fatalf("unneeded while draining: %d", len(un))
 	}
-	close(release)
+	release()
 	h.a.scaleDown.Actuator.Wait()
 	d := deletions(p)
 	sort.Strings(d)

@@ -35,14 +35,8 @@ const PodEvictionHeadroom = 30 * time.Second
 // the loop is not blocked; nodes being removed are tracked so the planner
 // and scale-up leave them alone.
 type Actuator struct {
-	opts               config.AutoscalingOptions
-	kube               kubernetes.Interface
-	provider           cloudprovider.CloudProvider
-	recorder           record.EventRecorder
-	statusRef          *apiv1.ObjectReference
-	controllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
-	pdbs               func() ([]*policyv1.PodDisruptionBudget, error)
-	removalDone        func()
+	opts config.AutoscalingOptions
+	deps ActuatorDeps
 
 	clock                 clock.PassiveClock
 	evictionRetryInterval time.Duration
@@ -97,8 +91,7 @@ func Synchronous() ActuatorOption { return func(a *Actuator) { a.async = false }
 // NewActuator returns an actuator.
 func NewActuator(opts config.AutoscalingOptions, deps ActuatorDeps, options ...ActuatorOption) *Actuator {
 	a := &Actuator{
-		opts: opts, kube: deps.Kube, provider: deps.Provider, recorder: deps.Recorder, statusRef: deps.StatusRef,
-		controllerReplicas: deps.ControllerReplicas, pdbs: deps.PDBs, removalDone: deps.RemovalDone,
+		opts: opts, deps: deps,
 		clock: clock.RealClock{}, evictionRetryInterval: 5 * time.Second, podGoneCheckInterval: 5 * time.Second, async: true,
 		deleting: map[string]string{}, draining: map[string]bool{},
 	}
@@ -196,8 +189,8 @@ func (a *Actuator) finish(names []string, deleted int, failed bool) {
 		a.failures++
 	}
 	a.mu.Unlock()
-	if a.removalDone != nil {
-		a.removalDone()
+	if a.deps.RemovalDone != nil {
+		a.deps.RemovalDone()
 	}
 }
 
@@ -212,7 +205,7 @@ func scaleDownReason(c *Candidate) string {
 }
 
 func (a *Actuator) gpuLabels(n *apiv1.Node) (string, string) {
-	if gpu := a.provider.GetNodeGpuConfig(n); gpu != nil {
+	if gpu := a.deps.Provider.GetNodeGpuConfig(n); gpu != nil {
 		return string(gpu.ExtendedResourceName), gpu.Type
 	}
 	return "", ""
@@ -227,10 +220,10 @@ func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err 
 	// its node back.
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, uerr := UnmarkToBeDeleted(uctx, a.kube, n.Name, a.opts.CordonNodeBeforeTerminate); uerr != nil {
+	if _, uerr := UnmarkToBeDeleted(uctx, a.deps.Kube, n.Name, a.opts.CordonNodeBeforeTerminate); uerr != nil {
 		klog.Errorf("Scale-down: %v", uerr)
 	}
-	a.recorder.Eventf(n, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to remove node: %v", err)
+	a.deps.Recorder.Eventf(n, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to remove node: %v", err)
 }
 
 // DeleteEmpty removes nodes running only DaemonSet and mirror pods, in bulk:
@@ -242,7 +235,7 @@ func (a *Actuator) DeleteEmpty(ctx context.Context, cands []*Candidate) {
 	}
 	a.track(cands, false)
 	for _, c := range cands {
-		a.recorder.Eventf(a.statusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %q", c.Node.Name)
+		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %q", c.Node.Name)
 	}
 	a.run(func() { a.deleteEmpty(ctx, cands) })
 }
@@ -276,7 +269,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 		}
 		if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.clock.Now()); len(toMove) > 0 || blocking != nil {
 			klog.Infof("Scale-down: node %s is no longer empty (%s); not removing it", c.Node.Name, arrivedPods(toMove, blocking))
-			if _, err := UnmarkToBeDeleted(ctx, a.kube, c.Node.Name, a.opts.CordonNodeBeforeTerminate); err != nil {
+			if _, err := UnmarkToBeDeleted(ctx, a.deps.Kube, c.Node.Name, a.opts.CordonNodeBeforeTerminate); err != nil {
 				klog.Errorf("Scale-down: %v", err)
 			}
 			continue
@@ -317,7 +310,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 		for _, c := range group {
 			gpuName, gpuType := a.gpuLabels(c.Node)
 			metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
-			a.recorder.Event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
+			a.deps.Recorder.Event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 		}
 		klog.Infof("Scale-down: removed empty node(s) %s from node group %s", strings.Join(gnames, ", "), id)
 	}
@@ -328,7 +321,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 // failing: those it lists as deleting, or no longer lists though it did
 // before the call. The same group object is asked before and after.
 func (a *Actuator) deleteNodes(nodes []*apiv1.Node) (deleted map[string]bool, err error) {
-	g, err := a.provider.NodeGroupForNode(nodes[0])
+	g, err := a.deps.Provider.NodeGroupForNode(nodes[0])
 	if err != nil {
 		return nil, fmt.Errorf("node group of %s: %w", nodes[0].Name, err)
 	}
@@ -378,7 +371,7 @@ func (a *Actuator) Drain(ctx context.Context, cands []*Candidate) {
 			a.finish([]string{c.Node.Name}, 0, true)
 			continue
 		}
-		a.recorder.Eventf(a.statusRef, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %s, pods to reschedule: %s",
+		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %s, pods to reschedule: %s",
 			c.Node.Name, describeUtilization(c.Utilization), framework.PodNames(c.PodsToEvict, 0))
 		tainted = append(tainted, c)
 	}
@@ -404,8 +397,8 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	// PDBs only say which pods they cover; their budgets are left to the
 	// Eviction API, whose refusals are retried.
 	var pdbs []*policyv1.PodDisruptionBudget
-	if a.pdbs != nil {
-		if pdbs, err = a.pdbs(); err != nil {
+	if a.deps.PDBs != nil {
+		if pdbs, err = a.deps.PDBs(); err != nil {
 			a.fail(ctx, n, metrics.InternalError, fmt.Errorf("listing PodDisruptionBudgets: %w", err))
 			failed = true
 			return
@@ -436,13 +429,13 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	deleted = 1
 	gpuName, gpuType := a.gpuLabels(n)
 	metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
-	a.recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
+	a.deps.Recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 	klog.Infof("Scale-down: removed node %s from node group %s after evicting %d pod(s) in %s",
 		n.Name, c.GroupID, len(pods), a.clock.Now().Sub(start).Round(time.Second))
 }
 
 func (a *Actuator) drainOptions() drain.Options {
-	return drain.NewOptions(a.opts, a.controllerReplicas)
+	return drain.NewOptions(a.opts, a.deps.ControllerReplicas)
 }
 
 // evictAll evicts pods in parallel, each retried (PDB refusals come back as
@@ -506,10 +499,10 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 	attempts := 0
 	for {
 		attempts++
-		err := a.kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
+		err := a.deps.Kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
 		switch {
 		case err == nil:
-			a.recorder.Event(p, apiv1.EventTypeNormal, "ScaleDown", "deleting pod for node scale down")
+			a.deps.Recorder.Event(p, apiv1.EventTypeNormal, "ScaleDown", "deleting pod for node scale down")
 			return nil
 		case apierrors.IsNotFound(err):
 			return nil
@@ -533,10 +526,10 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) 
 // markNode taints the node ToBeDeletedByClusterAutoscaler and, with
 // --cordon-node-before-terminating, cordons it in the same update.
 func (a *Actuator) markNode(ctx context.Context, n *apiv1.Node) error {
-	if _, err := MarkToBeDeleted(ctx, a.kube, n.Name, n, a.clock.Now(), a.opts.CordonNodeBeforeTerminate); err != nil {
+	if _, err := MarkToBeDeleted(ctx, a.deps.Kube, n.Name, n, a.clock.Now(), a.opts.CordonNodeBeforeTerminate); err != nil {
 		return err
 	}
-	a.recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "marked the node as toBeDeleted/unschedulable")
+	a.deps.Recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "marked the node as toBeDeleted/unschedulable")
 	return nil
 }
 
@@ -600,7 +593,7 @@ func (a *Actuator) withoutExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
 
 // podsOnNode lists the pods bound to a node, from the API server.
 func (a *Actuator) podsOnNode(ctx context.Context, name string) ([]*apiv1.Pod, error) {
-	list, err := a.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+	list, err := a.deps.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", name).String(),
 	})
 	if err != nil {
@@ -630,7 +623,7 @@ func arrivedPods(toMove []*apiv1.Pod, blocking *drain.BlockingPod) string {
 func (a *Actuator) stillRunning(ctx context.Context, n *apiv1.Node, pods []*apiv1.Pod) []*apiv1.Pod {
 	var out []*apiv1.Pod
 	for _, p := range pods {
-		cur, err := a.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		cur, err := a.deps.Kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		}
