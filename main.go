@@ -46,33 +46,11 @@ func main() {
 // run returns the process exit code: 0 after a clean shutdown, 1 when the
 // autoscaler cannot start or stops on an error, 2 for bad flags.
 func run(args []string) int {
-	fs := pflag.NewFlagSet(componentName, pflag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	flags := config.NewFlags(fs)
-	opts, err := flags.Parse(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		var problems config.FlagErrors
-		if errors.As(err, &problems) {
-			for _, p := range problems {
-				fmt.Fprintln(os.Stderr, "error:", p)
-			}
-		} else {
-			fmt.Fprintln(os.Stderr, "error:", err)
-		}
-		return 2
-	}
-	if err := flags.Logging().Apply(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		return 2
+	opts, code := parseFlags(args)
+	if code >= 0 {
+		return code
 	}
 	defer klog.Flush()
-	for _, w := range flags.Warnings() {
-		klog.Warning(w)
-	}
-	fs.VisitAll(func(f *pflag.Flag) { klog.V(2).Infof("FLAG: --%s=%q", f.Name, f.Value) })
 	klog.Infof("cluster-autoscaler %s starting: provider %s, scan interval %v, expanders %v",
 		version.Version, opts.CloudProviderName, opts.ScanInterval, opts.ExpanderNames)
 
@@ -130,6 +108,40 @@ func run(args []string) int {
 	}
 	klog.Info("cluster-autoscaler stopped")
 	return 0
+}
+
+// parseFlags reads the command line into options and sets up logging.
+// Every problem of a bad command line is reported at once; code is the exit
+// code when the process must stop (0 after --help, 2 for bad flags), -1
+// otherwise.
+func parseFlags(args []string) (opts config.AutoscalingOptions, code int) {
+	fs := pflag.NewFlagSet(componentName, pflag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	flags := config.NewFlags(fs)
+	opts, err := flags.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return opts, 0
+	}
+	if err != nil {
+		var problems config.FlagErrors
+		if errors.As(err, &problems) {
+			for _, p := range problems {
+				fmt.Fprintln(os.Stderr, "error:", p)
+			}
+		} else {
+			fmt.Fprintln(os.Stderr, "error:", err)
+		}
+		return opts, 2
+	}
+	if err := flags.Logging().Apply(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return opts, 2
+	}
+	for _, w := range flags.Warnings() {
+		klog.Warning(w)
+	}
+	fs.VisitAll(func(f *pflag.Flag) { klog.V(2).Infof("FLAG: --%s=%q", f.Name, f.Value) })
+	return opts, -1
 }
 
 // cancelCloudCallsAfterGrace has the provider end its calls (Cleanup)
