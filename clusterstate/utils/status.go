@@ -42,6 +42,7 @@ func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
 // value is not changed). An update that fails (typically a conflict with another
 // writer) is retried once after a fresh get. recorder may be nil; when set, a
 // failed write is reported as a Warning event on the ConfigMap if it exists.
+// Errors name the ConfigMap and are returned, not logged: the caller logs them.
 func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namespace, name string, status *api.ClusterAutoscalerStatus, recorder record.EventRecorder) (*apiv1.ConfigMap, error) {
 	if status == nil {
 		return nil, fmt.Errorf("writing status ConfigMap %s/%s: nil status", namespace, name)
@@ -74,7 +75,6 @@ func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 			return created, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			klog.Errorf("Failed to create status ConfigMap %s/%s: %v", namespace, name, err)
 			return nil, fmt.Errorf("creating status ConfigMap %s/%s: %w", namespace, name, err)
 		}
 		// Someone else created it between our get and create: update theirs.
@@ -84,7 +84,6 @@ func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 			return nil, fmt.Errorf("getting status ConfigMap %s/%s: %w", namespace, name, err)
 		}
 	case err != nil:
-		klog.Errorf("Failed to get status ConfigMap %s/%s: %v", namespace, name, err)
 		return nil, fmt.Errorf("getting status ConfigMap %s/%s: %w", namespace, name, err)
 	}
 
@@ -96,15 +95,13 @@ func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 	klog.V(2).Infof("Updating status ConfigMap %s/%s failed (%v); retrying once with a fresh copy", namespace, name, err)
 	fresh, getErr := cms.Get(ctx, name, metav1.GetOptions{})
 	if getErr != nil {
-		klog.Errorf("Failed to update status ConfigMap %s/%s: %v (get for retry: %v)", namespace, name, err, getErr)
 		reportFailure(recorder, existing, err)
-		return nil, fmt.Errorf("updating status ConfigMap %s/%s: %w", namespace, name, err)
+		return nil, fmt.Errorf("updating status ConfigMap %s/%s: %w (get for retry: %v)", namespace, name, err, getErr)
 	}
 	updated, err = cms.Update(ctx, withStatus(fresh, body, stamp), metav1.UpdateOptions{})
 	if err != nil {
-		klog.Errorf("Failed to update status ConfigMap %s/%s after retry: %v", namespace, name, err)
 		reportFailure(recorder, fresh, err)
-		return nil, fmt.Errorf("updating status ConfigMap %s/%s: %w", namespace, name, err)
+		return nil, fmt.Errorf("updating status ConfigMap %s/%s after retry: %w", namespace, name, err)
 	}
 	klog.V(4).Infof("Updated status ConfigMap %s/%s on retry (autoscalerStatus %s)", namespace, name, toWrite.AutoscalerStatus)
 	return updated, nil
@@ -133,7 +130,7 @@ func reportFailure(recorder record.EventRecorder, cm *apiv1.ConfigMap, err error
 }
 
 // DeleteStatusConfigMap deletes the status ConfigMap; one that is already gone
-// is not an error.
+// is not an error. An error is returned, not logged: the caller logs it.
 func DeleteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namespace, name string) error {
 	err := kube.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	switch {
@@ -144,7 +141,6 @@ func DeleteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, names
 		klog.V(2).Infof("Status ConfigMap %s/%s already gone", namespace, name)
 		return nil
 	default:
-		klog.Errorf("Failed to delete status ConfigMap %s/%s: %v", namespace, name, err)
 		return fmt.Errorf("deleting status ConfigMap %s/%s: %w", namespace, name, err)
 	}
 }

@@ -48,14 +48,21 @@ func (c *ControlPlane) startScheduler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	errCh := make(chan error, 1)
+	// A failure before the informers sync is returned; one after it has no
+	// caller left to return to, so it is logged there.
+	errCh := make(chan error)
+	returned := make(chan struct{})
+	defer close(returned)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer configz.Delete("componentconfig")
 		if err := schedulerapp.Run(ctx, cc, sched); err != nil && ctx.Err() == nil {
-			klog.Errorf("sandbox kube-scheduler stopped: %v", err)
-			errCh <- err
+			select {
+			case errCh <- err:
+			case <-returned:
+				klog.Errorf("sandbox kube-scheduler stopped: %v", err)
+			}
 		}
 	}()
 	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -64,7 +71,7 @@ func (c *ControlPlane) startScheduler(ctx context.Context) error {
 	go func() { synced <- sched.WaitForHandlersSync(syncCtx) }()
 	select {
 	case err := <-errCh:
-		return err
+		return fmt.Errorf("kube-scheduler stopped before its informers synced: %w", err)
 	case err := <-synced:
 		if err != nil {
 			return fmt.Errorf("scheduler informers did not sync: %w", err)
