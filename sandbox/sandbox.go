@@ -7,7 +7,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -114,7 +114,7 @@ func Start(opts Options) (sb *Sandbox, err error) {
 		}
 	}()
 	if s.ClusterID == "" {
-		s.ClusterID = newUUID()
+		s.ClusterID = string(uuid.NewUUID())
 	}
 	logOut := opts.LogOutput
 	if logOut == nil && opts.ControlPlane == nil {
@@ -141,7 +141,7 @@ func Start(opts Options) (sb *Sandbox, err error) {
 		return s, err
 	}
 
-	s.doToken = "sandbox-" + newUUID()
+	s.doToken = "sandbox-" + string(uuid.NewUUID())
 	bootDelay, deleteDelay := opts.BootDelay, opts.DeleteDelay
 	if bootDelay == 0 {
 		bootDelay = DefaultBootDelay
@@ -387,14 +387,4 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, data, 0o600)
-}
-
-func newUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

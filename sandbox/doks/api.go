@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/digitalocean/godo"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/klog/v2"
 )
 
@@ -98,7 +99,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, reqID string)
 // injected fault, then runs h. Rate-limit headers go on every response.
 func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reqID := newUUID()
+		reqID := string(uuid.NewUUID())
 		w.Header().Set("x-request-id", reqID)
 		now := time.Now()
 

@@ -9,7 +9,6 @@ package doks
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/digitalocean/godo"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/klog/v2"
 )
 
@@ -283,7 +283,7 @@ func (s *Server) CreatePool(spec PoolSpec) (godo.KubernetesNodePool, error) {
 		}
 	}
 	p := &pool{
-		id: newUUID(), name: spec.Name, size: spec.Size, count: spec.Count,
+		id: string(uuid.NewUUID()), name: spec.Name, size: spec.Size, count: spec.Count,
 		autoScale: spec.AutoScale, labels: copyLabels(spec.Labels),
 		taints: append([]godo.Taint(nil), spec.Taints...), tags: append([]string(nil), spec.Tags...),
 	}
@@ -470,7 +470,7 @@ func (s *Server) newNodeLocked(p *pool, state string) *node {
 	s.nextDroplet++
 	now := time.Now().UTC()
 	n := &node{KubernetesNode: godo.KubernetesNode{
-		ID:        newUUID(),
+		ID:        string(uuid.NewUUID()),
 		Name:      p.name + "-" + randomSuffix(5),
 		Status:    &godo.KubernetesNodeStatus{State: state},
 		DropletID: strconv.FormatInt(s.nextDroplet, 10),
@@ -564,17 +564,6 @@ func (s *Server) resizeLocked(p *pool, count int) {
 		s.startDeletionLocked(p, active[i], true)
 	}
 	p.count = count
-}
-
-func newUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
 func randomSuffix(n int) string {
