@@ -2,6 +2,7 @@ package clusterstate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,21 +158,21 @@ func planGiveUp(f giveUpFacts, now time.Time) giveUpPlan {
 	req := f.Request
 	switch {
 	case req != nil && now.After(req.ExpectedAddTime) && f.UpcomingUnregistered > 0:
-		p.Instances = concat(f.Errored, f.LongUnregistered, f.Unregistered)
+		p.Instances = slices.Concat(f.Errored, f.LongUnregistered, f.Unregistered)
 		p.Decrease = f.Target - f.Registered
 		p.Reason, p.BackOff = metrics.FailedScaleUpTimeout, true
 		p.Info = BackoffInfo{ErrorCode: "timeout", ErrorMessage: fmt.Sprintf("%d node(s) did not register within %s", f.UpcomingUnregistered, f.ProvisionTime)}
 		p.Why = fmt.Sprintf("scale-up by %d requested at %s timed out: %d node(s) not registered after %s",
 			req.Increase, req.Time.Format(time.RFC3339), f.UpcomingUnregistered, f.ProvisionTime)
 	case len(f.Errored) > 0:
-		p.Instances = concat(f.Errored, f.LongUnregistered)
+		p.Instances = slices.Concat(f.Errored, f.LongUnregistered)
 		p.Decrease = len(p.Instances)
 		p.Reason, p.BackOff = metrics.FailedScaleUpCloudProviderError, true
 		ei := f.Errored[0].Status.ErrorInfo
 		p.Info = BackoffInfo{ErrorCode: ei.ErrorCode, ErrorMessage: ei.ErrorMessage}
 		p.Why = fmt.Sprintf("%d instance(s) in error (%s: %s)", len(f.Errored), ei.ErrorCode, ei.ErrorMessage)
 	case len(f.LongUnregistered) > 0:
-		p.Instances = concat(f.LongUnregistered)
+		p.Instances = slices.Concat(f.LongUnregistered)
 		p.Decrease = len(p.Instances)
 		p.Reason, p.BackOff = metrics.FailedScaleUpTimeout, req != nil
 		p.Info = BackoffInfo{ErrorCode: "timeout", ErrorMessage: fmt.Sprintf("%d node(s) did not register within %s", len(p.Instances), f.ProvisionTime)}
@@ -195,14 +196,6 @@ func planGiveUp(f giveUpFacts, now time.Time) giveUpPlan {
 	p.Decrease = min(p.Decrease, f.Target-f.Registered)
 	p.RequestTimedOut = req != nil && p.Reason == metrics.FailedScaleUpTimeout && now.After(req.ExpectedAddTime)
 	return p
-}
-
-func concat(lists ...[]cloudprovider.Instance) []cloudprovider.Instance {
-	var out []cloudprovider.Instance
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	return out
 }
 
 // applyGiveUp carries a plan out: it marks the instances given up, asks
