@@ -133,6 +133,7 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 	// Nodes gone or changed: removed with their pods (changed ones come back
 	// below with their current pods).
 	fresh := map[string]bool{}
+	removed := map[string]bool{}
 	for name, sn := range s.nodes {
 		n := want[name]
 		if n != nil && sn.same(n) {
@@ -142,9 +143,7 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 			return err
 		}
 		delete(s.nodes, name)
-		if n != nil {
-			fresh[name] = true
-		}
+		removed[name] = true
 	}
 	for name := range want {
 		if _, ok := s.nodes[name]; !ok {
@@ -152,7 +151,7 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 		}
 	}
 	for uid, sp := range s.pods {
-		if fresh[sp.on] {
+		if removed[sp.on] {
 			delete(s.pods, uid)
 		}
 	}

@@ -101,4 +101,9 @@ func TestSnapshotSyncMatchesRebuild(t *testing.T) {
 			}
 		}
 	}
+	// Every change above is one the incremental update handles: only the
+	// first iteration builds the snapshot from scratch.
+	if sync.rebuilds != 1 {
+		t.Fatalf("the snapshot was rebuilt %d times, want only the first time", sync.rebuilds)
+	}
 }
