@@ -174,6 +174,33 @@ func (s *scenario) statusGroups() ([]string, error) {
 	return ids, nil
 }
 
+// waitStatusListsOnly waits until the status ConfigMap lists the named pool
+// as the only node group.
+func (s *scenario) waitStatusListsOnly(pool string) {
+	s.t.Helper()
+	id := s.pool(pool).ID
+	s.eventually("the status ConfigMap listing only the "+pool+" pool", 60*time.Second, func() error {
+		ids, err := s.statusGroups()
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(ids) != fmt.Sprint([]string{id}) {
+			return fmt.Errorf("node groups %v, want only %s (%s)", ids, id, pool)
+		}
+		return nil
+	})
+}
+
+// startShipped clears what an earlier run left in kube-system and runs the
+// shipped manifests (runShipped), stopped when the test ends.
+func (s *scenario) startShipped(sh shipped) *autoscaler {
+	s.t.Helper()
+	s.clearAutoscalerState()
+	ca := s.runShipped(sh)
+	s.t.Cleanup(func() { ca.Stop(15 * time.Second) })
+	return ca
+}
+
 // deployPools: one pool handed to this autoscaler (auto-scale off, tagged),
 // one that carries the tags but has auto-scale on (DOKS's managed autoscaler
 // owns it), and one plain DOKS-autoscaled pool.
@@ -195,21 +222,10 @@ func deployPools() []doks.PoolSpec {
 // reported in a warning.
 func TestDeployManifestsScaleTaggedPoolsOnly(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: deployPools()})
-	s.clearAutoscalerState()
-	ca := s.runShipped(deployManifests(t))
-	t.Cleanup(func() { ca.Stop(15 * time.Second) })
+	ca := s.startShipped(deployManifests(t))
 
 	tagged, both, managed := s.pool("tagged"), s.pool("both"), s.pool("managed")
-	s.eventually("the status ConfigMap listing only the tagged pool", 60*time.Second, func() error {
-		ids, err := s.statusGroups()
-		if err != nil {
-			return err
-		}
-		if fmt.Sprint(ids) != fmt.Sprint([]string{tagged.ID}) {
-			return fmt.Errorf("node groups %v, want only %s (tagged)", ids, tagged.ID)
-		}
-		return nil
-	})
+	s.waitStatusListsOnly("tagged")
 
 	// Five pods that need a node each: three fit the pools' first nodes,
 	// and only the tagged pool may grow for the other two.
@@ -241,20 +257,8 @@ func TestDeployManifestsScaleTaggedPoolsOnly(t *testing.T) {
 func TestChartDefaultsRunInTagsMode(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: deployPools()})
 	sh := chartRendered(t, s.sb.ClusterID, "")
-	s.clearAutoscalerState()
-	ca := s.runShipped(sh)
-	t.Cleanup(func() { ca.Stop(15 * time.Second) })
-	tagged := s.pool("tagged")
-	s.eventually("the status ConfigMap listing only the tagged pool", 60*time.Second, func() error {
-		ids, err := s.statusGroups()
-		if err != nil {
-			return err
-		}
-		if fmt.Sprint(ids) != fmt.Sprint([]string{tagged.ID}) {
-			return fmt.Errorf("node groups %v, want only %s (tagged)", ids, tagged.ID)
-		}
-		return nil
-	})
+	s.startShipped(sh)
+	s.waitStatusListsOnly("tagged")
 }
 
 // An upstream chart user's extraArgs, in upstream's forms (its default
@@ -282,18 +286,6 @@ extraArgs:
 			t.Fatalf("helm rendered args %v without %s", sh.args, want)
 		}
 	}
-	s.clearAutoscalerState()
-	ca := s.runShipped(sh)
-	t.Cleanup(func() { ca.Stop(15 * time.Second) })
-	tagged := s.pool("tagged")
-	s.eventually("the status ConfigMap listing only the tagged pool", 60*time.Second, func() error {
-		ids, err := s.statusGroups()
-		if err != nil {
-			return err
-		}
-		if fmt.Sprint(ids) != fmt.Sprint([]string{tagged.ID}) {
-			return fmt.Errorf("node groups %v, want only %s (tagged)", ids, tagged.ID)
-		}
-		return nil
-	})
+	s.startShipped(sh)
+	s.waitStatusListsOnly("tagged")
 }

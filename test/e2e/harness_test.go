@@ -458,12 +458,12 @@ func apart(d *appsv1.Deployment) {
 	}}
 }
 
-// deploy creates a Deployment of replicas pods, each requesting cpu.
-func (s *scenario) deploy(name string, replicas int, cpu string, opts ...deployOption) {
-	s.t.Helper()
+// newDeployment is a Deployment in ns of replicas pause pods, each requesting
+// cpu and 64Mi, with opts applied.
+func newDeployment(ns, name string, replicas int, cpu string, opts ...deployOption) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(int32(replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -482,6 +482,13 @@ func (s *scenario) deploy(name string, replicas int, cpu string, opts ...deployO
 	for _, o := range opts {
 		o(d)
 	}
+	return d
+}
+
+// deploy creates a Deployment of replicas pods, each requesting cpu.
+func (s *scenario) deploy(name string, replicas int, cpu string, opts ...deployOption) {
+	s.t.Helper()
+	d := newDeployment(s.ns, name, replicas, cpu, opts...)
 	if _, err := s.kube.AppsV1().Deployments(s.ns).Create(s.ctx, d, metav1.CreateOptions{}); err != nil {
 		s.t.Fatalf("deployment %s: %v", name, err)
 	}

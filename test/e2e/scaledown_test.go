@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -47,26 +45,7 @@ func (s *scenario) setUnschedulable(name string, on bool) {
 // removed when the test ends.
 func (s *scenario) deployIn(ns, name, cpu string, opts ...deployOption) {
 	s.t.Helper()
-	labels := map[string]string{"app": name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: apiv1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: apiv1.PodSpec{Containers: []apiv1.Container{{
-					Name: "app", Image: "registry.k8s.io/pause:3.10",
-					Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
-						apiv1.ResourceCPU: resource.MustParse(cpu), apiv1.ResourceMemory: resource.MustParse("64Mi"),
-					}},
-				}}},
-			},
-		},
-	}
-	for _, o := range opts {
-		o(d)
-	}
+	d := newDeployment(ns, name, 1, cpu, opts...)
 	if _, err := s.kube.AppsV1().Deployments(ns).Create(s.ctx, d, metav1.CreateOptions{}); err != nil {
 		s.t.Fatalf("deployment %s/%s: %v", ns, name, err)
 	}
