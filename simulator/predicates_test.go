@@ -76,6 +76,13 @@ func TestCheckPredicatesPlugins(t *testing.T) {
 		p.Status.Phase = apiv1.PodRunning
 		return p
 	}
+	// nearWeb: a pod that must run on a node with a web pod.
+	nearWeb := func(name string) *apiv1.Pod {
+		p := Pod(name, 100, MiB)
+		p.Spec.Affinity = &apiv1.Affinity{PodAffinity: &apiv1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []apiv1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: apiv1.LabelHostname}}}}
+		return p
+	}
 	cordoned := Node("cordoned", 4000, 4*GiB)
 	cordoned.Spec.Unschedulable = true
 
@@ -154,20 +161,10 @@ func TestCheckPredicatesPlugins(t *testing.T) {
 			pod:  WithAntiAffinity(web("p"), zone), node: "n2", wantPlugin: "InterPodAffinity"},
 		{name: "pod affinity satisfied", nodes: []*apiv1.Node{Node("n1", 4000, 4*GiB)},
 			pods: []*apiv1.Pod{bound(web("a"), "n1")},
-			pod: func() *apiv1.Pod {
-				p := Pod("p", 100, MiB)
-				p.Spec.Affinity = &apiv1.Affinity{PodAffinity: &apiv1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []apiv1.PodAffinityTerm{{
-					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: apiv1.LabelHostname}}}}
-				return p
-			}(), node: "n1"},
+			pod:  nearWeb("p"), node: "n1"},
 		{name: "pod affinity unsatisfied", nodes: []*apiv1.Node{Node("n1", 4000, 4*GiB), Node("n2", 4000, 4*GiB)},
 			pods: []*apiv1.Pod{bound(web("a"), "n1")},
-			pod: func() *apiv1.Pod {
-				p := Pod("p", 100, MiB)
-				p.Spec.Affinity = &apiv1.Affinity{PodAffinity: &apiv1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []apiv1.PodAffinityTerm{{
-					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: apiv1.LabelHostname}}}}
-				return p
-			}(), node: "n2", wantPlugin: "InterPodAffinity"},
+			pod:  nearWeb("p"), node: "n2", wantPlugin: "InterPodAffinity"},
 		{name: "zone spread skew exceeded", nodes: []*apiv1.Node{WithLabel(Node("a1", 4000, 4*GiB), zone, "a"), WithLabel(Node("b1", 4000, 4*GiB), zone, "b")},
 			pods: []*apiv1.Pod{bound(web("w1"), "a1")},
 			pod:  WithTopologySpread(web("p"), zone, 1), node: "a1", wantPlugin: "PodTopologySpread"},
