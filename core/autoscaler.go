@@ -93,6 +93,9 @@ type Autoscaler struct {
 	// time; the loop wakes then rather than up to a scan interval later.
 	nextScaleDownAt time.Time
 	statusWritten   bool
+	// statusCM is the status ConfigMap as the last write returned it (nil
+	// after a failed write: the next one reads it again).
+	statusCM *apiv1.ConfigMap
 }
 
 // NewAutoscaler wires informers (nodes, pods, PDBs, DaemonSets, ConfigMaps in
@@ -301,8 +304,10 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	}
 	if a.opts.WriteStatusConfigMap {
 		wctx, cancel := context.WithTimeout(ctx, apiTimeout)
-		if _, err := utils.WriteStatusConfigMap(wctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName,
-			clusterstate.InitializingStatus(time.Now(), ""), a.recorder); err != nil {
+		cm, err := utils.WriteStatusConfigMap(wctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName, nil,
+			clusterstate.InitializingStatus(time.Now(), ""), a.recorder)
+		a.statusCM = cm
+		if err != nil {
 			klog.Errorf("Start-up: writing Initializing status: %v", err)
 		} else {
 			a.statusWritten = true

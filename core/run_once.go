@@ -443,7 +443,9 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	if _, err := utils.WriteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName, a.registry.GetStatus(now), a.recorder); err != nil {
+	cm, err := utils.WriteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName, a.statusCM, a.registry.GetStatus(now), a.recorder)
+	a.statusCM = cm
+	if err != nil {
 		metrics.RegisterError(metrics.APICallError)
 		klog.Errorf("Writing status ConfigMap: %v", err)
 		return

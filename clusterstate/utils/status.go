@@ -40,10 +40,14 @@ func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
 // with status as YAML under data key "status" and the last-updated annotation.
 // When status.Time is empty it is set to the write time (on a copy; the caller's
 // value is not changed). An update that fails (typically a conflict with another
-// writer) is retried once after a fresh get. recorder may be nil; when set, a
+// writer) is retried once after a fresh get. last, when not nil, is the
+// ConfigMap as the previous write returned it: it is updated without reading
+// it first (a stale one fails with a conflict and takes the retry), which
+// saves the autoscaler's client one call per loop. recorder may be nil; when set, a
 // failed write is reported as a Warning event on the ConfigMap if it exists.
 // Errors name the ConfigMap and are returned, not logged: the caller logs them.
-func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namespace, name string, status *api.ClusterAutoscalerStatus, recorder record.EventRecorder) (*apiv1.ConfigMap, error) {
+func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namespace, name string, last *apiv1.ConfigMap,
+	status *api.ClusterAutoscalerStatus, recorder record.EventRecorder) (*apiv1.ConfigMap, error) {
 	if status == nil {
 		return nil, fmt.Errorf("writing status ConfigMap %s/%s: nil status", namespace, name)
 	}
@@ -58,7 +62,10 @@ func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 	}
 
 	cms := kube.CoreV1().ConfigMaps(namespace)
-	existing, err := cms.Get(ctx, name, metav1.GetOptions{})
+	existing := last
+	if existing == nil || existing.Namespace != namespace || existing.Name != name {
+		existing, err = cms.Get(ctx, name, metav1.GetOptions{})
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		cm := &apiv1.ConfigMap{

@@ -185,7 +185,7 @@ func TestWriteStatusConfigMapCreates(t *testing.T) {
 	status := runningStatus()
 	status.Time = "" // filled in by the writer
 
-	out, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, status, nil)
+	out, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, status, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestWriteStatusConfigMapUpdatesKeepingOtherKeys(t *testing.T) {
 		Data: map[string]string{StatusDataKey: "old", "note": "kept"},
 	}
 	kube := fake.NewClientset(existing)
-	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, runningStatus(), nil); err != nil {
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil); err != nil {
 		t.Fatal(err)
 	}
 	cm := getCM(t, kube)
@@ -238,7 +238,7 @@ func TestWriteStatusConfigMapUpdatesKeepingOtherKeys(t *testing.T) {
 	s := runningStatus()
 	s.AutoscalerStatus = api.ClusterAutoscalerInitializing
 	s.NodeGroups = nil
-	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, s, nil); err != nil {
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, s, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := getCM(t, kube).Data[StatusDataKey]
@@ -276,7 +276,7 @@ func TestWriteStatusConfigMapRetriesOnceAfterConflict(t *testing.T) {
 				return false, nil, nil
 			})
 			recorder := record.NewFakeRecorder(10)
-			_, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, runningStatus(), recorder)
+			_, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), recorder)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
 			}
@@ -313,7 +313,7 @@ func TestWriteStatusConfigMapCreateRace(t *testing.T) {
 		}
 		return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "configmaps"}, cmName)
 	})
-	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, runningStatus(), nil); err != nil {
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := getCM(t, kube).Data[StatusDataKey]; got != wantRunningYAML {
@@ -326,11 +326,11 @@ func TestWriteStatusConfigMapGetError(t *testing.T) {
 	kube.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, cmName, errors.New("rbac"))
 	})
-	_, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, runningStatus(), nil)
+	_, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil)
 	if err == nil || !strings.Contains(err.Error(), "kube-system/cluster-autoscaler-status") {
 		t.Errorf("err = %v, want one naming the ConfigMap", err)
 	}
-	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, nil); err == nil {
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, nil, nil); err == nil {
 		t.Error("nil status accepted")
 	}
 }
@@ -375,4 +375,30 @@ func BenchmarkStatusYAML(b *testing.B) {
 		size = len(out)
 	}
 	b.ReportMetric(float64(size), "bytes/status")
+}
+
+// The ConfigMap a write returned is updated by the next write without
+// reading it again: one API call per loop instead of two.
+func TestWriteStatusConfigMapReusesTheLastWrite(t *testing.T) {
+	kube := fake.NewClientset()
+	last, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube.ClearActions()
+	s := runningStatus()
+	s.AutoscalerStatus = api.ClusterAutoscalerInitializing
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, last, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	var verbs []string
+	for _, a := range kube.Actions() {
+		verbs = append(verbs, a.GetVerb())
+	}
+	if fmt.Sprint(verbs) != "[update]" {
+		t.Fatalf("API calls of the second write = %v, want [update]", verbs)
+	}
+	if got := getCM(t, kube).Data[StatusDataKey]; !strings.HasPrefix(got, "autoscalerStatus: Initializing\n") {
+		t.Errorf("second write not reflected:\n%s", got)
+	}
 }
