@@ -41,6 +41,26 @@ func (s *scenario) setUnschedulable(name string, on bool) {
 	}
 }
 
+// whileCordoned runs start with node cordoned, so that the pods it starts
+// land elsewhere, and uncordons the node after.
+func (s *scenario) whileCordoned(node string, start func()) {
+	s.t.Helper()
+	s.setUnschedulable(node, true)
+	start()
+	s.setUnschedulable(node, false)
+}
+
+// pinnedPodOn runs Deployment "pinned", one pod of the pool that may not be
+// evicted (safe-to-evict=false), on node by cordoning other while it starts.
+func (s *scenario) pinnedPodOn(node, other, pool string) {
+	s.t.Helper()
+	s.whileCordoned(other, func() {
+		s.deploy("pinned", 1, smallPod, withNodeSelector(nodeagent.LabelNodePool, pool),
+			withPodAnnotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
+		s.waitRunning("pinned", 1, 60*time.Second)
+	})
+}
+
 // deployIn creates a one-pod Deployment in namespace ns (kube-system for system pods),
 // removed when the test ends.
 func (s *scenario) deployIn(ns, name, cpu string, opts ...deployOption) {
@@ -90,15 +110,12 @@ func TestSystemPodBlocksOnlyUntilTimeout(t *testing.T) {
 	// The system pod on a, a pod that may not move on b: neither node can go until the
 	// system pod has aged past the timeout; then only a can, its pod fitting on b.
 	sysApp := "sys-" + s.ns
-	s.setUnschedulable(b, true)
-	s.deployIn(metav1.NamespaceSystem, sysApp, smallPod, withNodeSelector(nodeagent.LabelNodePool, pool))
-	sys := s.runningPodIn(metav1.NamespaceSystem, sysApp, 60*time.Second)
-	s.setUnschedulable(b, false)
-	s.setUnschedulable(a, true)
-	s.deploy("pinned", 1, smallPod, withNodeSelector(nodeagent.LabelNodePool, pool),
-		withPodAnnotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
-	s.waitRunning("pinned", 1, 60*time.Second)
-	s.setUnschedulable(a, false)
+	var sys apiv1.Pod
+	s.whileCordoned(b, func() {
+		s.deployIn(metav1.NamespaceSystem, sysApp, smallPod, withNodeSelector(nodeagent.LabelNodePool, pool))
+		sys = s.runningPodIn(metav1.NamespaceSystem, sysApp, 60*time.Second)
+	})
+	s.pinnedPodOn(b, a, pool)
 	if sys.Spec.NodeName != a {
 		t.Fatalf("system pod on %s, want %s", sys.Spec.NodeName, a)
 	}

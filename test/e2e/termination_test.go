@@ -104,15 +104,11 @@ func scaleDownOccupiedNodeWithDaemonSet(t *testing.T, extra ...string) *terminat
 	a, b := nodes[0].Name, nodes[1].Name
 	s.daemonSet("agent", pool)
 
-	s.setUnschedulable(b, true)
-	s.deploy("mover", 1, smallPod, withNodeSelector(nodeagent.LabelNodePool, pool))
-	s.waitRunning("mover", 1, 60*time.Second)
-	s.setUnschedulable(b, false)
-	s.setUnschedulable(a, true)
-	s.deploy("pinned", 1, smallPod, withNodeSelector(nodeagent.LabelNodePool, pool),
-		withPodAnnotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
-	s.waitRunning("pinned", 1, 60*time.Second)
-	s.setUnschedulable(a, false)
+	s.whileCordoned(b, func() {
+		s.deploy("mover", 1, smallPod, withNodeSelector(nodeagent.LabelNodePool, pool))
+		s.waitRunning("mover", 1, 60*time.Second)
+	})
+	s.pinnedPodOn(b, a, pool)
 
 	seen := s.watchTermination(a, "agent")
 	s.startAutoscaler(extra...)
