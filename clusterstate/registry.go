@@ -661,7 +661,9 @@ func (r *Registry) failedLocked(id, reason string, info BackoffInfo, now time.Ti
 	if req := r.requests[id]; req != nil {
 		req.failed = true
 	}
-	klog.Warningf("Node group %s backed off until %s (%s): %s %s", id, until.Format(time.RFC3339), reason, info.ErrorCode, info.ErrorMessage)
+	// The error's message was logged where it was met (the scale-up that
+	// failed, the give-up of instances in error): only its code is repeated.
+	klog.Warningf("Node group %s backed off until %s (%s): %s", id, until.Format(time.RFC3339), reason, info.ErrorCode)
 }
 
 // SetScaleDownCandidates records the unneeded nodes per group, for status.
