@@ -18,12 +18,18 @@ func failedGroupFixture(t *testing.T) (*test.Provider, *harness) {
 	if got := increases(p); !reflect.DeepEqual(got, []string{"a+4"}) {
 		t.Fatalf("IncreaseSize calls = %v, want [a+4]", got)
 	}
-	ins, _ := p.Group("a").Nodes()
+	failAllInstances(p, "a")
+	return p, h
+}
+
+// failAllInstances puts every instance of the group in error, as DigitalOcean
+// reports droplets that failed to create.
+func failAllInstances(p *test.Provider, group string) {
+	ins, _ := p.Group(group).Nodes()
 	for _, in := range ins {
-		p.Group("a").SetInstanceError(in.Id, &cloudprovider.InstanceErrorInfo{
+		p.Group(group).SetInstanceError(in.Id, &cloudprovider.InstanceErrorInfo{
 			ErrorClass: cloudprovider.OtherErrorClass, ErrorCode: "no-code-digitalocean", ErrorMessage: "droplet failed"})
 	}
-	return p, h
 }
 
 // 4 instances in error, against 3 ready nodes, that the cloud refuses to

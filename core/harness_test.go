@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -297,13 +298,7 @@ func pending(prefix string, count int, milliCPU, mem int64) []runtime.Object {
 	return out
 }
 
-func join(groups ...[]runtime.Object) []runtime.Object {
-	var out []runtime.Object
-	for _, g := range groups {
-		out = append(out, g...)
-	}
-	return out
-}
+func join(groups ...[]runtime.Object) []runtime.Object { return slices.Concat(groups...) }
 
 func resourceMilli(m int64) *resource.Quantity {
 	return resource.NewMilliQuantity(m, resource.DecimalSI)

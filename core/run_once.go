@@ -356,7 +356,7 @@ func (a *Autoscaler) reportGiveUps(gaveUp []clusterstate.GiveUp) {
 	ref := scaleup.StatusConfigMapRef(a.opts)
 	for _, g := range gaveUp {
 		if g.Retried {
-			klog.Infof("Node group %s: asked again to delete %d given-up instance(s) (error: %v)", g.GroupID, len(g.Deleting), g.DeleteErr)
+			klog.Infof("Node group %s: asked again to delete %d given-up instance(s)", g.GroupID, len(g.Deleting))
 		} else {
 			klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", g.GroupID, g.Decreased, g.Reason,
 				map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[g.BackedOff])

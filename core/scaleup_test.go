@@ -501,11 +501,7 @@ func TestFailedInstancesGivenUpInUnhealthyCluster(t *testing.T) {
 	if got := increases(p); !reflect.DeepEqual(got, []string{"a+4"}) {
 		t.Fatalf("IncreaseSize calls = %v, want [a+4]", got)
 	}
-	ins, _ := p.Group("a").Nodes()
-	for _, in := range ins {
-		p.Group("a").SetInstanceError(in.Id, &cloudprovider.InstanceErrorInfo{
-			ErrorClass: cloudprovider.OtherErrorClass, ErrorCode: "no-code-digitalocean", ErrorMessage: "droplet failed"})
-	}
+	failAllInstances(p, "a")
 	// 4 failed instances against 3 nodes: over --ok-total-unready-count and
 	// --max-total-unready-percentage.
 	h.runOnce(t0.Add(time.Minute))

@@ -2,6 +2,7 @@ package scaledown
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -140,7 +141,7 @@ func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, deleting
 	if err != nil {
 		return fmt.Errorf("listing nodes to clean up stale taints: %w", err)
 	}
-	var firstErr error
+	var errs []error
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		stale := false
@@ -158,15 +159,13 @@ func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, deleting
 		}
 		removed, err := UnmarkToBeDeleted(ctx, kube, n.Name, true)
 		if err != nil {
-			klog.Errorf("Start-up: %v", err)
-			if firstErr == nil {
-				firstErr = err
-			}
+			errs = append(errs, err)
 			continue
 		}
 		if removed {
 			klog.Infof("Start-up: removed stale autoscaler taint from node %s (left by an earlier run)", n.Name)
 		}
 	}
-	return firstErr
+	// Every node that kept its taint is named, in one error the caller logs.
+	return errors.Join(errs...)
 }
