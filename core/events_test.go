@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	apiv1 "k8s.io/api/core/v1"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
@@ -159,11 +158,7 @@ func TestFailedNodeCreationsOnIncreaseSizeError(t *testing.T) {
 // to 0.
 func TestUnremovableNodesCountByReason(t *testing.T) {
 	p, objs, _ := scaleDownFixture(0)
-	for _, o := range objs {
-		if n, ok := o.(*apiv1.Node); ok && n.Name == "g1-n2" {
-			n.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
-		}
-	}
+	protectFromScaleDown(objs, "g1-n2")
 	h := newHarness(t, testOptions(), p, objs...)
 	read := scrape(t)
 	count := func(reason string) float64 {

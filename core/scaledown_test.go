@@ -23,6 +23,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 )
 
 // Three 2-cpu nodes: n0 busy (1500m), n1 lightly used (one 200m pod that
@@ -33,6 +34,16 @@ func scaleDownFixture(min int) (*test.Provider, []runtime.Object, *apiv1.Pod) {
 	light.Labels = map[string]string{"app": "light"}
 	busy := test.BuildScheduledPod("busy", 1500, test.GiB, "rs-busy", "g1-n0")
 	return p, join(nodes, []runtime.Object{light, busy}), light
+}
+
+// protectFromScaleDown sets the scale-down-disabled annotation on the named
+// node among objs, so that it is never a candidate.
+func protectFromScaleDown(objs []runtime.Object, name string) {
+	for _, o := range objs {
+		if n, ok := o.(*apiv1.Node); ok && n.Name == name {
+			n.Annotations = map[string]string{scaledown.ScaleDownDisabledAnnotation: "true"}
+		}
+	}
 }
 
 // An evicted pod gets its own termination grace period, capped at
@@ -298,11 +309,7 @@ func TestScaleDownSkipsProtectedNodes(t *testing.T) {
 func TestFailedDrainUntaintsAndCoolsDown(t *testing.T) {
 	p, objs, _ := scaleDownFixture(0)
 	// Only n1 is a candidate: keep n2 out.
-	for _, o := range objs {
-		if n, ok := o.(*apiv1.Node); ok && n.Name == "g1-n2" {
-			n.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
-		}
-	}
+	protectFromScaleDown(objs, "g1-n2")
 	h := newHarness(t, testOptions(), p, objs...)
 	h.evict = func(ns, name string) error {
 		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 1)
