@@ -197,7 +197,11 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain
 			if at := c.Since.Add(threshold); nextAt.IsZero() || at.Before(nextAt) {
 				nextAt = at
 			}
-			s.Planner.unremovable.record(c.Node.Name, map[bool]simulator.UnremovableReason{true: simulator.NotUnreadyLongEnough, false: simulator.NotUnneededLongEnough}[c.Unready])
+			reason := simulator.NotUnneededLongEnough
+			if c.Unready {
+				reason = simulator.NotUnreadyLongEnough
+			}
+			s.Planner.unremovable.record(c.Node.Name, reason)
 			klog.V(2).Infof("Scale-down: node %s unneeded for %s of %s", c.Node.Name, d.Round(time.Second), threshold)
 			continue
 		}
