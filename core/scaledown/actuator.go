@@ -75,9 +75,6 @@ type ActuatorDeps struct {
 // ActuatorOption changes how an actuator paces its work.
 type ActuatorOption func(*Actuator)
 
-// WithClock sets the clock of eviction deadlines and taint values.
-func WithClock(c clock.PassiveClock) ActuatorOption { return func(a *Actuator) { a.clock = c } }
-
 // WithPacing sets how often a refused eviction is retried and how often an
 // evicted pod is checked for being gone (5s each by default).
 func WithPacing(evictionRetry, podGoneCheck time.Duration) ActuatorOption {
