@@ -81,7 +81,7 @@ type AutoscalingOptions struct {
 	MaxFreeDifferenceRatio           float64
 	MaxAllocatableDifferenceRatio    float64
 
-	// Upstream flags defined for compatibility; the README's flag section
+	// Upstream flags defined for compatibility; docs/flags.md
 	// says which values each accepts.
 	ParallelScaleUp                              bool
 	MaxBinpackingTime                            time.Duration

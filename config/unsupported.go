@@ -177,12 +177,12 @@ func showDefault(s string) string {
 	return s
 }
 
-// DefaultOnlyNames lists DefaultOnlyFlags sorted, for the README.
+// DefaultOnlyNames lists DefaultOnlyFlags sorted, for docs/flags.md.
 func DefaultOnlyNames() []string {
 	return slices.Sorted(maps.Keys(DefaultOnlyFlags))
 }
 
-// RefusedNames lists RefusedFlags sorted, for the README; Ginkgo's flags
+// RefusedNames lists RefusedFlags sorted, for docs/flags.md; Ginkgo's flags
 // are summed up as one.
 func RefusedNames() []string {
 	var out []string
@@ -198,9 +198,9 @@ func RefusedNames() []string {
 // Why is the reason the flag is refused.
 func (r refusedFlag) Why() string { return r.why }
 
-// READMERow is the flag's row in README's flag table: name, default, meaning,
+// FlagDocRow is the flag's row in docs/flags.md's table: name, default, meaning,
 // and for a default-only flag why other values are refused.
-func READMERow(f *pflag.Flag) string {
+func FlagDocRow(f *pflag.Flag) string {
 	usage := f.Usage
 	if why, ok := DefaultOnlyFlags[f.Name]; ok {
 		usage += " **Only upstream's default is accepted:** " + why + "."

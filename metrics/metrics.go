@@ -1,7 +1,7 @@
 // Package metrics holds the autoscaler's Prometheus metrics. Names and labels
 // follow upstream cluster-autoscaler (all prefixed cluster_autoscaler_) so that
 // existing dashboards and alerts keep working; the DigitalOcean API metrics are
-// this project's own. README.md ("Metrics and health check") lists every metric.
+// this project's own. docs/metrics.md lists every metric.
 //
 // The collectors are package-level so every layer can record without plumbing
 // a handle through; updating a collector that was never registered is a cheap

@@ -1,5 +1,5 @@
 // Command bench measures the autoscaler end to end on the local DOKS sandbox and prints
-// the figures the README quotes:
+// the figures docs/benchmarks.md quotes:
 //
 //   - DigitalOcean API requests per steady-state iteration with many autoscaled pools,
 //

@@ -1,4 +1,4 @@
-// Command flagsdoc prints the README's flag tables from the flags the binary
+// Command flagsdoc prints docs/flags.md's flag tables from the flags the binary
 // registers, so the tables cannot drift from the code (config's tests check
 // them).
 package main
@@ -20,7 +20,7 @@ func main() {
 	fmt.Println("|---|---|---|")
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !f.Hidden {
-			fmt.Println(config.READMERow(f))
+			fmt.Println(config.FlagDocRow(f))
 		}
 	})
 	fmt.Println()

@@ -556,7 +556,7 @@ func (b *Bundle) checkPodDisruptionBudget() []error {
 	return f
 }
 
-// ExitWaitSeconds is the shutdown the binary documents (README "High
+// ExitWaitSeconds is the shutdown the binary documents (docs/how-it-decides.md "High
 // availability"; core/autoscaler.go exitWait and exitAPITimeout): after the
 // loop stops, up to 20 s for node removals in flight, then up to 5 s for the
 // status ConfigMap's deletion, and only then the Lease is released.
