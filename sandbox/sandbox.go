@@ -49,6 +49,9 @@ type Options struct {
 	BootDelay time.Duration
 	// DeleteDelay is how long a deleted droplet lingers; DefaultDeleteDelay when 0.
 	DeleteDelay time.Duration
+	// DropletLimit is the account's droplet limit the DOKS API enforces
+	// (doks.DefaultDropletLimit on a new DigitalOcean account); 0: none.
+	DropletLimit int
 	// Pools are created before Start returns; their nodes are registered by then.
 	Pools []doks.PoolSpec
 	// LogOutput receives control-plane and sandbox logs (all of klog). When nil they go to
@@ -153,7 +156,7 @@ func Start(opts Options) (sb *Sandbox, err error) {
 	if region == "" {
 		region = DefaultRegion
 	}
-	s.DOKS = doks.NewServer(doks.Options{ClusterID: s.ClusterID, Token: s.doToken, BootDelay: bootDelay, DeleteDelay: deleteDelay, Region: region})
+	s.DOKS = doks.NewServer(doks.Options{ClusterID: s.ClusterID, Token: s.doToken, BootDelay: bootDelay, DeleteDelay: deleteDelay, Region: region, DropletLimit: opts.DropletLimit})
 	if err := s.DOKS.Start("127.0.0.1:0"); err != nil {
 		return s, err
 	}

@@ -36,6 +36,7 @@ type options struct {
 	maxNodes       int
 	bootDelay      time.Duration
 	deleteDelay    time.Duration
+	dropletLimit   int
 	cloudConfigOut string
 }
 
@@ -54,6 +55,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.maxNodes, "max-nodes", 5, "max_nodes of the autoscaled pools")
 	fs.DurationVar(&o.bootDelay, "boot-delay", 30*time.Second, "time a new node stays provisioning (0: running at once; negative: forever)")
 	fs.DurationVar(&o.deleteDelay, "delete-delay", 10*time.Second, "time a deleted node stays draining/deleting (0: gone at once; negative: forever)")
+	fs.IntVar(&o.dropletLimit, "droplet-limit", doks.DefaultDropletLimit, "the account's droplet limit: a pool update that would exceed it is refused with DigitalOcean's 422 (0: no limit)")
 	fs.StringVar(&o.cloudConfigOut, "cloud-config-out", "", "also write the cloud-config JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -65,6 +67,8 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		return o, errors.New("--cluster-id is required")
 	case o.pools < 0 || o.fixedPools < 0:
 		return o, errors.New("--pools and --fixed-pools must not be negative")
+	case o.dropletLimit < 0:
+		return o, errors.New("--droplet-limit must not be negative")
 	}
 	return o, nil
 }
@@ -75,7 +79,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s := doks.NewServer(doks.Options{ClusterID: o.clusterID, Token: o.token, BootDelay: o.bootDelay, DeleteDelay: o.deleteDelay})
+	s := doks.NewServer(doks.Options{ClusterID: o.clusterID, Token: o.token, BootDelay: o.bootDelay, DeleteDelay: o.deleteDelay, DropletLimit: o.dropletLimit})
 	for i := 0; i < o.pools; i++ {
 		if _, err := s.CreatePool(doks.PoolSpec{Name: fmt.Sprintf("pool-%d", i+1), Size: o.size, Count: o.count,
 			AutoScale: true, MinNodes: o.minNodes, MaxNodes: o.maxNodes}); err != nil {

@@ -95,6 +95,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--cluster-id", "c"}, "--token is required"},
 		{[]string{"--token", "t"}, "--cluster-id is required"},
 		{[]string{"--token", "t", "--cluster-id", "c", "--pools", "-1"}, "must not be negative"},
+		{[]string{"--token", "t", "--cluster-id", "c", "--droplet-limit", "-1"}, "--droplet-limit must not be negative"},
 		{[]string{"--token", "t", "--cluster-id", "c", "--size", "no-such", "--addr", "127.0.0.1:0"}, `unknown size "no-such"`},
 	} {
 		err := run(context.Background(), c.args, io.Discard, io.Discard)

@@ -400,15 +400,16 @@ func (s *Server) handleUpdatePool(w http.ResponseWriter, r *http.Request, reqID 
 		count = *req.Count
 	}
 	var problem string
+	boundsErr := checkBounds(count, minN, maxN)
 	switch {
 	case count < 0:
 		problem = fmt.Sprintf("node count %d must not be negative", count)
 	case name != p.name && s.poolByNameLocked(name) != nil:
 		problem = fmt.Sprintf("a node pool named %q already exists", name)
-	case autoScale:
-		if err := checkBounds(count, minN, maxN); err != nil {
-			problem = err.Error()
-		}
+	case autoScale && boundsErr != nil:
+		problem = boundsErr.Error()
+	case s.dropletsOverLimitLocked(count - len(p.activeNodes())):
+		problem = DropletLimitMessage
 	}
 	if problem != "" {
 		s.mu.Unlock()

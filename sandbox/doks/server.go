@@ -66,7 +66,17 @@ type Options struct {
 	DeleteDelay time.Duration
 	// Region is the cluster's region_slug; DefaultRegion when empty.
 	Region string
+	// DropletLimit is the account's droplet limit (DigitalOcean's default
+	// is DefaultDropletLimit); 0 means no limit. SetDropletLimit changes it.
+	DropletLimit int
 }
+
+// DefaultDropletLimit is the droplet limit of a new DigitalOcean account.
+const DefaultDropletLimit = 25
+
+// DropletLimitMessage is DigitalOcean's answer (422 unprocessable_entity) to
+// a request that would take the account over its droplet limit.
+const DropletLimitMessage = "creating this/these droplet(s) will exceed your droplet limit"
 
 // PoolSpec describes a node pool created with CreatePool.
 type PoolSpec struct {
@@ -129,6 +139,8 @@ type Server struct {
 	faults      []*Fault
 	rateLimit   int
 	minuteLimit int
+	// dropletLimit is the account's droplet limit; 0: none.
+	dropletLimit int
 	// tokens are the bearer tokens accepted (Options.Token, or SetTokens);
 	// none accepts any.
 	tokens map[string]bool
@@ -147,13 +159,14 @@ type Server struct {
 // NewServer returns a simulator with no pools.
 func NewServer(opts Options) *Server {
 	s := &Server{
-		opts:        opts,
-		nextDroplet: 400000000,
-		counts:      map[string]int{},
-		rateLimit:   DefaultRateLimit,
-		minuteLimit: DefaultMinuteLimit,
-		subs:        map[int]chan struct{}{},
-		timers:      map[*time.Timer]struct{}{},
+		opts:         opts,
+		nextDroplet:  400000000,
+		counts:       map[string]int{},
+		rateLimit:    DefaultRateLimit,
+		minuteLimit:  DefaultMinuteLimit,
+		dropletLimit: opts.DropletLimit,
+		subs:         map[int]chan struct{}{},
+		timers:       map[*time.Timer]struct{}{},
 	}
 	if opts.Token != "" {
 		s.tokens = map[string]bool{opts.Token: true}
@@ -242,6 +255,30 @@ func (s *Server) SetMinuteLimit(limit int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.minuteLimit = limit
+}
+
+// SetDropletLimit changes the account's droplet limit (as a limit increase
+// granted by DigitalOcean support would); 0 removes it. Droplets beyond a
+// lowered limit stay; only new ones are refused.
+func (s *Server) SetDropletLimit(limit int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropletLimit = limit
+}
+
+// dropletsOverLimitLocked reports whether adding n droplets would take the
+// account over its droplet limit. Every droplet counts, those still
+// draining or deleting too, as DigitalOcean counts a droplet until it is
+// destroyed. Pool creation checks it as well as pool resizes.
+func (s *Server) dropletsOverLimitLocked(n int) bool {
+	if s.dropletLimit <= 0 || n <= 0 {
+		return false
+	}
+	total := 0
+	for _, p := range s.pools {
+		total += len(p.nodes)
+	}
+	return total+n > s.dropletLimit
 }
 
 // SetClusterAutoscalerConfiguration sets what the cluster object reports as

@@ -499,3 +499,33 @@ func TestSetTokensRefusesTheOldTokenAfterRotation(t *testing.T) {
 		t.Errorf("new token after the rotation: status %d", got)
 	}
 }
+
+func TestDropletLimitRefusesGrowthAcrossPools(t *testing.T) {
+	s, c, _ := newTestServer(t, Options{DropletLimit: 4})
+	a := mustPool(t, s, PoolSpec{Name: "a", Size: "s-2vcpu-4gb", Count: 1, AutoScale: true, MinNodes: 1, MaxNodes: 10})
+	b := mustPool(t, s, PoolSpec{Name: "b", Size: "s-2vcpu-4gb", Count: 1, AutoScale: true, MinNodes: 1, MaxNodes: 10})
+	ctx := context.Background()
+	count := func(n int) *godo.KubernetesNodePoolUpdateRequest { return &godo.KubernetesNodePoolUpdateRequest{Count: &n} }
+
+	// 1 + 3 = 4 droplets: at the limit, accepted.
+	if _, _, err := c.Kubernetes.UpdateNodePool(ctx, testCluster, a.ID, count(3)); err != nil {
+		t.Fatal(err)
+	}
+	// The limit is the account's: pool b cannot grow either.
+	_, _, err := c.Kubernetes.UpdateNodePool(ctx, testCluster, b.ID, count(2))
+	var er *godo.ErrorResponse
+	if !errors.As(err, &er) || er.Response.StatusCode != 422 || er.Message != DropletLimitMessage {
+		t.Fatalf("growth over the droplet limit: got %v, want 422 %q", err, DropletLimitMessage)
+	}
+	if got := s.Pools()[1].Count; got != 1 {
+		t.Errorf("refused update changed pool b's count to %d", got)
+	}
+	// Shrinking is never refused; a raised limit lets the pool grow.
+	if _, _, err := c.Kubernetes.UpdateNodePool(ctx, testCluster, a.ID, count(2)); err != nil {
+		t.Fatalf("shrink at the limit: %v", err)
+	}
+	s.SetDropletLimit(10)
+	if _, _, err := c.Kubernetes.UpdateNodePool(ctx, testCluster, b.ID, count(5)); err != nil {
+		t.Fatalf("after raising the limit: %v", err)
+	}
+}
