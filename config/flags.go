@@ -149,6 +149,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", d.MaxBulkSoftTaintCount, "Most nodes tainted or untainted PreferNoSchedule at once; 0 turns soft tainting off.")
 	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", d.MaxBulkSoftTaintTime, "Longest time spent soft-tainting nodes at once.")
 	fs.BoolVar(&o.ForceDeleteLongUnregisteredNodes, "force-delete-unregistered-nodes", d.ForceDeleteLongUnregisteredNodes, "Delete long-unregistered nodes even below the node group's minimum size.")
+	fs.BoolVar(&o.DynamicResourceAllocationEnabled, "enable-dynamic-resource-allocation", d.DynamicResourceAllocationEnabled, "Handle DRA (Dynamic Resource Allocation) objects, locked to true.")
 	fs.BoolVar(&o.ForceDeleteFailedNodes, "force-delete-failed-nodes", d.ForceDeleteFailedNodes, "Delete failed nodes even below the node group's minimum size.")
 	fs.BoolVar(&o.MaxNodeSkipEvalTimeTrackerEnabled, "max-node-skip-eval-time-tracker-enabled", d.MaxNodeSkipEvalTimeTrackerEnabled, "Export max_node_skip_eval_duration_seconds.")
 	fs.BoolVar(&o.NodeRemovalLatencyTrackingEnabled, "node-removal-latency-tracking-enabled", d.NodeRemovalLatencyTrackingEnabled, "Export node_removal_latency_seconds.")
@@ -385,6 +386,10 @@ func validate(o AutoscalingOptions) []error {
 		if t.v < 0 || t.v > 1 {
 			fail("--%s must be between 0 and 1, got %v", t.flag, t.v)
 		}
+	}
+	// Upstream's words: since 1.35 the flag exists only to be true.
+	if !o.DynamicResourceAllocationEnabled {
+		fail("--enable-dynamic-resource-allocation flag must be true: %t", o.DynamicResourceAllocationEnabled)
 	}
 	if o.MaxTotalUnreadyPercentage < 0 || o.MaxTotalUnreadyPercentage > 100 {
 		fail("--max-total-unready-percentage must be between 0 and 100, got %v", o.MaxTotalUnreadyPercentage)

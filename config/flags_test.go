@@ -53,6 +53,7 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		{"max-node-group-backoff-duration", o.MaxNodeGroupBackoffDuration, 30 * time.Minute},
 		{"pending-pods-batch-idle", o.TriggerIdleWindow, time.Second},
 		{"pending-pods-batch-max", o.TriggerMaxWindow, 10 * time.Second},
+		{"enable-dynamic-resource-allocation", o.DynamicResourceAllocationEnabled, true},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -171,6 +172,8 @@ func TestUnsupportedUpstreamFlagsAreRefused(t *testing.T) {
 		{[]string{"--node-deletion-delay-timeout=3m"}, "--node-deletion-delay-timeout=3m0s is refused"},
 		{[]string{"--balancing-ignore-label=a"}, "--balancing-ignore-label=[a] is refused"},
 		{[]string{"--bypassed-scheduler-names=a,b"}, "--bypassed-scheduler-names=[a,b] is refused"},
+		// Refused as upstream refuses it (klog.Fatalf there), with its words.
+		{[]string{"--enable-dynamic-resource-allocation=false"}, "--enable-dynamic-resource-allocation flag must be true: false"},
 	}
 	for _, c := range cases {
 		_, err := parse(t, c.args...)

@@ -144,16 +144,19 @@ type AutoscalingOptions struct {
 	MaxBulkSoftTaintTime                    time.Duration
 	ForceDeleteLongUnregisteredNodes        bool
 	ForceDeleteFailedNodes                  bool
-	MaxNodeSkipEvalTimeTrackerEnabled       bool
-	NodeRemovalLatencyTrackingEnabled       bool
-	MaxGracefulTerminationSec               int
-	MaxPodEvictionTime                      time.Duration
-	SkipNodesWithLocalStorage               bool
-	SkipNodesWithSystemPods                 bool
-	SkipNodesWithCustomControllerPods       bool
-	MinReplicaCount                         int
-	IgnoreDaemonSetsUtilization             bool
-	ExpendablePodsPriorityCutoff            int
+	// DynamicResourceAllocationEnabled is locked to true, as upstream locks
+	// it since 1.35: claims, slices and device classes are always simulated.
+	DynamicResourceAllocationEnabled  bool
+	MaxNodeSkipEvalTimeTrackerEnabled bool
+	NodeRemovalLatencyTrackingEnabled bool
+	MaxGracefulTerminationSec         int
+	MaxPodEvictionTime                time.Duration
+	SkipNodesWithLocalStorage         bool
+	SkipNodesWithSystemPods           bool
+	SkipNodesWithCustomControllerPods bool
+	MinReplicaCount                   int
+	IgnoreDaemonSetsUtilization       bool
+	ExpendablePodsPriorityCutoff      int
 
 	MaxTotalUnreadyPercentage float64
 	OkTotalUnreadyCount       int
@@ -186,6 +189,7 @@ func Defaults() AutoscalingOptions {
 			MaxNodeProvisionTime:             15 * time.Minute,
 		},
 		CloudProviderName:                 "digitalocean",
+		DynamicResourceAllocationEnabled:  true,
 		Namespace:                         "kube-system",
 		Address:                           ":8085",
 		KubeClientQPS:                     5,

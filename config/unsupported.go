@@ -89,7 +89,6 @@ var RefusedFlags = map[string]refusedFlag{
 	"clusterapi-cloud-config-authoritative":              {true, "a Cluster API flag"},
 	"cluster-name":                                       {false, "the cluster is named by cluster_id in the cloud config"},
 	"user-agent":                                         {false, "the DigitalOcean User-Agent is fixed: cluster-autoscaler-digitalocean/<version>"},
-	"enable-dynamic-resource-allocation":                 {true, "dynamic resource allocation is not supported"},
 	"enable-provisioning-requests":                       {true, "ProvisioningRequests are not supported"},
 	"provisioning-request-initial-backoff-time":          {false, "ProvisioningRequests are not supported"},
 	"provisioning-request-max-backoff-time":              {false, "ProvisioningRequests are not supported"},
