@@ -84,6 +84,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET "+clusters+"/node_pools", s.wrap(OpListNodePools, s.handleListPools))
 	mux.Handle("GET "+clusters+"/node_pools/{pool}", s.wrap(OpGetNodePool, s.handleGetPool))
 	mux.Handle("PUT "+clusters+"/node_pools/{pool}", s.wrap(OpUpdateNodePool, s.handleUpdatePool))
+	mux.Handle("POST "+clusters+"/node_pools", s.wrap(OpCreateNodePool, s.handleCreatePool))
+	mux.Handle("DELETE "+clusters+"/node_pools/{pool}", s.wrap(OpDeleteNodePool, s.handleDeletePool))
 	mux.Handle("DELETE "+clusters+"/node_pools/{pool}/nodes/{node}", s.wrap(OpDeleteNode, s.handleDeleteNode))
 	mux.Handle("GET "+clusters+"/node_pools_template/{name}", s.wrap(OpGetNodePoolTemplate, s.handleTemplate))
 	mux.Handle("GET /v2/sizes", s.wrap(OpListSizes, s.handleSizes))
@@ -302,7 +304,7 @@ func pageBounds(r *http.Request, total, page, perPage int) (lo, hi int, links ap
 }
 
 func (s *Server) handleListPools(w http.ResponseWriter, r *http.Request, _ string) {
-	pools := s.Pools()
+	pools := s.ListedPools()
 	page, perPage := paging(r)
 	lo, hi, links := pageBounds(r, len(pools), page, perPage)
 	out := make([]apiPool, 0, hi-lo)
@@ -320,7 +322,7 @@ func (s *Server) poolCopy(id string) (godo.KubernetesNodePool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.poolByIDLocked(id)
-	if p == nil {
+	if p == nil || p.deleting {
 		return godo.KubernetesNodePool{}, false
 	}
 	return p.toGodo(), true
@@ -341,7 +343,7 @@ func (s *Server) handleGetCluster(w http.ResponseWriter, r *http.Request, _ stri
 		c.ClusterAutoscalerConfiguration = &cp
 	}
 	var pools []apiPool
-	for _, p := range s.pools {
+	for _, p := range s.listedPoolsLocked() {
 		pools = append(pools, toAPIPool(p.toGodo()))
 	}
 	s.mu.Unlock()
@@ -376,7 +378,7 @@ func (s *Server) handleUpdatePool(w http.ResponseWriter, r *http.Request, reqID 
 	}
 	s.mu.Lock()
 	p := s.poolByIDLocked(r.PathValue("pool"))
-	if p == nil {
+	if p == nil || p.deleting {
 		s.mu.Unlock()
 		notFound(w, reqID)
 		return
@@ -454,7 +456,7 @@ func (s *Server) handleDeleteNode(w http.ResponseWriter, r *http.Request, reqID 
 	s.mu.Lock()
 	p := s.poolByIDLocked(r.PathValue("pool"))
 	var n *node
-	if p != nil {
+	if p != nil && !p.deleting {
 		n = p.nodeByID(r.PathValue("node"))
 	}
 	if n == nil {

@@ -27,6 +27,8 @@ const (
 	OpListNodePools       = "ListNodePools"
 	OpGetNodePool         = "GetNodePool"
 	OpUpdateNodePool      = "UpdateNodePool"
+	OpCreateNodePool      = "CreateNodePool"
+	OpDeleteNodePool      = "DeleteNodePool"
 	OpDeleteNode          = "DeleteNode"
 	OpGetNodePoolTemplate = "GetNodePoolTemplate"
 	OpListSizes           = "ListSizes"
@@ -117,6 +119,9 @@ type pool struct {
 	taints         []godo.Taint
 	tags           []string
 	nodes          []*node // creation order
+	// deleting: DeleteNodePool was accepted; the API no longer shows the
+	// pool, its nodes drain and go, then the pool is forgotten.
+	deleting bool
 }
 
 type node struct {
@@ -449,7 +454,7 @@ func (s *Server) poolByIDLocked(id string) *pool {
 
 func (s *Server) poolByNameLocked(name string) *pool {
 	for _, p := range s.pools {
-		if p.name == name {
+		if p.name == name && !p.deleting {
 			return p
 		}
 	}
@@ -584,6 +589,7 @@ func (s *Server) startDeletionLocked(p *pool, n *node, skipDrain bool) {
 		nodeID := n.ID
 		s.afterLocked(d, p.id, n, func(_ *node) bool {
 			p.removeNode(nodeID)
+			s.dropIfGoneLocked(p)
 			return true
 		})
 	}

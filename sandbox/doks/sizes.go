@@ -26,6 +26,18 @@ type sizeInfo struct {
 	gpuModel   string
 	gpuCount   int64
 	gpuVRAMGB  int
+	// regions the size is offered in; allRegions when nil.
+	regions []string
+}
+
+// allRegions are the regions of the simulator's general-purpose sizes.
+var allRegions = []string{"ams3", "atl1", "fra1", "lon1", "nyc1", "nyc2", "nyc3", "sfo3", "sgp1", "tor1"}
+
+func (s sizeInfo) availableIn() []string {
+	if s.regions == nil {
+		return allRegions
+	}
+	return s.regions
 }
 
 // podsPerNode is what a DOKS kubelet advertises.
@@ -61,6 +73,13 @@ func buildCatalogue() []sizeInfo {
 		gpu("gpu-h100x1-80gb", 20, 245760, 720, 3.39, "nvidia", "nvidia_h100", 1, 80),
 		gpu("gpu-h100x8-640gb", 160, 1966080, 2046, 23.92, "nvidia", "nvidia_h100", 8, 640),
 		gpu("gpu-mi300x1-192gb", 20, 245760, 720, 1.99, "amd", "amd_mi300x", 1, 192),
+	}
+	// Not every size is offered everywhere: the AMD size is in two
+	// regions only, so a cluster elsewhere cannot create a pool of it.
+	for i := range list {
+		if list[i].slug == "gpu-mi300x1-192gb" {
+			list[i].regions = []string{"atl1", "tor1"}
+		}
 	}
 	for i := range list {
 		list[i].allocMilli, list[i].allocMemMi = allocatable(list[i].vcpus, list[i].memoryMB)
@@ -147,7 +166,7 @@ func (s sizeInfo) godoSize() godo.Size {
 		Disk:         s.diskGB,
 		PriceMonthly: s.priceMonthly,
 		PriceHourly:  s.priceHourly,
-		Regions:      []string{"ams3", "fra1", "lon1", "nyc1", "nyc3", "sfo3", "sgp1", "tor1"},
+		Regions:      append([]string(nil), s.availableIn()...),
 		Available:    true,
 		Transfer:     4,
 		Description:  "Basic",

@@ -1,0 +1,109 @@
+package doks
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/digitalocean/godo"
+)
+
+func TestCreatePoolThroughTheAPI(t *testing.T) {
+	_, c, _ := newTestServer(t, Options{BootDelay: -1})
+	ctx := context.Background()
+	p, resp, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{
+		Name: "big-1", Size: "s-8vcpu-16gb", Count: 2, Tags: []string{"mine"},
+		Labels: map[string]string{"team": "a"}, Taints: []godo.Taint{{Key: "k", Value: "v", Effect: "NoSchedule"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 201 {
+		t.Errorf("status %d, want 201", resp.StatusCode)
+	}
+	if p.Name != "big-1" || p.Size != "s-8vcpu-16gb" || p.Count != 2 || len(p.Nodes) != 2 || p.AutoScale {
+		t.Errorf("created pool %+v", p)
+	}
+	for _, tag := range []string{"mine", "k8s", "k8s-worker", "k8s:" + testCluster} {
+		if !slices.Contains(p.Tags, tag) {
+			t.Errorf("tags %v lack %q", p.Tags, tag)
+		}
+	}
+	if p.Nodes[0].Status.State != StateProvisioning {
+		t.Errorf("new node state %q, want provisioning", p.Nodes[0].Status.State)
+	}
+	// It is a pool like any other: listed, with a template.
+	pools, _, err := c.Kubernetes.ListNodePools(ctx, testCluster, nil)
+	if err != nil || len(pools) != 1 || pools[0].ID != p.ID {
+		t.Fatalf("listing after creation: %v %v", pools, err)
+	}
+	if _, _, err := c.Kubernetes.GetNodePoolTemplate(ctx, testCluster, "big-1"); err != nil {
+		t.Errorf("template of the created pool: %v", err)
+	}
+}
+
+func TestCreatePoolRefusals(t *testing.T) {
+	s, c, _ := newTestServer(t, Options{DropletLimit: 3})
+	mustPool(t, s, PoolSpec{Name: "taken", Size: "s-2vcpu-4gb", Count: 1})
+	one, three := 1, 3
+	for _, tc := range []struct {
+		name string
+		req  createPoolRequest
+		want string
+	}{
+		{"unknown size", createPoolRequest{Name: "a", Size: "s-99vcpu", Count: &one}, "not a valid size"},
+		{"size not in the region", createPoolRequest{Name: "a", Size: "gpu-mi300x1-192gb", Count: &one}, "not available in region nyc1"},
+		{"upper-case name", createPoolRequest{Name: "Big", Size: "s-2vcpu-4gb", Count: &one}, `name "Big" is invalid`},
+		{"name too long", createPoolRequest{Name: strings.Repeat("a", 64), Size: "s-2vcpu-4gb", Count: &one}, "is invalid"},
+		{"name taken", createPoolRequest{Name: "taken", Size: "s-2vcpu-4gb", Count: &one}, "already exists"},
+		{"no count", createPoolRequest{Name: "a", Size: "s-2vcpu-4gb"}, "count is required"},
+		{"bad tag", createPoolRequest{Name: "a", Size: "s-2vcpu-4gb", Count: &one, Tags: []string{"a b"}}, `tag "a b" is invalid`},
+		{"droplet limit", createPoolRequest{Name: "a", Size: "s-2vcpu-4gb", Count: &three}, DropletLimitMessage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := c.NewRequest(context.Background(), "POST", "/v2/kubernetes/clusters/"+testCluster+"/node_pools", tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Do(context.Background(), req, nil)
+			var er *godo.ErrorResponse
+			if !errors.As(err, &er) || er.Response.StatusCode != 422 || !strings.Contains(er.Message, tc.want) {
+				t.Fatalf("got %v, want 422 with %q", err, tc.want)
+			}
+		})
+	}
+	if n := len(s.Pools()); n != 1 {
+		t.Errorf("%d pools after refused creations, want 1", n)
+	}
+}
+
+func TestDeletePoolDrainsThenForgetsIt(t *testing.T) {
+	s, c, _ := newTestServer(t, Options{DeleteDelay: 200 * time.Millisecond})
+	p := mustPool(t, s, PoolSpec{Name: "gone", Size: "s-2vcpu-4gb", Count: 2})
+	ctx := context.Background()
+	resp, err := c.Kubernetes.DeleteNodePool(ctx, testCluster, p.ID)
+	if err != nil || resp.StatusCode != 204 {
+		t.Fatalf("delete: %v (status %v)", err, resp)
+	}
+	// Gone from the API at once; its droplets drain first.
+	if _, _, err := c.Kubernetes.GetNodePool(ctx, testCluster, p.ID); statusOf(err) != 404 {
+		t.Errorf("GET a deleted pool: %v, want 404", err)
+	}
+	if got := s.ListedPools(); len(got) != 0 {
+		t.Errorf("listed after deletion: %v", got)
+	}
+	if got := s.Pools(); len(got) != 1 || got[0].Nodes[0].Status.State != StateDraining {
+		t.Errorf("droplets right after the deletion: %+v", got)
+	}
+	if _, err := c.Kubernetes.DeleteNodePool(ctx, testCluster, p.ID); statusOf(err) != 404 {
+		t.Errorf("second delete: %v, want 404", err)
+	}
+	waitFor(t, s, "the pool's droplets to go", func() bool { return len(s.Pools()) == 0 })
+	// The name is free again.
+	if _, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{Name: "gone", Size: "s-2vcpu-4gb", Count: 1}); err != nil {
+		t.Errorf("re-using the name: %v", err)
+	}
+}
