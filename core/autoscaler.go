@@ -40,6 +40,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 )
 
@@ -86,6 +87,8 @@ type Autoscaler struct {
 	scaleUp   *scaleup.Orchestrator
 	scaleDown *scaledown.ScaleDown
 	trigger   *Trigger
+	// processors add fake pods (capacity APIs) to those scale-up places.
+	processors pods.Combined
 
 	lastScaleUp time.Time
 	acted       bool // the last iteration changed the cluster
@@ -182,7 +185,8 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...scaledown.ActuatorOptio
 	if err != nil {
 		return fmt.Errorf("core: --expander: %w", err)
 	}
-	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, a.recorder)
+	// Events about fake pods go to the objects they were made for.
+	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, pods.FakePodEvents(a.recorder))
 	planner := scaledown.NewPlanner(a.opts, a.provider, a.registry, a.checker, a.controllerReplicas)
 	actuator := scaledown.NewActuator(a.opts, scaledown.ActuatorDeps{
 		Kube: a.kube, Provider: a.provider, Recorder: a.recorder, StatusRef: scaleup.StatusConfigMapRef(a.opts),
@@ -191,6 +195,22 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...scaledown.ActuatorOptio
 	a.scaleDown = scaledown.New(a.opts, a.provider, a.registry, planner, actuator)
 	return nil
 }
+
+// AddPodListProcessor adds p to the processors scale-up runs on the pending
+// pods, after those added before. Call it before Run.
+func (a *Autoscaler) AddPodListProcessor(p pods.PodListProcessor) {
+	a.processors = append(a.processors, p)
+}
+
+// Informers is the shared informer factory of the autoscaler's caches, which
+// Run starts: components built beside the core (the CapacityBuffer
+// controller) take their listers from it instead of watching the same
+// objects twice. Register informers before Run.
+func (a *Autoscaler) Informers() informers.SharedInformerFactory { return a.factory }
+
+// NotifyCapacityChange wakes the loop as a new unschedulable pod does (after
+// the same batching window): a capacity object asks for room.
+func (a *Autoscaler) NotifyCapacityChange() { a.trigger.Notify() }
 
 // wantsNode tells a pod that may need a new node: unschedulable, and not
 // waiting for preemption on a node it was nominated for (that one needs no
@@ -369,6 +389,7 @@ func (a *Autoscaler) ExitCleanUp() {
 		}
 		cancel()
 	}
+	a.processors.CleanUp()
 	if err := a.provider.Cleanup(); err != nil {
 		klog.Errorf("Exit: provider clean-up: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -265,6 +266,13 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		klog.V(1).Infof("Scale-up: %d pod(s) being evicted from %d node(s) under drain are placed as pending pods", len(drained), len(draining))
 	}
 	toPlace := append(slices.Clip(pending.Eligible), drained...)
+	// Processors add their fake pods after the real ones (which are placed
+	// first) and after the metrics above, which count real pods only.
+	toPlace, err := a.processors.Process(&pods.Context{Now: now}, toPlace)
+	if err != nil {
+		metrics.RegisterError(metrics.InternalError)
+		return false, fmt.Errorf("pod list processors: %w", err)
+	}
 	if len(toPlace) == 0 {
 		if pending.TooYoung > 0 || pending.Expendable > 0 {
 			klog.V(1).Infof("Scale-up: no unschedulable pods old enough to act on (%d younger than their scale-up delay, %d expendable)", pending.TooYoung, pending.Expendable)

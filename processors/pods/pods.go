@@ -1,0 +1,72 @@
+// Package pods is the seam where capacity APIs (CapacityBuffers,
+// ProvisioningRequests) add pods to an iteration's simulation: a
+// PodListProcessor gets the pending pods scale-up is about to place and
+// returns the list to place, with pods of its own beside the real ones
+// (upstream's processors/pods PodListProcessor, in this project's shape).
+//
+// Pods a processor makes up are fake: they exist only in the simulation.
+// They are placed like real pending pods (on existing nodes first, where
+// they stay for the rest of the iteration, so scale-down keeps that room;
+// else they cause a scale-up), but they are never sent to the API server:
+// no events name them (FakePodEvents sends those to their owner), no
+// metric counts them as pending, nothing evicts or preempts for them.
+package pods
+
+import (
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+)
+
+// Fake pods carry upstream's marker (simulator/fake).
+const (
+	FakePodAnnotationKey   = "podtype"
+	FakePodAnnotationValue = "fakepod"
+)
+
+// IsFake says whether a processor made p up.
+func IsFake(p *apiv1.Pod) bool {
+	return p != nil && p.Annotations[FakePodAnnotationKey] == FakePodAnnotationValue
+}
+
+// MarkFake marks p as made up by a processor.
+func MarkFake(p *apiv1.Pod) {
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[FakePodAnnotationKey] = FakePodAnnotationValue
+}
+
+// Context is what an iteration tells the processors.
+type Context struct {
+	Now time.Time
+}
+
+// PodListProcessor changes the list of pending pods an iteration places.
+// Real pods come first in the list it gets; processors append theirs, so
+// real pods are placed first.
+type PodListProcessor interface {
+	Process(ctx *Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error)
+	CleanUp()
+}
+
+// Combined runs processors in order, each on the previous one's output.
+type Combined []PodListProcessor
+
+// Process implements PodListProcessor.
+func (c Combined) Process(ctx *Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
+	var err error
+	for _, p := range c {
+		if pending, err = p.Process(ctx, pending); err != nil {
+			return nil, err
+		}
+	}
+	return pending, nil
+}
+
+// CleanUp implements PodListProcessor.
+func (c Combined) CleanUp() {
+	for _, p := range c {
+		p.CleanUp()
+	}
+}
