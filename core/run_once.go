@@ -294,8 +294,16 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 	defer a.snapshot.Revert()
 	stillPending, err = a.fitUpcomingNodes(groups, templates, stillPending)
 	metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
-	if err != nil || len(stillPending) == 0 {
+	if err != nil {
 		return false, err
+	}
+	// Bookings hold the room they find; they never ask for more.
+	stillPending, holding := pods.WithoutHoldsRoomOnly(stillPending)
+	if holding > 0 {
+		klog.V(1).InfoS("Scale-up: booked fake pods fit no existing or upcoming node; they cause no scale-up", "pods", holding)
+	}
+	if len(stillPending) == 0 {
+		return false, nil
 	}
 	if !a.opts.ScaleUpFromZero && total.Ready == 0 {
 		klog.Infof("Scale-up: %d pending pod(s) but the cluster has no ready node and --scale-up-from-zero=false", len(stillPending))

@@ -37,6 +37,36 @@ func MarkFake(p *apiv1.Pod) {
 	p.Annotations[FakePodAnnotationKey] = FakePodAnnotationValue
 }
 
+// HoldsRoomAnnotationKey marks a fake pod that only holds room (a booking):
+// it is placed where it fits, on existing or upcoming nodes, before the
+// pending pods, and never causes a scale-up of its own.
+const HoldsRoomAnnotationKey = "cluster-autoscaler/holds-room-only"
+
+// MarkHoldsRoomOnly marks p as a fake pod that only holds room.
+func MarkHoldsRoomOnly(p *apiv1.Pod) {
+	MarkFake(p)
+	p.Annotations[HoldsRoomAnnotationKey] = "true"
+}
+
+// HoldsRoomOnly says whether p is a fake pod that never causes a scale-up.
+func HoldsRoomOnly(p *apiv1.Pod) bool {
+	return IsFake(p) && p.Annotations[HoldsRoomAnnotationKey] == "true"
+}
+
+// WithoutHoldsRoomOnly returns pods without those that only hold room, and
+// how many it dropped.
+func WithoutHoldsRoomOnly(pods []*apiv1.Pod) (rest []*apiv1.Pod, dropped int) {
+	rest = make([]*apiv1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if HoldsRoomOnly(p) {
+			dropped++
+			continue
+		}
+		rest = append(rest, p)
+	}
+	return rest, dropped
+}
+
 // Context is what an iteration tells the processors.
 type Context struct {
 	Now time.Time
@@ -44,7 +74,10 @@ type Context struct {
 
 // PodListProcessor changes the list of pending pods an iteration places.
 // Real pods come first in the list it gets; processors append theirs, so
-// real pods are placed first.
+// real pods are placed first, except bookings: a processor that holds room
+// already promised (ProvisioningRequests) puts its HoldsRoomOnly pods
+// before the real ones, which then cannot take that room. A processor may
+// also drop real pods that must not cause a scale-up of their own.
 type PodListProcessor interface {
 	Process(ctx *Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error)
 	CleanUp()
