@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean/gpudriver"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/controlplane"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
@@ -59,7 +60,10 @@ type Options struct {
 	LogOutput io.Writer
 	// ExtraTokens are more apiserver identities (see controlplane.TokenUser).
 	ExtraTokens []controlplane.TokenUser
-	// Agent tunes the node agent; its Region is taken from Region.
+	// Agent tunes the node agent; its Region is taken from Region. Agent.DRADrivers puts the
+	// sandbox in DRA mode: Start installs each driver's DeviceClass, as DOKS's
+	// nvidia_gpu_dra_driver / amd_gpu_dra_driver add-ons do through the drivers' charts, and
+	// the agent publishes each GPU node's ResourceSlice.
 	Agent nodeagent.Options
 	// ControlPlane, when set, is used instead of starting one, so that many sandboxes (e2e
 	// scenarios) share its start-up cost. Stop then leaves it running and deletes the Nodes
@@ -170,6 +174,9 @@ func Start(opts Options) (sb *Sandbox, err error) {
 		return s, err
 	}
 
+	if err := s.installDeviceClasses(opts.Agent.DRADrivers); err != nil {
+		return s, err
+	}
 	agentOpts := opts.Agent
 	agentOpts.Region = region
 	s.Agent = nodeagent.New(s.Kube, s.DOKS, agentOpts)
@@ -191,6 +198,21 @@ func Start(opts Options) (sb *Sandbox, err error) {
 	klog.Infof("sandbox: cluster %s up in %v (control plane %v), simulator at %s", s.ClusterID, time.Since(begin),
 		s.ControlPlane.Timings.Total, s.DOKS.URL())
 	return s, nil
+}
+
+// installDeviceClasses creates the DeviceClass of each DRA driver, as its chart does.
+func (s *Sandbox) installDeviceClasses(drivers []string) error {
+	for _, d := range drivers {
+		if d != gpudriver.NVIDIA && d != gpudriver.AMD {
+			return fmt.Errorf("DRA driver %q: the sandbox plays %s and %s", d, gpudriver.NVIDIA, gpudriver.AMD)
+		}
+		_, err := s.Kube.ResourceV1().DeviceClasses().Create(context.Background(), gpudriver.DeviceClass(d), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("DeviceClass %s: %w", d, err)
+		}
+		klog.Infof("sandbox: DRA driver %s installed (DeviceClass %s)", d, d)
+	}
+	return nil
 }
 
 // CreatePool adds a node pool to the simulated cluster; its nodes register shortly after.

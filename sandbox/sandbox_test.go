@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -10,11 +11,16 @@ import (
 	"time"
 
 	"github.com/digitalocean/godo"
+	batchv1 "k8s.io/api/batch/v1"
+	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean/gpudriver"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/controlplane"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
+	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
 )
 
 func TestParsePools(t *testing.T) {
@@ -134,5 +140,155 @@ func TestSandboxOnSharedControlPlaneCleansUpItsNodes(t *testing.T) {
 		if len(nodes.Items) != 0 {
 			t.Fatalf("round %d: %d nodes left after Stop", round, len(nodes.Items))
 		}
+	}
+}
+
+// In DRA mode the sandbox plays DOKS's NVIDIA DRA driver: GPU nodes advertise no
+// nvidia.com/gpu, the driver's DeviceClass is installed, each GPU node gets its
+// ResourceSlice (unless its pool's slices are held), and a Job whose pod claims a GPU
+// through a ResourceClaimTemplate runs there: the resourceclaim controller makes the
+// claim, the kube-scheduler allocates it, the Job controller makes the pod.
+func TestDRAModeRunsAClaimingJobOnTheGPUNode(t *testing.T) {
+	sb, err := Start(Options{
+		BootDelay: 50 * time.Millisecond,
+		Agent:     nodeagent.Options{DRADrivers: []string{gpudriver.NVIDIA}},
+		Pools:     []doks.PoolSpec{{Name: "gpu", Size: "gpu-h100x1-80gb", Count: 0}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kube := sb.Kube
+
+	// A node whose driver has not published yet: Ready, no devices.
+	sb.Agent.HoldSlices("gpu")
+	pool, _ := sb.Pool("gpu")
+	if _, _, err := sb.GodoClient().Kubernetes.UpdateNodePool(ctx, sb.ClusterID, pool.ID,
+		&godo.KubernetesNodePoolUpdateRequest{Count: ptr.To(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.WaitForNodes(ctx, "gpu", 1); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodeagent.LabelNodePool + "=gpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := nodes.Items[0]
+	if q, ok := node.Status.Allocatable["nvidia.com/gpu"]; ok {
+		t.Errorf("GPU node advertises nvidia.com/gpu=%s: the DRA driver replaces the device plugin", q.String())
+	}
+	if node.Labels[nodeagent.LabelGPUBrand] != "nvidia" {
+		t.Errorf("GPU node labels %v: want %s=nvidia", node.Labels, nodeagent.LabelGPUBrand)
+	}
+	if _, err := kube.ResourceV1().DeviceClasses().Get(ctx, gpudriver.NVIDIA, metav1.GetOptions{}); err != nil {
+		t.Fatalf("DeviceClass %s: %v", gpudriver.NVIDIA, err)
+	}
+
+	if _, err := kube.ResourceV1().ResourceClaimTemplates("default").Create(ctx, &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "one-h100"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: gpudriver.NVIDIA,
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"}}},
+			}}},
+		}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train"},
+		Spec: batchv1.JobSpec{Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{
+			RestartPolicy:  apiv1.RestartPolicyNever,
+			Containers:     []apiv1.Container{{Name: "train", Image: "train", Resources: apiv1.ResourceRequirements{Claims: []apiv1.ResourceClaim{{Name: "gpu"}}}}},
+			ResourceClaims: []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-h100")}},
+		}}},
+	}
+	if _, err := kube.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobPod := func() (*apiv1.Pod, error) {
+		for {
+			pods, err := kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "job-name=train"})
+			if err == nil && len(pods.Items) == 1 {
+				return &pods.Items[0], nil
+			}
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("job pod: %v", ctx.Err())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	pod, err := jobPod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The claim exists, made from the template, and cannot be allocated: no slice yet.
+	for len(pod.Status.ResourceClaimStatuses) == 0 || pod.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+		if ctx.Err() != nil {
+			t.Fatalf("the resourceclaim controller made no claim for %s: %+v", pod.Name, pod.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if pod, err = jobPod(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pod.Spec.NodeName != "" {
+		t.Fatalf("pod bound to %s before the node's driver published a device", pod.Spec.NodeName)
+	}
+	slices, err := kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil || len(slices.Items) != 0 {
+		t.Fatalf("slices while held: %v (err %v)", slices, err)
+	}
+
+	sb.Agent.ReleaseSlices("gpu")
+	for pod.Status.Phase != apiv1.PodRunning {
+		if ctx.Err() != nil {
+			t.Fatalf("claim pod never ran once the slice was published: %+v", pod.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if pod, err = jobPod(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pod.Spec.NodeName != node.Name {
+		t.Errorf("claim pod runs on %s, want the GPU node %s", pod.Spec.NodeName, node.Name)
+	}
+	slices, err = kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil || len(slices.Items) != 1 {
+		t.Fatalf("want one slice, got %v (err %v)", slices, err)
+	}
+	s := slices.Items[0]
+	if s.Spec.Driver != gpudriver.NVIDIA || *s.Spec.NodeName != node.Name || s.Spec.Pool.Name != node.Name || len(s.Spec.Devices) != 1 {
+		t.Errorf("slice %+v: want one %s device of node %s in a pool named after it", s.Spec, gpudriver.NVIDIA, node.Name)
+	}
+	if _, ok := s.Spec.Devices[0].Attributes["uuid"]; !ok {
+		t.Errorf("device attributes %v: want the driver's uuid", s.Spec.Devices[0].Attributes)
+	}
+	claim, err := kube.ResourceV1().ResourceClaims("default").Get(ctx, *pod.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+	if err != nil || claim.Status.Allocation == nil || claim.Status.Allocation.Devices.Results[0].Device != "gpu-0" {
+		t.Errorf("claim %v: want it allocated to gpu-0 (err %v)", claim, err)
+	}
+
+	// The droplet goes: its slice goes with its Node.
+	if _, _, err := sb.GodoClient().Kubernetes.UpdateNodePool(ctx, sb.ClusterID, pool.ID,
+		&godo.KubernetesNodePoolUpdateRequest{Count: ptr.To(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.WaitForNodes(ctx, "gpu", 0); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		slices, err = kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		if err == nil && len(slices.Items) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("slice of a removed node left behind: %v", slices.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

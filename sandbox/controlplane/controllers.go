@@ -17,19 +17,24 @@ import (
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/controller-manager/pkg/informerfactory"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/daemon"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/disruption"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
+	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
+	"k8s.io/kubernetes/pkg/controller/resourceclaim"
 )
 
 // startControllers runs the kube-controller-manager controllers that workloads in the
 // sandbox rely on: Deployments and ReplicaSets make pods, DaemonSets put pods on every
 // node (the autoscaler treats those specially), the disruption controller keeps PDB status
 // (disruptionsAllowed) current so the eviction API behaves as in a real cluster, and the
-// garbage collector and namespace controller let tests delete what they created. The node
+// garbage collector and namespace controller let tests delete what they created, the Job
+// controller runs batch workloads, and the resourceclaim controller creates the claims of
+// pods that name a ResourceClaimTemplate (Dynamic Resource Allocation). The node
 // lifecycle controller is deliberately absent: the node agent owns Node health.
 func (c *ControlPlane) startControllers(ctx context.Context) error {
 	clientFor := func(name string) (kubernetes.Interface, *rest.Config, error) {
@@ -109,6 +114,27 @@ func (c *ControlPlane) startControllers(ctx context.Context) error {
 	nsc := namespace.NewNamespaceController(ctx, nsClient, nsMeta, nsClient.Discovery().ServerPreferredNamespacedResources,
 		factory.Core().V1().Namespaces(), 5*time.Minute, apiv1.FinalizerKubernetes)
 
+	jobClient, _, err := clientFor("job-controller")
+	if err != nil {
+		return err
+	}
+	// Workloads and PodGroups (the WorkloadWithJob and GenericWorkload gates) are off by
+	// default: their informers stay unused and unstarted.
+	jc, err := job.NewController(ctx, jobClient, factory.Core().V1().Pods(), factory.Batch().V1().Jobs(), nil, nil)
+	if err != nil {
+		return err
+	}
+
+	claimClient, _, err := clientFor("resource-claim-controller")
+	if err != nil {
+		return err
+	}
+	rcc, err := resourceclaim.NewController(klog.FromContext(ctx), claimClient, factory.Core().V1().Pods(),
+		factory.Scheduling().V1beta1().PodGroups(), factory.Resource().V1().ResourceClaims(), factory.Resource().V1().ResourceClaimTemplates())
+	if err != nil {
+		return err
+	}
+
 	factory.Start(ctx.Done())
 	metaFactory.Start(ctx.Done())
 	close(started)
@@ -122,6 +148,8 @@ func (c *ControlPlane) startControllers(ctx context.Context) error {
 	run(func() { dsc.Run(ctx, 2) })
 	run(func() { pdbc.Run(ctx, 1) })
 	run(func() { nsc.Run(ctx, 2) })
+	run(func() { jc.Run(ctx, 2) })
+	run(func() { rcc.Run(ctx, 2) })
 	const gcSync = 30 * time.Second
 	run(func() { wait.Until(mapper.Reset, gcSync, ctx.Done()) })
 	run(func() { gc.Run(ctx, 5, gcSync) })

@@ -1,7 +1,7 @@
 // Package controlplane runs a Kubernetes control plane inside the current process, on
 // loopback only: an embedded etcd, kube-apiserver, kube-scheduler and the handful of
 // kube-controller-manager controllers the sandbox needs (ReplicaSet, Deployment,
-// DaemonSet, disruption, garbage collector, namespace). Nothing is downloaded and no
+// DaemonSet, disruption, garbage collector, namespace, Job, ResourceClaim). Nothing is downloaded and no
 // external binary runs. It exists for the sandbox, e2e tests and demos; the production
 // autoscaler must never import it.
 package controlplane

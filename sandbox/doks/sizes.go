@@ -131,6 +131,14 @@ func gpuResourceName(vendor string) apiv1.ResourceName {
 	return "nvidia.com/gpu"
 }
 
+// SizeGPU returns the GPUs of a droplet size: vendor ("nvidia", "amd"),
+// model as the Sizes API names it, and count. count is 0 for a size without
+// GPUs or outside the catalogue.
+func SizeGPU(slug string) (vendor, model string, count int) {
+	s, _ := lookupSize(slug)
+	return s.gpuVendor, s.gpuModel, int(s.gpuCount)
+}
+
 // SizeResources returns the capacity and allocatable of a node of the given
 // size, as the simulated node agent registers it and as node pool templates
 // describe it. ok is false for a slug outside the catalogue.

@@ -15,6 +15,7 @@ import (
 	"github.com/digitalocean/godo"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -57,6 +58,15 @@ type Options struct {
 	// TerminationDelay is how long a pod being deleted lingers before the agent finalises it
 	// (a kubelet stopping containers); capped by the pod's grace period; default 0.
 	TerminationDelay time.Duration
+	// DRADrivers are the GPU DRA drivers the cluster runs (gpudriver.NVIDIA, gpudriver.AMD),
+	// as DOKS's nvidia_gpu_dra_driver / amd_gpu_dra_driver add-ons install them. A GPU node
+	// of such a driver's vendor advertises no nvidia.com/gpu or amd.com/gpu (the add-on
+	// replaces the device plugin) and gets the ResourceSlice the driver publishes. GPU nodes
+	// of other vendors keep the device plugin's extended resource.
+	DRADrivers []string
+	// SliceDelay is how long a GPU node is Ready before its driver publishes its slice (the
+	// driver's DaemonSet starting); default 0.
+	SliceDelay time.Duration
 }
 
 // Agent connects a doks.Server to a cluster. Start it once; Stop ends it.
@@ -74,12 +84,15 @@ type Agent struct {
 	registered    map[string]time.Time    // Node name → registration time
 	managed       map[string]managedRef   // Node name → DOKS identity
 	terminating   map[types.UID]time.Time // pods being deleted → first seen so
+	holdSlices    map[string]bool         // pool names whose GPU nodes publish no slice yet
+	sliced        map[string]bool         // Node names whose slice is published
 
 	factory    informers.SharedInformerFactory
 	nodeLister corelisters.NodeLister
 	podLister  corelisters.PodLister
 	podQueue   workqueue.TypedRateLimitingInterface[string]
 
+	kick   chan struct{} // a reconcile pass is wanted (slices released or due)
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -106,6 +119,9 @@ func New(kube kubernetes.Interface, sim *doks.Server, opts Options) *Agent {
 		registered:    map[string]time.Time{},
 		managed:       map[string]managedRef{},
 		terminating:   map[types.UID]time.Time{},
+		kick:          make(chan struct{}, 1),
+		holdSlices:    map[string]bool{},
+		sliced:        map[string]bool{},
 	}
 }
 
@@ -124,6 +140,33 @@ func (a *Agent) AllowRegister(poolName string) {
 	defer a.mu.Unlock()
 	delete(a.neverRegister, poolName)
 	klog.Infof("node agent: nodes of pool %s register again", poolName)
+}
+
+// HoldSlices keeps the DRA driver of the pool's GPU nodes from publishing their
+// ResourceSlices: the nodes are Ready, their devices not yet known, as while the driver's
+// pod starts.
+func (a *Agent) HoldSlices(poolName string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.holdSlices[poolName] = true
+	klog.Infof("node agent: GPU nodes of pool %s publish no ResourceSlice until released", poolName)
+}
+
+// ReleaseSlices undoes HoldSlices: the slices appear on the next pass.
+func (a *Agent) ReleaseSlices(poolName string) {
+	a.mu.Lock()
+	delete(a.holdSlices, poolName)
+	a.mu.Unlock()
+	klog.Infof("node agent: GPU nodes of pool %s publish their ResourceSlices", poolName)
+	a.kickNow()
+}
+
+// kickNow asks the reconcile loop for a pass now.
+func (a *Agent) kickNow() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
 }
 
 // SetTerminationDelay changes Options.TerminationDelay for pods deleted from now on.
@@ -174,7 +217,7 @@ func (a *Agent) Start() error {
 			return fmt.Errorf("node agent: %v informer did not sync", typ)
 		}
 	}
-	a.adoptExisting()
+	a.adoptExisting(ctx)
 	a.reconcile(ctx)
 
 	changes, unsubscribe := a.sim.Subscribe()
@@ -189,6 +232,7 @@ func (a *Agent) Start() error {
 			case <-ctx.Done():
 				return
 			case <-changes:
+			case <-a.kick:
 			case <-tick.C:
 			}
 			a.reconcile(ctx)
@@ -235,10 +279,24 @@ func (a *Agent) Stop() {
 }
 
 // adoptExisting takes over Nodes a previous agent registered (e.g. after a restart).
-func (a *Agent) adoptExisting() {
+func (a *Agent) adoptExisting(ctx context.Context) {
 	nodes, _ := a.nodeLister.List(labels.Everything())
+	var slices []resourceapi.ResourceSlice
+	if len(a.opts.DRADrivers) > 0 {
+		l, err := a.kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			klog.Warningf("node agent: listing ResourceSlices to adopt: %v", err)
+		} else {
+			slices = l.Items
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	for _, s := range slices {
+		if s.Spec.NodeName != nil {
+			a.sliced[*s.Spec.NodeName] = true
+		}
+	}
 	for _, n := range nodes {
 		if id := n.Labels[LabelNodeID]; id != "" {
 			a.managed[n.Name] = managedRef{poolName: n.Labels[LabelNodePool], nodeID: id}
@@ -314,6 +372,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 	for _, name := range toDelete {
 		a.removeNode(ctx, name)
 	}
+	a.publishSlices(ctx, pools)
 }
 
 func (a *Agent) indexLocked(name string) int {
@@ -351,9 +410,16 @@ func (a *Agent) buildNode(p godo.KubernetesNodePool, n *godo.KubernetesNode, ind
 	} {
 		labels[k] = v
 	}
-	for res := range capacity {
-		if strings.HasSuffix(string(res), "/gpu") {
-			labels[LabelGPUBrand] = strings.SplitN(string(res), ".", 2)[0]
+	if vendor, _, count := doks.SizeGPU(p.Size); count > 0 {
+		labels[LabelGPUBrand] = vendor
+		if a.draDriver(p.Size) != "" {
+			// The DRA driver add-on replaces the device plugin: no extended resource.
+			for res := range capacity {
+				if strings.HasSuffix(string(res), "/gpu") {
+					delete(capacity, res)
+					delete(allocatable, res)
+				}
+			}
 		}
 	}
 	var taints []apiv1.Taint
@@ -431,6 +497,10 @@ func (a *Agent) register(ctx context.Context, p godo.KubernetesNodePool, n *godo
 	a.registered[n.Name] = time.Now()
 	a.mu.Unlock()
 	a.enqueuePodsOn(n.Name)
+	if a.draDriver(p.Size) != "" {
+		// The reconcile pass after the delay publishes the slice.
+		time.AfterFunc(a.opts.SliceDelay, a.kickNow)
+	}
 	klog.Infof("node agent: registered node %s (pool %s, droplet %s, size %s)", n.Name, p.Name, n.DropletID, p.Size)
 	return nil
 }
@@ -534,6 +604,7 @@ func (a *Agent) removeNode(ctx context.Context, name string) {
 		a.forceDelete(ctx, &p)
 	}
 	_ = a.kube.CoordinationV1().Leases(apiv1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{})
+	a.deleteSlices(ctx, name)
 	a.mu.Lock()
 	delete(a.managed, name)
 	delete(a.registered, name)
