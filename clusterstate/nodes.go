@@ -88,11 +88,14 @@ var gpuResources = []apiv1.ResourceName{"nvidia.com/gpu", "amd.com/gpu", "micros
 
 // ResourceUnready tells a GPU node (one carrying gpuLabel) that advertises
 // no GPU yet: its device plugin is still starting, which takes up to 15
-// minutes after the node is Ready. Like upstream, the autoscaler treats such
-// a node as not ready, so that the pods waiting for its GPU count on it as
-// upcoming instead of asking for another node.
-func ResourceUnready(node *apiv1.Node, gpuLabel string) bool {
-	if gpuLabel == "" {
+// minutes after the node is Ready, or, on a cluster that runs a DRA driver
+// instead (publishesDevices: the driver published the node's
+// ResourceSlices), the driver has not published its devices yet. Like
+// upstream (its GPU and DRA custom-resources processors), the autoscaler
+// treats such a node as not ready, so that the pods waiting for its GPU
+// count on it as upcoming instead of asking for another node.
+func ResourceUnready(node *apiv1.Node, gpuLabel string, publishesDevices bool) bool {
+	if gpuLabel == "" || publishesDevices {
 		return false
 	}
 	if _, ok := node.Labels[gpuLabel]; !ok {

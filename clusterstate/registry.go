@@ -115,6 +115,9 @@ type Registry struct {
 	conditions        map[string]condition
 	taints            TaintConfig
 	gpuLabel          string
+	// publishesDevices tells a node for which a DRA driver published
+	// ResourceSlices (nil: none does).
+	publishesDevices func(nodeName string) bool
 }
 
 // NewRegistry returns an empty registry.
@@ -137,6 +140,16 @@ func NewRegistry(provider cloudprovider.CloudProvider, opts config.AutoscalingOp
 }
 
 func instanceKey(group, id string) string { return group + "/" + id }
+
+// SetDevicePublishers tells the registry which nodes have devices published
+// in ResourceSlices (by a DRA driver), for the next UpdateNodes: a GPU node
+// is ready for its pods once it advertises its GPU either way (see
+// ResourceUnready).
+func (r *Registry) SetDevicePublishers(publishes func(nodeName string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.publishesDevices = publishes
+}
 
 // UpdateNodes recomputes the state from the provider's groups (after its
 // Refresh) and the cluster's nodes. An error means the provider could not
@@ -454,7 +467,7 @@ func (r *Registry) classify(n *apiv1.Node, now time.Time) nodeKind {
 		return kindBeingDeleted
 	}
 	ready, _ := NodeReadiness(n)
-	resourceUnready := ready && ResourceUnready(n, r.gpuLabel)
+	resourceUnready := ready && ResourceUnready(n, r.gpuLabel, r.publishesDevices != nil && r.publishesDevices(n.Name))
 	switch {
 	case ready && !resourceUnready && !r.taints.HasStartupTaint(n):
 		return kindReady

@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -27,6 +28,7 @@ import (
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -42,6 +44,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 )
 
 // apiTimeout bounds the autoscaler's own Kubernetes writes (status, taints).
@@ -78,6 +81,13 @@ type Autoscaler struct {
 	sss       appslisters.StatefulSetLister
 	rcs       corelisters.ReplicationControllerLister
 	jobs      batchlisters.JobLister
+	// Dynamic Resource Allocation (resource.k8s.io/v1): devices published
+	// per node, the classes that select them, pods' claims and the
+	// templates claims are made from.
+	resourceSlices resourcelisters.ResourceSliceLister
+	deviceClasses  resourcelisters.DeviceClassLister
+	resourceClaims resourcelisters.ResourceClaimLister
+	claimTemplates resourcelisters.ResourceClaimTemplateLister
 
 	checker   *simulator.PredicateChecker
 	snapshot  *simulator.ClusterSnapshot
@@ -136,6 +146,10 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	a.sss = a.factory.Apps().V1().StatefulSets().Lister()
 	a.rcs = a.factory.Core().V1().ReplicationControllers().Lister()
 	a.jobs = a.factory.Batch().V1().Jobs().Lister()
+	a.resourceSlices = a.factory.Resource().V1().ResourceSlices().Lister()
+	a.deviceClasses = a.factory.Resource().V1().DeviceClasses().Lister()
+	a.resourceClaims = a.factory.Resource().V1().ResourceClaims().Lister()
+	a.claimTemplates = a.factory.Resource().V1().ResourceClaimTemplates().Lister()
 	_ = cmInf.Informer()
 
 	a.trigger = NewTrigger(clk, opts.TriggerIdleWindow, opts.TriggerMaxWindow, opts.FrequentLoopsEnabled)
@@ -303,7 +317,7 @@ func (a *Autoscaler) startInformers(ctx context.Context) bool {
 // Initializing status, then runs RunOnce every opts.ScanInterval and when the
 // pending-pod trigger fires, until ctx ends.
 func (a *Autoscaler) Run(ctx context.Context) error {
-	klog.Infof("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, controllers, storage, ConfigMaps in %s)", a.opts.Namespace)
+	klog.Infof("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, controllers, storage, DRA objects, ConfigMaps in %s)", a.opts.Namespace)
 	if !a.startInformers(ctx) {
 		if ctx.Err() != nil {
 			return nil
@@ -402,6 +416,20 @@ type clusterView struct {
 	pods  []*apiv1.Pod
 	pdbs  []*policyv1.PodDisruptionBudget
 	dss   []*appsv1.DaemonSet
+	// DRA objects, read as they are: each consumer builds its own
+	// dra.Snapshot of them (newDRA).
+	resourceSlices []*resourceapi.ResourceSlice
+	resourceClaims []*resourceapi.ResourceClaim
+	deviceClasses  []*resourceapi.DeviceClass
+	// dra: a read-only snapshot of them for utilization, readiness and
+	// templates (the simulation gets its own).
+	dra *dra.Snapshot
+}
+
+// newDRA returns a fresh snapshot of the cluster's DRA objects: cheap
+// (maps of pointers), and each user may change its own in forks.
+func (c clusterView) newDRA() *dra.Snapshot {
+	return dra.NewSnapshot(c.resourceSlices, c.resourceClaims, c.deviceClasses)
 }
 
 func (a *Autoscaler) clusterObjects() (clusterView, error) {
@@ -418,6 +446,15 @@ func (a *Autoscaler) clusterObjects() (clusterView, error) {
 	}
 	if c.dss, err = a.dss.List(labels.Everything()); err != nil {
 		return c, fmt.Errorf("listing DaemonSets: %w", err)
+	}
+	if c.resourceSlices, err = a.resourceSlices.List(labels.Everything()); err != nil {
+		return c, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	if c.resourceClaims, err = a.resourceClaims.List(labels.Everything()); err != nil {
+		return c, fmt.Errorf("listing ResourceClaims: %w", err)
+	}
+	if c.deviceClasses, err = a.deviceClasses.List(labels.Everything()); err != nil {
+		return c, fmt.Errorf("listing DeviceClasses: %w", err)
 	}
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
@@ -66,6 +67,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	}
 	if err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
 		Snapshot: sim.snapshot, PodsByNode: podsByNode(sim.placed), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted, Now: now,
+		DRA: c.dra,
 	}); err != nil {
 		return err
 	}
@@ -110,6 +112,8 @@ func (a *Autoscaler) observe(now time.Time) (clusterView, error) {
 		return clusterView{}, err
 	}
 	csStart := time.Now()
+	c.dra = c.newDRA()
+	a.registry.SetDevicePublishers(c.dra.HasNodeSlices)
 	if err := a.registry.UpdateNodes(c.nodes, now); err != nil {
 		metrics.RegisterError(metrics.CloudProviderError)
 		return clusterView{}, fmt.Errorf("updating cluster state: %w", err)
@@ -192,7 +196,7 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 	built := false
 	sim.snapshot = func() (*simulator.ClusterSnapshot, error) {
 		if !built {
-			if err := a.sync.begin(live, sim.placed); err != nil {
+			if err := a.sync.begin(live, sim.placed, c.newDRA()); err != nil {
 				a.sync.invalidate()
 				metrics.RegisterError(metrics.InternalError)
 				return nil, fmt.Errorf("building cluster snapshot: %w", err)
@@ -236,7 +240,7 @@ func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroup
 	if !a.opts.EnforceNodeGroupMinSize || !scaleup.AnyBelowMinSize(groups) {
 		return
 	}
-	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints)
+	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
 	for id, err := range templateErrs {
 		klog.Warningf("Min size: node group %s: %v", id, err)
 	}
@@ -288,7 +292,7 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
 		return false, err
 	}
-	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints)
+	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
 	// Upcoming nodes are simulated only for this phase.
 	a.snapshot.Fork()
 	defer a.snapshot.Revert()
@@ -326,6 +330,9 @@ func (a *Autoscaler) fitExistingNodes(snapshot func() (*simulator.ClusterSnapsho
 	if err != nil {
 		return nil, err
 	}
+	// A pod whose claim the resourceclaim controller has not created yet
+	// gets the claim it will create (in this iteration's layer only).
+	pods = snap.DRA().WithTemplateClaims(pods, a.claimTemplate)
 	_, stillPending, err := simulator.TrySchedulePods(a.checker, snap, pods)
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
@@ -419,6 +426,11 @@ func (a *Autoscaler) placeNominated(snapshot func() (*simulator.ClusterSnapshot,
 	}
 	klog.V(1).Infof("Scale-up: %d pending pod(s) wait for preemption on their nominated node(s); no scale-up for them", len(pods))
 	return nil
+}
+
+// claimTemplate reads a ResourceClaimTemplate from the cache.
+func (a *Autoscaler) claimTemplate(namespace, name string) (*resourceapi.ResourceClaimTemplate, error) {
+	return a.claimTemplates.ResourceClaimTemplates(namespace).Get(name)
 }
 
 // nodeNames returns a lookup of the nodes by name.

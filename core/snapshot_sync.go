@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -58,8 +59,9 @@ func newSnapshotSync(s *simulator.ClusterSnapshot) *snapshotSync {
 func (s *snapshotSync) invalidate() { s.valid = false }
 
 // begin brings the base up to date with nodes and the pods bound to them,
-// then forks the iteration's layer.
-func (s *snapshotSync) begin(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
+// sets its DRA objects (d, which the snapshot then owns: they are few, and
+// replaced whole every loop), then forks the iteration's layer.
+func (s *snapshotSync) begin(nodes []*apiv1.Node, pods []*apiv1.Pod, d *dra.Snapshot) error {
 	for s.snap.ForkDepth() > 0 {
 		s.snap.Revert()
 	}
@@ -73,6 +75,9 @@ func (s *snapshotSync) begin(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 		if err := s.rebuild(nodes, pods); err != nil {
 			return err
 		}
+	}
+	if err := s.snap.SetDRA(d); err != nil {
+		return err
 	}
 	s.snap.Fork()
 	return nil

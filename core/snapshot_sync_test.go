@@ -54,7 +54,7 @@ func TestSnapshotSyncMatchesRebuild(t *testing.T) {
 	}
 	sync := newSnapshotSync(simulator.NewClusterSnapshot())
 	for round := 0; round < 30; round++ {
-		if err := sync.begin(nodes, pods); err != nil {
+		if err := sync.begin(nodes, pods, nil); err != nil {
 			t.Fatal(err)
 		}
 		// Simulated work in the iteration's layer must not reach the base.

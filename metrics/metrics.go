@@ -354,6 +354,17 @@ func UpdateMemoryLimitsBytes(min, max int64) {
 	memoryLimitsBytes.WithLabelValues("maximum").Set(float64(max))
 }
 
+// UpdateDRATemplateMismatches sets dra_node_template_resources_mismatch
+// from this loop's comparison of templates with ready nodes: counts by
+// driver and mismatch type (Missing, Extra, Mismatch). Pairs not counted
+// any more are dropped.
+func UpdateDRATemplateMismatches(counts map[[2]string]int) {
+	draNodeTemplateResourcesMismatch.Reset()
+	for k, n := range counts {
+		draNodeTemplateResourcesMismatch.WithLabelValues(k[0], k[1]).Set(float64(n))
+	}
+}
+
 // noDRADrivers fills upstream's dra_drivers label: DOKS pools expose no
 // dynamic resource allocation drivers, so it is always empty.
 const noDRADrivers = ""

@@ -6,6 +6,8 @@ import (
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 )
 
 // frameworkLister is the SharedLister handed to the scheduler framework. The
@@ -39,6 +41,14 @@ func (l *frameworkLister) CompositePodGroupStates() fwk.CompositePodGroupStateLi
 }
 func (l *frameworkLister) CompositePodGroups() fwk.CompositePodGroupLister {
 	return noCompositePodGroupObjects{}
+}
+
+// dra is the DRA state of the snapshot the framework is asked about.
+func (l *frameworkLister) dra() *dra.Snapshot {
+	if l.snapshot == nil {
+		return nil
+	}
+	return l.snapshot.dra
 }
 
 type nodeInfoLister struct{ l *frameworkLister }

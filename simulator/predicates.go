@@ -27,11 +27,14 @@ import (
 	schedruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // BasePlugins are the default-profile filter plugins that decide fit from
-// nodes and pods alone. They are what NewPredicateChecker enables.
+// the snapshot alone: nodes, pods and the DRA objects (DynamicResources
+// reads them through a manager backed by the snapshot, see dra.Manager).
+// They are what NewPredicateChecker enables.
 //
 // Left out, and why:
 //   - storage plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding,
@@ -39,7 +42,6 @@ import (
 //     informer; against an empty one they call every pod with a claim
 //     unschedulable, which would block scale-down of any node running one.
 //     NewPredicateCheckerWithInformers enables them with real informers.
-//   - DynamicResources: needs a DRA manager (it panics in PreFilter without).
 //   - NodeDeclaredFeatures: template nodes built from a DOKS pool carry no
 //     declared features, so pods needing one would never fit a new node.
 //   - GangScheduling, PodGroupPodsCount, TopologyPlacementGenerator,
@@ -55,6 +57,7 @@ var BasePlugins = []string{
 	names.NodeResourcesFit,
 	names.PodTopologySpread,
 	names.InterPodAffinity,
+	names.DynamicResources,
 }
 
 // StoragePlugins are added by NewPredicateCheckerWithInformers.
@@ -127,6 +130,14 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		SchedulerName: def.SchedulerName,
 		Plugins: &schedconfig.Plugins{
 			MultiPoint: schedconfig.PluginSet{Enabled: multi},
+			// Reserve runs only to let DynamicResources record the claims it
+			// allocated for a placed pod (in the snapshot, through the DRA
+			// manager). VolumeBinding's Reserve would assume volumes in the
+			// informers' shared cache, which a simulation must not touch.
+			Reserve: schedconfig.PluginSet{
+				Enabled:  []schedconfig.Plugin{{Name: names.DynamicResources}},
+				Disabled: []schedconfig.Plugin{{Name: "*"}},
+			},
 		},
 		// Plugin arguments (NodeResourcesFit, PodTopologySpread, ...) as the
 		// default profile has them.
@@ -137,6 +148,7 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 	opts := []schedruntime.Option{
 		schedruntime.WithInformerFactory(factory),
 		schedruntime.WithSnapshotSharedLister(lister),
+		schedruntime.WithSharedDRAManager(dra.NewManager(lister.dra)),
 		schedruntime.WithMetricsRecorder(sharedRecorder),
 		// PreFilter's per-node counting is CPU-bound: more workers than
 		// processors only adds scheduling overhead.
@@ -152,6 +164,69 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 	}
 	klog.V(1).Infof("Scheduling simulation uses the kube-scheduler framework with plugins %v", enabled)
 	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled)}, nil
+}
+
+// reserveClaims allocates pod's claims for nodeName in s, after Filter
+// found that it fits there: the DynamicResources plugin's Reserve stores
+// the allocations it computed in Filter (a device for each unallocated
+// claim), and the pod becomes a consumer of all its claims. Pods without
+// claims cost nothing.
+func (c *PredicateChecker) reserveClaims(s *ClusterSnapshot, pf *preFilterOutcome, pod *apiv1.Pod, nodeName string) error {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	c.lister.snapshot = s
+	if st := c.fw.RunReservePluginsReserve(simulationContext, pf.state, pod, nodeName); !st.IsSuccess() {
+		return fmt.Errorf("allocating the claims of pod %s on %s: %w", podKey(pod), nodeName, st.AsError())
+	}
+	return s.dra.ReservePodClaims(pod)
+}
+
+// SchedulePod places pod on nodeName in s when it fits there, allocating
+// its claims: CheckPredicates, then the placement. exemplar is as for
+// ClusterSnapshot.AddEquivalentPod (nil for none).
+func (c *PredicateChecker) SchedulePod(s *ClusterSnapshot, pod, exemplar *apiv1.Pod, nodeName string) *PredicateError {
+	info, found := s.nodes[nodeName]
+	if !found {
+		return &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: "ClusterSnapshot",
+			internal: fmt.Errorf("node %s not in the snapshot", nodeName)}
+	}
+	pf, perr := c.preFilter(s, pod)
+	if perr != nil {
+		perr.nodeName = nodeName
+		return perr
+	}
+	if perr := c.filter(pf, pod, info); perr != nil {
+		return perr
+	}
+	return c.place(s, pf, pod, exemplar, nodeName)
+}
+
+// ScheduleOnAnyNodeOf is FitsAnyNodeOf, then places pod on the node found
+// (allocating its claims).
+func (c *PredicateChecker) ScheduleOnAnyNodeOf(s *ClusterSnapshot, pod, exemplar *apiv1.Pod, nodeNames []string) (fit string, rejected []string, err error) {
+	pf, fit, rejected, err := c.fitsAnyNodeOf(s, pod, nodeNames)
+	if err != nil {
+		return "", rejected, err
+	}
+	if perr := c.place(s, pf, pod, exemplar, fit); perr != nil {
+		return "", rejected, perr
+	}
+	return fit, rejected, nil
+}
+
+// place adds pod to nodeName once it passed the filters with pf.
+func (c *PredicateChecker) place(s *ClusterSnapshot, pf *preFilterOutcome, pod, exemplar *apiv1.Pod, nodeName string) *PredicateError {
+	internal := func(err error) *PredicateError {
+		return &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: "ClusterSnapshot", internal: err}
+	}
+	if err := c.reserveClaims(s, pf, pod, nodeName); err != nil {
+		return internal(err)
+	}
+	if err := s.AddEquivalentPod(pod, exemplar, nodeName); err != nil {
+		return internal(err)
+	}
+	return nil
 }
 
 // Plugins lists the enabled filter plugins.
@@ -257,9 +332,9 @@ func (c *PredicateChecker) CheckPredicates(s *ClusterSnapshot, pod *apiv1.Pod, n
 func (c *PredicateChecker) FitsAnyNodeMatching(s *ClusterSnapshot, pod *apiv1.Pod, match func(*framework.NodeInfo) bool) (string, error) {
 	var m func(*schedframework.NodeInfo) bool
 	if match != nil {
-		m = func(info *schedframework.NodeInfo) bool { return match(toNodeInfo(info)) }
+		m = func(info *schedframework.NodeInfo) bool { return match(s.toNodeInfo(info)) }
 	}
-	_, name, err := c.fitsAnyNode(s, pod, m, 0)
+	_, name, _, err := c.fitsAnyNode(s, pod, m, 0)
 	return name, err
 }
 
@@ -270,9 +345,14 @@ func (c *PredicateChecker) FitsAnyNodeMatching(s *ClusterSnapshot, pod *apiv1.Po
 // *PredicateError when the pod fails PreFilter or a plugin breaks, another
 // error when every node refused it.
 func (c *PredicateChecker) FitsAnyNodeOf(s *ClusterSnapshot, pod *apiv1.Pod, nodeNames []string) (fit string, rejected []string, err error) {
+	_, fit, rejected, err = c.fitsAnyNodeOf(s, pod, nodeNames)
+	return fit, rejected, err
+}
+
+func (c *PredicateChecker) fitsAnyNodeOf(s *ClusterSnapshot, pod *apiv1.Pod, nodeNames []string) (pf *preFilterOutcome, fit string, rejected []string, err error) {
 	pf, perr := c.preFilter(s, pod)
 	if perr != nil {
-		return "", nil, perr
+		return nil, "", nil, perr
 	}
 	reasons := map[string]int{}
 	for _, name := range nodeNames {
@@ -282,27 +362,27 @@ func (c *PredicateChecker) FitsAnyNodeOf(s *ClusterSnapshot, pod *apiv1.Pod, nod
 		}
 		ferr := c.filter(pf, pod, info)
 		if ferr == nil {
-			return name, rejected, nil
+			return pf, name, rejected, nil
 		}
 		if ferr.IsInternal() {
-			return "", rejected, ferr
+			return nil, "", rejected, ferr
 		}
 		rejected = append(rejected, name)
 		for _, r := range ferr.reasons {
 			reasons[r]++
 		}
 	}
-	return "", rejected, &noFitError{pod: podKey(pod), tried: len(rejected), reasons: reasons}
+	return nil, "", rejected, &noFitError{pod: podKey(pod), tried: len(rejected), reasons: reasons}
 }
 
 // fitsAnyNode tries the nodes of s from index start on, wrapping around, and
 // returns the index and name of the first that passes match and fits. The
 // start index lets equivalent pods resume where the previous one landed
 // without giving up completeness.
-func (c *PredicateChecker) fitsAnyNode(s *ClusterSnapshot, pod *apiv1.Pod, match func(*schedframework.NodeInfo) bool, start int) (int, string, error) {
+func (c *PredicateChecker) fitsAnyNode(s *ClusterSnapshot, pod *apiv1.Pod, match func(*schedframework.NodeInfo) bool, start int) (int, string, *preFilterOutcome, error) {
 	pf, perr := c.preFilter(s, pod)
 	if perr != nil {
-		return -1, "", perr
+		return -1, "", nil, perr
 	}
 	list := s.nodeList()
 	n := len(list)
@@ -320,16 +400,16 @@ func (c *PredicateChecker) fitsAnyNode(s *ClusterSnapshot, pod *apiv1.Pod, match
 		tried++
 		ferr := c.filter(pf, pod, info)
 		if ferr == nil {
-			return i, info.Node().Name, nil
+			return i, info.Node().Name, pf, nil
 		}
 		if ferr.IsInternal() {
-			return -1, "", ferr
+			return -1, "", nil, ferr
 		}
 		for _, r := range ferr.reasons {
 			reasons[r]++
 		}
 	}
-	return -1, "", &noFitError{pod: podKey(pod), tried: tried, reasons: reasons}
+	return -1, "", nil, &noFitError{pod: podKey(pod), tried: tried, reasons: reasons}
 }
 
 // noFitError: the pod passed PreFilter but no candidate node passed Filter.

@@ -89,6 +89,12 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 		klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
 		return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 	}
+	// The node's pods stop using their claims; a claim no pod uses any more
+	// is deallocated, so a moved pod gets a device again only where the
+	// allocator finds an equivalent one.
+	for _, p := range pods {
+		r.snapshot.dra.UnreservePodClaims(p)
+	}
 	match := func(ni *schedframework.NodeInfo) bool {
 		name := ni.Node().Name
 		return destinations == nil || destinations[name]
@@ -98,7 +104,7 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 	for _, p := range toMove {
 		moved := withNodeName(p, "")
 		h := schedulingHash(moved)
-		idx, dest, err := r.checker.fitsAnyNode(r.snapshot, moved, match, hints[h])
+		idx, dest, pf, err := r.checker.fitsAnyNode(r.snapshot, moved, match, hints[h])
 		if err != nil {
 			r.snapshot.Revert()
 			if pe, ok := err.(*PredicateError); ok && pe.IsInternal() {
@@ -109,6 +115,11 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 			return nil, &UnremovableNode{Node: node, Reason: NoPlaceToMovePods}
 		}
 		hints[h] = idx
+		if err := r.checker.reserveClaims(r.snapshot, pf, moved, dest); err != nil {
+			r.snapshot.Revert()
+			klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
+			return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
+		}
 		// The pod's scheduler bookkeeping from its current node is reused.
 		var addErr error
 		if src, ok := podInfos[p]; ok {

@@ -139,7 +139,7 @@ func TrySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod)
 				unschedulable = append(unschedulable, p)
 				continue
 			}
-			idx, nodeName, ferr := c.fitsAnyNode(s, p, nil, hint)
+			idx, nodeName, pf, ferr := c.fitsAnyNode(s, p, nil, hint)
 			if ferr != nil {
 				if pe, ok := ferr.(*PredicateError); ok && pe.IsInternal() {
 					return scheduled, unschedulable, fmt.Errorf("simulating pod %s: %w", podKey(p), ferr)
@@ -149,8 +149,8 @@ func TrySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod)
 				unschedulable = append(unschedulable, p)
 				continue
 			}
-			if err := s.AddEquivalentPod(p, g.Pods[0], nodeName); err != nil {
-				return scheduled, unschedulable, err
+			if perr := c.place(s, pf, p, g.Pods[0], nodeName); perr != nil {
+				return scheduled, unschedulable, fmt.Errorf("simulating pod %s: %w", podKey(p), perr)
 			}
 			hint = idx
 			scheduled = append(scheduled, ScheduledPod{Pod: p, NodeName: nodeName})

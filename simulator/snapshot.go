@@ -18,6 +18,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -52,6 +53,11 @@ type ClusterSnapshot struct {
 	// forked state; dropped by SetClusterState and whenever the last fork
 	// ends (a loop's pending pods are not the next loop's), and bounded.
 	podInfoTemplates map[*apiv1.Pod]*schedframework.PodInfo
+
+	// dra holds the ResourceSlices, DeviceClasses and ResourceClaims; it
+	// forks and reverts with the nodes, so claims allocated to place a pod
+	// are undone with the pod.
+	dra *dra.Snapshot
 }
 
 // maxPodInfoTemplates bounds the exemplar cache for callers that never fork.
@@ -65,8 +71,28 @@ type snapshotLayer struct {
 
 // NewClusterSnapshot returns an empty snapshot.
 func NewClusterSnapshot() *ClusterSnapshot {
-	return &ClusterSnapshot{nodes: map[string]*schedframework.NodeInfo{}}
+	return &ClusterSnapshot{nodes: map[string]*schedframework.NodeInfo{}, dra: dra.NewSnapshot(nil, nil, nil)}
 }
+
+// SetDRA replaces the snapshot's DRA objects (ResourceSlices, DeviceClasses,
+// ResourceClaims) with d, which the snapshot then owns. Slices of nodes not
+// in the snapshot are dropped: their devices cannot be allocated. It must be
+// called outside of any fork, after the nodes are set.
+func (s *ClusterSnapshot) SetDRA(d *dra.Snapshot) error {
+	if len(s.layers) > 0 {
+		return fmt.Errorf("DRA objects replaced inside a fork")
+	}
+	if d == nil {
+		d = dra.NewSnapshot(nil, nil, nil)
+	}
+	d.KeepNodes(s.HasNode)
+	s.dra = d
+	return nil
+}
+
+// DRA returns the snapshot's DRA objects, as changed by the simulation so
+// far. Changes made through it fork and revert with the snapshot.
+func (s *ClusterSnapshot) DRA() *dra.Snapshot { return s.dra }
 
 // SetClusterState replaces the whole content of the snapshot (and drops any
 // forks) with nodes and the pods bound to them by spec.nodeName. Pods not
@@ -74,6 +100,9 @@ func NewClusterSnapshot() *ClusterSnapshot {
 // scheduler does not count them either) are ignored.
 func (s *ClusterSnapshot) SetClusterState(nodes []*apiv1.Node, scheduledPods []*apiv1.Pod) error {
 	s.nodes = make(map[string]*schedframework.NodeInfo, len(nodes))
+	for range s.layers {
+		s.dra.Revert()
+	}
 	s.layers = nil
 	s.podInfoTemplates = nil
 	s.invalidateAll()
@@ -106,7 +135,8 @@ func (s *ClusterSnapshot) SetClusterState(nodes []*apiv1.Node, scheduledPods []*
 	return nil
 }
 
-// AddNodeInfo adds a node with its pods. The node name must be new.
+// AddNodeInfo adds a node with its pods and the ResourceSlices publishing
+// its devices. The node name must be new.
 func (s *ClusterSnapshot) AddNodeInfo(ni *framework.NodeInfo) error {
 	if ni == nil || ni.Node() == nil {
 		return fmt.Errorf("node info without a node")
@@ -122,6 +152,7 @@ func (s *ClusterSnapshot) AddNodeInfo(ni *framework.NodeInfo) error {
 	}
 	s.save(name)
 	s.nodes[name] = info
+	s.dra.SetNodeSlices(name, ni.ResourceSlices())
 	if s.listValid {
 		s.listIndex[name] = len(s.list)
 		s.list = append(s.list, info)
@@ -130,7 +161,8 @@ func (s *ClusterSnapshot) AddNodeInfo(ni *framework.NodeInfo) error {
 	return nil
 }
 
-// RemoveNode removes a node and its pods.
+// RemoveNode removes a node, its pods and its ResourceSlices. The claims of
+// its pods are left as they are (see RemovalSimulator for moving them).
 func (s *ClusterSnapshot) RemoveNode(nodeName string) error {
 	info, found := s.nodes[nodeName]
 	if !found {
@@ -138,6 +170,7 @@ func (s *ClusterSnapshot) RemoveNode(nodeName string) error {
 	}
 	s.save(nodeName)
 	delete(s.nodes, nodeName)
+	s.dra.SetNodeSlices(nodeName, nil)
 	s.listValid = false
 	s.touched(info, nil)
 	return nil
@@ -237,7 +270,7 @@ func (s *ClusterSnapshot) GetNodeInfo(nodeName string) (*framework.NodeInfo, err
 	if !found {
 		return nil, fmt.Errorf("node %s not in the snapshot", nodeName)
 	}
-	return toNodeInfo(info), nil
+	return s.toNodeInfo(info), nil
 }
 
 // NodeInfos returns every node with its pods, in a stable order.
@@ -245,7 +278,7 @@ func (s *ClusterSnapshot) NodeInfos() []*framework.NodeInfo {
 	list := s.nodeList()
 	out := make([]*framework.NodeInfo, 0, len(list))
 	for _, info := range list {
-		out = append(out, toNodeInfo(info.(*schedframework.NodeInfo)))
+		out = append(out, s.toNodeInfo(info.(*schedframework.NodeInfo)))
 	}
 	return out
 }
@@ -270,6 +303,7 @@ func (s *ClusterSnapshot) HasNode(nodeName string) bool {
 // kept with Commit.
 func (s *ClusterSnapshot) Fork() {
 	s.layers = append(s.layers, &snapshotLayer{saved: map[string]*schedframework.NodeInfo{}})
+	s.dra.Fork()
 }
 
 // Revert drops every change made since the matching Fork. Without a fork it
@@ -280,6 +314,7 @@ func (s *ClusterSnapshot) Revert() {
 	}
 	top := s.layers[len(s.layers)-1]
 	s.layers = s.layers[:len(s.layers)-1]
+	s.dra.Revert()
 	if len(s.layers) == 0 {
 		s.podInfoTemplates = nil
 	}
@@ -311,6 +346,7 @@ func (s *ClusterSnapshot) Commit() error {
 	}
 	top := s.layers[len(s.layers)-1]
 	s.layers = s.layers[:len(s.layers)-1]
+	s.dra.Commit()
 	if len(s.layers) == 0 {
 		s.podInfoTemplates = nil
 		return nil
@@ -458,12 +494,16 @@ func newPodInfo(p *apiv1.Pod) *schedframework.PodInfo {
 	return pi
 }
 
-func toNodeInfo(info *schedframework.NodeInfo) *framework.NodeInfo {
+func (s *ClusterSnapshot) toNodeInfo(info *schedframework.NodeInfo) *framework.NodeInfo {
 	pods := make([]*apiv1.Pod, 0, len(info.Pods))
 	for _, pi := range info.Pods {
 		pods = append(pods, pi.GetPod())
 	}
-	return framework.NewNodeInfo(info.Node(), pods...)
+	ni := framework.NewNodeInfo(info.Node(), pods...)
+	if sl := s.dra.NodeSlices(info.Node().Name); len(sl) > 0 {
+		ni.SetResourceSlices(sl)
+	}
+	return ni
 }
 
 func isTerminal(p *apiv1.Pod) bool {

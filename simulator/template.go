@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -31,7 +32,10 @@ const DaemonSetPodAnnotation = "cluster-autoscaler.kubernetes.io/daemonset-pod"
 // are copied with unique names and bound to it; and a pod is added for every
 // DaemonSet in daemonSets whose pod template the framework says fits the node
 // (DaemonSets already represented among the template's pods are not added
-// twice). c may be nil when daemonSets is empty.
+// twice). The template's ResourceSlices are copied for the new node, with
+// slice and pool names made unique (dra.SanitizedNodeSlices), so that every
+// simulated node has devices of its own. c may be nil when daemonSets is
+// empty.
 func SanitizedTemplateNodeInfo(template *framework.NodeInfo, suffix string, daemonSets []*appsv1.DaemonSet, c *PredicateChecker) (*framework.NodeInfo, error) {
 	if template == nil || template.Node() == nil {
 		return nil, fmt.Errorf("template without a node")
@@ -72,6 +76,7 @@ func SanitizedTemplateNodeInfo(template *framework.NodeInfo, suffix string, daem
 		}
 	}
 	out := framework.NewNodeInfo(node, pods...)
+	out.SetResourceSlices(dra.SanitizedNodeSlices(template.ResourceSlices(), name, suffix))
 	if len(daemonSets) == 0 {
 		return out, nil
 	}
@@ -87,15 +92,12 @@ func SanitizedTemplateNodeInfo(template *framework.NodeInfo, suffix string, daem
 			continue
 		}
 		pod := daemonSetPod(ds, name, suffix)
-		if perr := c.CheckPredicates(snap, pod, name); perr != nil {
+		if perr := c.SchedulePod(snap, pod, nil, name); perr != nil {
 			if perr.IsInternal() {
 				return nil, fmt.Errorf("checking DaemonSet %s/%s on template %s: %w", ds.Namespace, ds.Name, name, perr)
 			}
 			klog.V(4).Infof("Template %s: DaemonSet %s/%s would not run there: %v", name, ds.Namespace, ds.Name, perr)
 			continue
-		}
-		if err := snap.AddPod(pod, name); err != nil {
-			return nil, err
 		}
 		out.AddPod(pod)
 	}

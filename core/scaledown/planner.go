@@ -16,6 +16,7 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
@@ -86,6 +88,9 @@ type PlannerInput struct {
 	// BeingDeleted: nodes the actuator is removing.
 	BeingDeleted map[string]bool
 	Now          time.Time
+	// DRA: the cluster's ResourceSlices and ResourceClaims, for the
+	// utilization of nodes that publish devices (nil: none).
+	DRA *dra.Snapshot
 }
 
 func (p *Planner) drainOptions() drain.Options {
@@ -309,16 +314,26 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 			gpuResource = gpu.ExtendedResourceName
 			threshold = gs.Options.ScaleDownGpuUtilizationThreshold
 		}
+		var slices []*resourceapi.ResourceSlice
+		if in.DRA != nil {
+			slices = in.DRA.NodeSlices(name)
+		}
 		// Most nodes are busy: a cached estimate rules them out without
-		// recomputing every pod's requests each loop.
-		if ready && gpuResource == "" {
+		// recomputing every pod's requests each loop. (Not for nodes with
+		// devices: their utilization is that of their devices.)
+		if ready && gpuResource == "" && len(slices) == 0 {
 			if quick, ok := p.requests.utilization(n, pods, p.opts.IgnoreDaemonSetsUtilization); ok && quick >= threshold {
 				p.unremovable.add(name, simulator.NotUnderutilized, fmt.Sprintf("cpu/memory utilization %.2f is above the threshold %.2f", quick, threshold))
 				continue
 			}
 		}
 		ni := framework.NewNodeInfo(n, pods...)
-		util, err := utilization.Calculate(ni, p.opts.IgnoreDaemonSetsUtilization, gpuResource)
+		var claims []*resourceapi.ResourceClaim
+		if len(slices) > 0 {
+			ni.SetResourceSlices(slices)
+			claims = podsClaims(in.DRA, pods)
+		}
+		util, err := utilization.CalculateWithClaims(ni, claims, p.opts.IgnoreDaemonSetsUtilization, gpuResource)
 		if err != nil {
 			p.unremovable.add(name, simulator.UnexpectedError, fmt.Sprintf("cannot compute utilization: %v", err))
 			continue
@@ -335,6 +350,26 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 			continue
 		}
 		out = append(out, candidate{node: n, groupID: id, unready: !ready, empty: len(toMove) == 0, util: util})
+	}
+	return out
+}
+
+// podsClaims returns the claims of pods, each once. Claims that cannot be
+// found are left out (they hold no device).
+func podsClaims(d *dra.Snapshot, pods []*apiv1.Pod) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	seen := map[*resourceapi.ResourceClaim]bool{}
+	for _, p := range pods {
+		if len(p.Spec.ResourceClaims) == 0 {
+			continue
+		}
+		claims, _ := d.PodClaims(p)
+		for _, c := range claims {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
 	}
 	return out
 }

@@ -6,12 +6,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -40,9 +43,18 @@ var transientTaints = map[string]bool{
 // taints, cordon) stripped. Groups with neither are left out and logged.
 // Startup and status taints (see clusterstate.TaintConfig) are left out of
 // every template: a new node carries them only for a while.
+//
+// Devices (DRA): when a ready node of the group publishes ResourceSlices
+// (nodeSlices, nil when the cluster has none), the template carries copies
+// of them, as upstream's templates from real nodes do: the driver's own
+// description of the node beats any prediction. A provider template that
+// predicted other devices is counted in dra_node_template_resources_mismatch.
 func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.NodeGroupState, nodes []*apiv1.Node,
 	nodeGroupOf func(string) string, daemonSets []*appsv1.DaemonSet, checker *simulator.PredicateChecker,
-	taints clusterstate.TaintConfig) (map[string]*framework.NodeInfo, map[string]error) {
+	taints clusterstate.TaintConfig, nodeSlices func(nodeName string) []*resourceapi.ResourceSlice) (map[string]*framework.NodeInfo, map[string]error) {
+	publishes := func(name string) bool { return nodeSlices != nil && len(nodeSlices(name)) > 0 }
+	mismatches := map[[2]string]int{}
+	defer func() { metrics.UpdateDRATemplateMismatches(mismatches) }()
 	templates := make(map[string]*framework.NodeInfo, len(groups))
 	errs := map[string]error{}
 	// A ready node per group, for the fallback; stable choice by name.
@@ -54,7 +66,7 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 		}
 		// A node not ready yet (startup taint, GPU not advertised) would
 		// give a template without what its pods need.
-		if ready, _ := clusterstate.NodeReadiness(n); !ready || taints.HasStartupTaint(n) || clusterstate.ResourceUnready(n, provider.GPULabel()) {
+		if ready, _ := clusterstate.NodeReadiness(n); !ready || taints.HasStartupTaint(n) || clusterstate.ResourceUnready(n, provider.GPULabel(), publishes(n.Name)) {
 			continue
 		}
 		if cur := readyNode[id]; cur == nil || n.Name < cur.Name {
@@ -77,7 +89,12 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 			base = templateFromNode(n, id)
 		}
 		if n := taints.WithoutTransientTaints(base.Node()); n != base.Node() {
+			slices := base.ResourceSlices()
 			base = framework.NewNodeInfo(n, base.Pods()...)
+			base.SetResourceSlices(slices)
+		}
+		if n := readyNode[id]; n != nil && publishes(n.Name) {
+			base = withNodeSlices(base, nodeSlices(n.Name), id, mismatches)
 		}
 		ni, err := simulator.SanitizedTemplateNodeInfo(base, "template-"+id, daemonSets, checker)
 		if err != nil {
@@ -87,6 +104,23 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 		templates[id] = ni
 	}
 	return templates, errs
+}
+
+// withNodeSlices returns template carrying a ready node's slices instead of
+// its own, and records where the two disagree on the devices a node of the
+// group publishes.
+func withNodeSlices(template *framework.NodeInfo, real []*resourceapi.ResourceSlice, groupID string, mismatches map[[2]string]int) *framework.NodeInfo {
+	predicted := template.ResourceSlices()
+	if len(predicted) > 0 {
+		for _, m := range dra.CompareDevices(predicted, real) {
+			klog.V(2).InfoS("Node group template predicts other devices than its ready node publishes; the node's are used",
+				"nodeGroup", groupID, "driver", m.Driver, "mismatch", m.Kind, "detail", m.Detail)
+			mismatches[[2]string{m.Driver, m.Kind}]++
+		}
+	}
+	out := framework.NewNodeInfo(template.Node(), template.Pods()...)
+	out.SetResourceSlices(real)
+	return out
 }
 
 // templateFromNode copies a real node into a template: node-specific
@@ -114,7 +148,8 @@ func templateFromNode(n *apiv1.Node, groupID string) *framework.NodeInfo {
 }
 
 // CloneTemplate returns a copy of template as a distinct node named
-// "<template node>-<suffix>", its pods renamed and bound to it.
+// "<template node>-<suffix>", its pods renamed and bound to it, its
+// ResourceSlices copied with their pools renamed.
 func CloneTemplate(template *framework.NodeInfo, suffix string) *framework.NodeInfo {
 	node := template.Node().DeepCopy()
 	node.Name = template.Node().Name + "-" + suffix
@@ -131,7 +166,9 @@ func CloneTemplate(template *framework.NodeInfo, suffix string) *framework.NodeI
 		c.Spec.NodeName = node.Name
 		pods = append(pods, c)
 	}
-	return framework.NewNodeInfo(node, pods...)
+	out := framework.NewNodeInfo(node, pods...)
+	out.SetResourceSlices(dra.SanitizedNodeSlices(template.ResourceSlices(), node.Name, suffix))
+	return out
 }
 
 // AddUpcomingNodes puts one template node per upcoming node of each group

@@ -167,6 +167,10 @@ func TestRBACCoversTheAutoscaler(t *testing.T) {
 		{"storage.k8s.io", "csidrivers", "list", "", "VolumeBinding"},
 		{"storage.k8s.io", "csistoragecapacities", "watch", "", "VolumeBinding"},
 		{"storage.k8s.io", "volumeattachments", "list", "", "NodeVolumeLimits"},
+		{"resource.k8s.io", "resourceslices", "watch", "", "DRA: devices per node"},
+		{"resource.k8s.io", "resourceclaims", "list", "", "DRA: pods' claims"},
+		{"resource.k8s.io", "resourceclaimtemplates", "get", "", "DRA: claims not created yet"},
+		{"resource.k8s.io", "deviceclasses", "watch", "", "DRA: device classes"},
 	}
 	for _, n := range cluster {
 		if !Allows(b.ClusterRole.Rules, n.group, n.resource, n.verb, n.name) {
@@ -204,6 +208,9 @@ func TestRBACDeniesTheRest(t *testing.T) {
 		{b.ClusterRole.Rules, "", "pods/status", "update", "p"},
 		{b.ClusterRole.Rules, "apps", "deployments", "update", "d"},
 		{b.ClusterRole.Rules, "", "configmaps", "list", ""},
+		{b.ClusterRole.Rules, "resource.k8s.io", "resourceclaims", "update", "c"},
+		{b.ClusterRole.Rules, "resource.k8s.io", "resourceclaims/status", "patch", "c"},
+		{b.ClusterRole.Rules, "resource.k8s.io", "resourceslices", "create", ""},
 		{b.Role.Rules, "", "secrets", "get", "digitalocean-token"},
 		{b.Role.Rules, "", "configmaps", "update", "coredns"},
 		{b.Role.Rules, "", "configmaps", "delete", "coredns"},

@@ -69,17 +69,13 @@ func (e *BinpackingEstimator) Estimate(groups []simulator.PodEquivalenceGroup, t
 				}
 			}
 			if len(candidates) > 0 {
-				name, rejected, err := e.checker.FitsAnyNodeOf(e.snapshot, p, candidates)
+				_, rejected, err := e.checker.ScheduleOnAnyNodeOf(e.snapshot, p, g.Pods[0], candidates)
 				if monotone {
 					for _, n := range rejected {
 						refused[n] = true
 					}
 				}
 				if err == nil {
-					if aerr := e.snapshot.AddEquivalentPod(p, g.Pods[0], name); aerr != nil {
-						klog.Errorf("Estimation for %s: %v", template.Node().Name, aerr)
-						return len(open), placed
-					}
 					placed = append(placed, p)
 					continue
 				}
@@ -100,7 +96,11 @@ func (e *BinpackingEstimator) Estimate(groups []simulator.PodEquivalenceGroup, t
 				klog.Errorf("Estimation for %s: %v", template.Node().Name, err)
 				return len(open), placed
 			}
-			if perr := e.checker.CheckPredicates(e.snapshot, p, name); perr != nil {
+			if perr := e.checker.SchedulePod(e.snapshot, p, g.Pods[0], name); perr != nil {
+				if perr.IsInternal() {
+					klog.Errorf("Estimation for %s: %v", template.Node().Name, perr)
+					return len(open), placed
+				}
 				// It does not fit an empty new node: no equivalent pod ever will.
 				if rerr := e.snapshot.RemoveNode(name); rerr != nil {
 					klog.Errorf("Estimation for %s: %v", template.Node().Name, rerr)
@@ -109,10 +109,6 @@ func (e *BinpackingEstimator) Estimate(groups []simulator.PodEquivalenceGroup, t
 				klog.V(4).Infof("Estimation for %s: pod %s/%s and %d equivalent pods do not fit a new node: %v",
 					template.Node().Name, p.Namespace, p.Name, len(g.Pods)-i-1, perr)
 				break
-			}
-			if aerr := e.snapshot.AddEquivalentPod(p, g.Pods[0], name); aerr != nil {
-				klog.Errorf("Estimation for %s: %v", template.Node().Name, aerr)
-				return len(open), placed
 			}
 			open = append([]string{name}, open...)
 			placed = append(placed, p)

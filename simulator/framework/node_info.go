@@ -10,12 +10,15 @@ import (
 	"slices"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 )
 
-// NodeInfo is a node and the pods on it.
+// NodeInfo is a node and the pods on it, plus the ResourceSlices that
+// publish its devices for Dynamic Resource Allocation (none on most nodes).
 type NodeInfo struct {
-	node *apiv1.Node
-	pods []*apiv1.Pod
+	node   *apiv1.Node
+	pods   []*apiv1.Pod
+	slices []*resourceapi.ResourceSlice
 }
 
 // NewNodeInfo returns a NodeInfo holding node and pods.
@@ -29,6 +32,14 @@ func (n *NodeInfo) Node() *apiv1.Node { return n.node }
 // Pods returns the pods on the node. Callers must not modify the slice.
 func (n *NodeInfo) Pods() []*apiv1.Pod { return n.pods }
 
+// ResourceSlices returns the slices local to the node. Callers must not
+// modify the slice.
+func (n *NodeInfo) ResourceSlices() []*resourceapi.ResourceSlice { return n.slices }
+
+// SetResourceSlices replaces the node's slices. A template's slices say
+// which devices a new node of its group will publish.
+func (n *NodeInfo) SetResourceSlices(s []*resourceapi.ResourceSlice) { n.slices = slices.Clone(s) }
+
 // AddPod adds a pod to the node.
 func (n *NodeInfo) AddPod(pod *apiv1.Pod) { n.pods = append(n.pods, pod) }
 
@@ -40,6 +51,9 @@ func (n *NodeInfo) DeepCopy() *NodeInfo {
 	}
 	for _, p := range n.pods {
 		out.pods = append(out.pods, p.DeepCopy())
+	}
+	for _, s := range n.slices {
+		out.slices = append(out.slices, s.DeepCopy())
 	}
 	return out
 }

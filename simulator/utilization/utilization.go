@@ -6,20 +6,50 @@ import (
 	"fmt"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // Info is a node's utilization. Utilization is the figure to compare with
-// the threshold; ResourceName says which resource it comes from.
+// the threshold; ResourceName says which resource it comes from
+// ("<driver>/<pool>" for a node's DRA devices, as upstream names it).
 type Info struct {
-	CpuUtil      float64
-	MemUtil      float64
-	GpuUtil      float64
-	Utilization  float64
-	ResourceName apiv1.ResourceName
+	CpuUtil             float64
+	MemUtil             float64
+	GpuUtil             float64
+	DynamicResourceUtil float64
+	Utilization         float64
+	ResourceName        apiv1.ResourceName
+}
+
+// CalculateWithClaims is Calculate for a node that may publish devices for
+// Dynamic Resource Allocation (ni's ResourceSlices); claims are those of its
+// pods. Such a node is as used as its most used pool of devices, whatever
+// its cpu and memory, as upstream counts it: a GPU node whose only device is
+// allocated is fully used. A GPU advertised as an extended resource
+// (gpuResource) still comes first.
+func CalculateWithClaims(ni *framework.NodeInfo, claims []*resourceapi.ResourceClaim, skipDaemonSetPods bool, gpuResource apiv1.ResourceName) (Info, error) {
+	if ni == nil || ni.Node() == nil {
+		return Info{}, fmt.Errorf("node info without a node")
+	}
+	if gpuResource != "" {
+		if q, ok := ni.Node().Status.Allocatable[gpuResource]; ok && !q.IsZero() {
+			return Calculate(ni, skipDaemonSetPods, gpuResource)
+		}
+	}
+	best, ok, err := dra.HighestUtilization(ni.ResourceSlices(), claims)
+	if err != nil {
+		return Info{}, fmt.Errorf("node %s: devices: %w", ni.Node().Name, err)
+	}
+	if !ok {
+		return Calculate(ni, skipDaemonSetPods, gpuResource)
+	}
+	return Info{DynamicResourceUtil: best.Utilization, Utilization: best.Utilization,
+		ResourceName: apiv1.ResourceName(best.Driver + "/" + best.Pool)}, nil
 }
 
 // Calculate returns the requests of the node's pods over its allocatable:
