@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/capacitybuffer"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/builder"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
@@ -67,7 +69,7 @@ func run(args []string) int {
 		return 1
 	}
 
-	kube, eventsKube, err := newKubeClients(opts)
+	kube, eventsKube, dyn, err := newKubeClients(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
@@ -95,7 +97,7 @@ func run(args []string) int {
 	// runCtx ends on shutdown or, under leader election, when the Lease is
 	// lost; only a shutdown cleans up (a new leader owns the status by then).
 	autoscale := func(runCtx context.Context) error {
-		return runAutoscaler(runCtx, ctx, opts, kube, provider, recorder, health)
+		return runAutoscaler(runCtx, ctx, opts, kube, dyn, provider, recorder, health)
 	}
 	if !opts.LeaderElect {
 		err = autoscale(ctx)
@@ -166,11 +168,24 @@ func cancelCloudCallsAfterGrace(ctx context.Context, exited <-chan struct{}, pro
 	}
 }
 
-func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingOptions, kube kubernetes.Interface,
+func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingOptions, kube kubernetes.Interface, dyn dynamic.Interface,
 	provider cloudprovider.CloudProvider, recorder record.EventRecorder, health *metrics.HealthCheck) error {
 	autoscaler, err := core.NewAutoscaler(opts, kube, provider, recorder, health)
 	if err != nil {
 		return err
+	}
+	// CapacityBuffers run under the same leadership as the loop.
+	buffers, err := capacitybuffer.New(runCtx, capacitybuffer.Config{
+		Controller: opts.CapacityBufferControllerEnabled, Injection: opts.CapacityBufferPodInjectionEnabled, DryRun: opts.CapacityBufferPodDryRunEnabled,
+	}, kube, dyn, autoscaler.Informers(), autoscaler.NotifyCapacityChange)
+	if err != nil {
+		return err
+	}
+	if buffers != nil {
+		if buffers.Injector != nil {
+			autoscaler.AddPodListProcessor(buffers.Injector)
+		}
+		go buffers.Run(runCtx)
 	}
 	health.StartMonitoring()
 	err = autoscaler.Run(runCtx)
@@ -189,7 +204,7 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 // with client-go's default limits and a limiter of its own, as upstream: a
 // scale-down records several events per node, and they must not slow the
 // taints and evictions down.
-func newKubeClients(opts config.AutoscalingOptions) (kube, events kubernetes.Interface, err error) {
+func newKubeClients(opts config.AutoscalingOptions) (kube, events kubernetes.Interface, dyn dynamic.Interface, err error) {
 	var cfg *rest.Config
 	if opts.Kubeconfig != "" || opts.KubernetesURL != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags(opts.KubernetesURL, opts.Kubeconfig)
@@ -197,7 +212,7 @@ func newKubeClients(opts config.AutoscalingOptions) (kube, events kubernetes.Int
 		cfg, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes client configuration (--kubeconfig %q, --kubernetes %q): %v", opts.Kubeconfig, opts.KubernetesURL, err)
+		return nil, nil, nil, fmt.Errorf("kubernetes client configuration (--kubeconfig %q, --kubernetes %q): %v", opts.Kubeconfig, opts.KubernetesURL, err)
 	}
 	cfg.ContentType = opts.KubeAPIContentType
 	cfg.UserAgent = componentName + "/" + version.Version
@@ -205,17 +220,22 @@ func newKubeClients(opts config.AutoscalingOptions) (kube, events kubernetes.Int
 	cfg.QPS = float32(opts.KubeClientQPS)
 	cfg.Burst = opts.KubeClientBurst
 	if kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, nil, fmt.Errorf("kubernetes client: %v", err)
+		return nil, nil, nil, fmt.Errorf("kubernetes client: %v", err)
 	}
 	if events, err = kubernetes.NewForConfig(eventsCfg); err != nil {
-		return nil, nil, fmt.Errorf("kubernetes events client: %v", err)
+		return nil, nil, nil, fmt.Errorf("kubernetes events client: %v", err)
 	}
 	// One cheap call, so an unreachable or unauthorised API server is reported
 	// at start-up rather than as informers that never sync.
 	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return nil, nil, fmt.Errorf("cannot reach the Kubernetes API server at %s: %v", cfg.Host, err)
+		return nil, nil, nil, fmt.Errorf("cannot reach the Kubernetes API server at %s: %v", cfg.Host, err)
 	}
-	return kube, events, nil
+	// CapacityBuffers have no typed client here: the dynamic one reads
+	// and writes them (with the same limits as the autoscaler's reads).
+	if dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, nil, nil, fmt.Errorf("kubernetes dynamic client: %v", err)
+	}
+	return kube, events, dyn, nil
 }
 
 func serveHTTP(opts config.AutoscalingOptions, health *metrics.HealthCheck) (*http.Server, error) {

@@ -74,6 +74,14 @@ type AutoscalingOptions struct {
 	StartupTaintPrefixes    []string
 	EnforceNodeGroupMinSize bool
 
+	// CapacityBuffers (docs/capacity-buffers.md): the controller resolving
+	// buffers into their status, the injection of their fake pods into
+	// scale-up, and the dry run that passes their template through the API
+	// server's defaulting and webhooks.
+	CapacityBufferControllerEnabled   bool
+	CapacityBufferPodInjectionEnabled bool
+	CapacityBufferPodDryRunEnabled    bool
+
 	// Similar node groups (--balance-similar-node-groups).
 	BalancingExtraIgnoredLabels      []string
 	BalancingLabels                  []string
@@ -234,6 +242,7 @@ func Defaults() AutoscalingOptions {
 		MaxMemoryTotal:                    6400000 * GiB,
 		MaxNodesPerScaleUp:                1000,
 		ScaleUpFromZero:                   true,
+		CapacityBufferPodDryRunEnabled:    true,
 		InitialNodeGroupBackoffDuration:   5 * time.Minute,
 		MaxNodeGroupBackoffDuration:       30 * time.Minute,
 		NodeGroupBackoffResetTimeout:      3 * time.Hour,

@@ -97,9 +97,6 @@ var RefusedFlags = map[string]refusedFlag{
 	"check-capacity-processor-instance":                  {false, "ProvisioningRequests are not supported"},
 	"check-capacity-provisioning-request-batch-timebox":  {false, "ProvisioningRequests are not supported"},
 	"check-capacity-provisioning-request-max-batch-size": {false, "ProvisioningRequests are not supported"},
-	"capacity-buffer-controller-enabled":                 {true, "capacity buffers are not supported"},
-	"capacity-buffer-pod-dry-run-enabled":                {true, "capacity buffers are not supported"},
-	"capacity-buffer-pod-injection-enabled":              {true, "capacity buffers are not supported"},
 }
 
 // Flags of the Ginkgo test library that upstream's binary links in by

@@ -1,0 +1,157 @@
+package capacitybuffer
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
+	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+func unstructuredBuffer(t *testing.T, ns, name string, spec v1beta1.CapacityBufferSpec) *unstructured.Unstructured {
+	b := &v1beta1.CapacityBuffer{TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.APIVersion, Kind: v1beta1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), Generation: 1}, Spec: spec}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// The controller resolves buffers in several namespaces into their status
+// (bad input as a condition), the injector turns the ready ones into fake
+// pods, and nothing is written again while nothing changes.
+func TestControllerAndInjector(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{v1beta1.Resource: "CapacityBufferList"},
+		unstructuredBuffer(t, "apps", "warm", v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "shape"}, Replicas: ptr.To[int32](2)}),
+		unstructuredBuffer(t, "apps", "web", v1beta1.CapacityBufferSpec{ScalableRef: &v1beta1.ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "web"}, Percentage: ptr.To[int32](20)}),
+		unstructuredBuffer(t, "team-b", "broken", v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "gone"}, Replicas: ptr.To[int32](1)}),
+		unstructuredBuffer(t, "apps", "other", v1beta1.CapacityBufferSpec{ProvisioningStrategy: ptr.To("example.com/other"), Replicas: ptr.To[int32](1)}),
+	)
+	client, err := NewClient(dyn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go client.informer.Run(ctx.Done())
+	src := testSources(t)
+	templates := NewTemplates()
+	ctrl := NewController(client, src, nil, false, templates, nil)
+	waitFor(t, "buffers in the cache", func() bool { return len(client.List()) == 4 })
+
+	if !ctrl.Reconcile(ctx) {
+		t.Fatal("Reconcile failed")
+	}
+	get := func(ns, name string) *v1beta1.CapacityBuffer {
+		u, err := dyn.Resource(v1beta1.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := toBuffer(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.(*v1beta1.CapacityBuffer)
+	}
+	warm := get("apps", "warm")
+	if c := meta.FindStatusCondition(warm.Status.Conditions, v1beta1.ReadyForProvisioningCondition); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "AttributesSetSuccessfully" ||
+		*warm.Status.Replicas != 2 || warm.Status.PodTemplateRef.Name != "shape" || *warm.Status.PodTemplateGeneration != 3 || *warm.Status.ProvisioningStrategy != v1beta1.ActiveProvisioningStrategy {
+		t.Errorf("warm status %+v", warm.Status)
+	}
+	if web := get("apps", "web"); web.Status.Replicas == nil || *web.Status.Replicas != 2 || web.Status.PodTemplateRef != nil {
+		t.Errorf("web status %+v, want 2 replicas (20%% of 10)", web.Status)
+	}
+	broken := get("team-b", "broken")
+	if c := meta.FindStatusCondition(broken.Status.Conditions, v1beta1.ReadyForProvisioningCondition); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "error" ||
+		!strings.Contains(c.Message, "Buffer not ready for provisioning: spec.podTemplateRef: PodTemplate team-b/gone") || broken.Status.Replicas != nil {
+		t.Errorf("broken status %+v", broken.Status)
+	}
+	if other := get("apps", "other"); len(other.Status.Conditions) != 0 {
+		t.Errorf("a buffer of another strategy was touched: %+v", other.Status)
+	}
+
+	waitFor(t, "statuses in the cache", func() bool {
+		n := 0
+		for _, b := range client.List() {
+			if len(b.Status.Conditions) > 0 {
+				n++
+			}
+		}
+		return n == 3
+	})
+	in := NewInjector(ctx, client, src, templates)
+	real := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "real"}}
+	out, err := in.Process(&pods.Context{}, []*apiv1.Pod{real})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0] != real {
+		t.Error("real pods are not first")
+	}
+	names := map[string]bool{}
+	for _, p := range out[1:] {
+		names[p.Namespace+"/"+p.Name] = true
+		ref := metav1.GetControllerOf(p)
+		if !pods.IsFake(p) || p.Annotations[drain.SafeToEvictKey] != "true" || p.Annotations["podType"] != "capacityBufferFakePod" || ref == nil || ref.Kind != "CapacityBuffer" {
+			t.Errorf("fake pod %s: annotations %v owner %v", p.Name, p.Annotations, ref)
+		}
+	}
+	want := []string{"apps/capacity-buffer-warm-1", "apps/capacity-buffer-warm-2", "apps/capacity-buffer-web-1", "apps/capacity-buffer-web-2"}
+	for _, n := range want {
+		if !names[n] {
+			t.Errorf("no fake pod %s among %v", n, names)
+		}
+	}
+	if len(out) != 1+len(want) {
+		t.Errorf("%d pods, want %d", len(out), 1+len(want))
+	}
+	if c := meta.FindStatusCondition(get("apps", "warm").Status.Conditions, v1beta1.ProvisioningCondition); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "FakePodsInjected" {
+		t.Errorf("warm Provisioning condition %+v", c)
+	}
+
+	// Steady state: nothing changed, nothing written.
+	waitFor(t, "Provisioning in the cache", func() bool {
+		for _, b := range client.List() {
+			if b.Name == "web" && meta.IsStatusConditionTrue(b.Status.Conditions, v1beta1.ProvisioningCondition) {
+				return true
+			}
+		}
+		return false
+	})
+	dyn.ClearActions()
+	ctrl.Reconcile(ctx)
+	if _, err := in.Process(&pods.Context{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() == "update" {
+			t.Errorf("status written again with nothing changed: %v", a)
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never saw %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
