@@ -18,13 +18,17 @@ import (
 
 	"github.com/digitalocean/godo"
 	"golang.org/x/oauth2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean/gpudriver"
+	"github.com/doks-autoscaler/cluster-autoscaler/deploy/crds"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/controlplane"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
@@ -174,6 +178,9 @@ func Start(opts Options) (sb *Sandbox, err error) {
 		return s, err
 	}
 
+	if err := s.installCRDs(); err != nil {
+		return s, err
+	}
 	if err := s.installDeviceClasses(opts.Agent.DRADrivers); err != nil {
 		return s, err
 	}
@@ -198,6 +205,42 @@ func Start(opts Options) (sb *Sandbox, err error) {
 	klog.Infof("sandbox: cluster %s up in %v (control plane %v), simulator at %s", s.ClusterID, time.Since(begin),
 		s.ControlPlane.Timings.Total, s.DOKS.URL())
 	return s, nil
+}
+
+// installCRDs creates deploy/crds' CustomResourceDefinitions (CapacityBuffers)
+// and waits until they are served; a shared control plane has them already.
+func (s *Sandbox) installCRDs() error {
+	all, err := crds.All()
+	if err != nil {
+		return err
+	}
+	client, err := apiextensionsclient.NewForConfig(s.ControlPlane.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, crd := range all {
+		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("CRD %s: %w", crd.Name, err)
+		}
+		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		}
+	}
+	return nil
 }
 
 // installDeviceClasses creates the DeviceClass of each DRA driver, as its chart does.

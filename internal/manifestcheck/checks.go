@@ -579,6 +579,8 @@ var clusterWriteAllowed = map[string][]string{
 	"/nodes":         {"update", "patch"},
 	"/pods/eviction": {"create"},
 	"/events":        {"create", "patch"},
+	// CapacityBuffer conditions (docs/capacity-buffers.md).
+	"autoscaling.x-k8s.io/capacitybuffers/status": {"update"},
 }
 
 var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}

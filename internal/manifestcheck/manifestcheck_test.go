@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -36,9 +37,13 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	crds, err := filepath.Glob(filepath.Join(Dir(), "crds", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var want []string
-	for _, f := range onDisk {
-		if f = filepath.Base(f); f != "kustomization.yaml" {
+	for _, f := range append(onDisk, crds...) {
+		if f, _ = filepath.Rel(Dir(), f); f != "kustomization.yaml" {
 			want = append(want, f)
 		}
 	}
@@ -62,6 +67,9 @@ func TestEveryObjectInKubeSystem(t *testing.T) {
 		})
 		_, clusterScoped := o.(*rbacv1.ClusterRole)
 		if _, crb := o.(*rbacv1.ClusterRoleBinding); crb {
+			clusterScoped = true
+		}
+		if _, crd := o.(*apiextensionsv1.CustomResourceDefinition); crd {
 			clusterScoped = true
 		}
 		if !clusterScoped && m.GetNamespace() != "kube-system" {
@@ -207,6 +215,9 @@ func TestRBACDeniesTheRest(t *testing.T) {
 		{b.ClusterRole.Rules, "", "pods", "delete", "p"},
 		{b.ClusterRole.Rules, "", "pods/status", "update", "p"},
 		{b.ClusterRole.Rules, "apps", "deployments", "update", "d"},
+		{b.ClusterRole.Rules, "autoscaling.x-k8s.io", "capacitybuffers", "update", "b"},
+		{b.ClusterRole.Rules, "", "podtemplates", "create", ""},
+		{b.ClusterRole.Rules, "", "pods", "create", ""},
 		{b.ClusterRole.Rules, "", "configmaps", "list", ""},
 		{b.ClusterRole.Rules, "resource.k8s.io", "resourceclaims", "update", "c"},
 		{b.ClusterRole.Rules, "resource.k8s.io", "resourceclaims/status", "patch", "c"},
@@ -363,6 +374,25 @@ func TestNoRealTokenInRepository(t *testing.T) {
 		}
 		if strings.Contains(string(raw), "dop_v1_") {
 			t.Errorf("%s contains what looks like a DigitalOcean token", e.Name())
+		}
+	}
+}
+
+// The chart installs the same CRD as deploy/ (Helm takes CRDs from crds/
+// only, and does not follow a link out of the chart).
+func TestChartCRDsAreDeploys(t *testing.T) {
+	crds, err := filepath.Glob(filepath.Join(Dir(), "crds", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRDs in deploy/crds (%v)", err)
+	}
+	for _, f := range crds {
+		want, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(Dir(), "..", "charts", "cluster-autoscaler-digitalocean", "crds", filepath.Base(f)))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("charts/cluster-autoscaler-digitalocean/crds/%s differs from deploy/crds (%v): copy it", filepath.Base(f), err)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -99,7 +100,17 @@ func Decode(data []byte) ([]kruntime.Object, error) {
 
 // strictDecoder rejects unknown fields, so a misspelt key (e.g.
 // "readOnlyRootFileSystem") fails the tests instead of being dropped silently.
-var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+// CustomResourceDefinitions (deploy/crds/) decode too.
+var strictDecoder = func() kruntime.Decoder {
+	s := kruntime.NewScheme()
+	if err := scheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
+}()
 
 func stripComments(doc []byte) []byte {
 	var b bytes.Buffer
