@@ -70,6 +70,8 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.IntVar(&o.MaxNodesPerScaleUp, "max-nodes-per-scaleup", d.MaxNodesPerScaleUp, "Maximum number of nodes added in one scale-up.")
 	fs.DurationVar(&o.NewPodScaleUpDelay, "new-pod-scale-up-delay", d.NewPodScaleUpDelay, "Pods younger than this are not considered for scale-up.")
 	fs.BoolVar(&o.BalanceSimilarNodeGroups, "balance-similar-node-groups", d.BalanceSimilarNodeGroups, "Split scale-ups across node groups with the same node shape.")
+	fs.BoolVar(&o.NodeAutoprovisioningEnabled, "node-autoprovisioning-enabled", d.NodeAutoprovisioningEnabled, "Create DOKS node pools of the sizes the cloud config's autoprovisioning section allows when no pool fits pending pods, and delete them when empty.")
+	fs.IntVar(&o.MaxAutoprovisionedNodeGroupCount, "max-autoprovisioned-node-group-count", d.MaxAutoprovisionedNodeGroupCount, "Maximum number of node pools the autoscaler has created that exist at once.")
 	fs.BoolVar(&o.ScaleUpFromZero, "scale-up-from-zero", d.ScaleUpFromZero, "Scale up even when the cluster has no ready nodes.")
 	fs.BoolVar(&o.CapacityBufferControllerEnabled, "capacity-buffer-controller-enabled", d.CapacityBufferControllerEnabled, "Run the CapacityBuffer controller: resolve each buffer's pod template and replicas into its status.")
 	fs.BoolVar(&o.CapacityBufferPodInjectionEnabled, "capacity-buffer-pod-injection-enabled", d.CapacityBufferPodInjectionEnabled, "Add the replicas of each CapacityBuffer ready for provisioning as fake pending pods to scale-up, so their room is provisioned and kept. No pod is created.")
@@ -365,6 +367,7 @@ func validate(o AutoscalingOptions) []error {
 	}{
 		{"max-nodes-total", o.MaxNodesTotal, 0},
 		{"max-nodes-per-scaleup", o.MaxNodesPerScaleUp, 1},
+		{"max-autoprovisioned-node-group-count", o.MaxAutoprovisionedNodeGroupCount, 0},
 		{maxParallelismFlag(o), o.MaxScaleDownParallelism, 1},
 		{"max-drain-parallelism", o.MaxDrainParallelism, 0},
 		{"scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, 0},

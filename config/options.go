@@ -49,20 +49,25 @@ type AutoscalingOptions struct {
 	// in the health check.
 	MaxStartupTime time.Duration
 
-	ExpanderNames                   []string
-	MaxNodesTotal                   int
-	MinCoresTotal                   int64
-	MaxCoresTotal                   int64
-	MinMemoryTotal                  int64 // bytes
-	MaxMemoryTotal                  int64 // bytes
-	MaxNodesPerScaleUp              int
-	NewPodScaleUpDelay              time.Duration
-	BalanceSimilarNodeGroups        bool
-	ScaleUpFromZero                 bool
-	InitialNodeGroupBackoffDuration time.Duration
-	MaxNodeGroupBackoffDuration     time.Duration
-	NodeGroupBackoffResetTimeout    time.Duration
-	GPULabel                        string
+	ExpanderNames            []string
+	MaxNodesTotal            int
+	MinCoresTotal            int64
+	MaxCoresTotal            int64
+	MinMemoryTotal           int64 // bytes
+	MaxMemoryTotal           int64 // bytes
+	MaxNodesPerScaleUp       int
+	NewPodScaleUpDelay       time.Duration
+	BalanceSimilarNodeGroups bool
+	ScaleUpFromZero          bool
+	// NodeAutoprovisioningEnabled lets scale-up create node groups (DOKS
+	// pools) of the sizes the cloud config allows, and delete them when
+	// empty; MaxAutoprovisionedNodeGroupCount bounds how many exist at once.
+	NodeAutoprovisioningEnabled      bool
+	MaxAutoprovisionedNodeGroupCount int
+	InitialNodeGroupBackoffDuration  time.Duration
+	MaxNodeGroupBackoffDuration      time.Duration
+	NodeGroupBackoffResetTimeout     time.Duration
+	GPULabel                         string
 	// StartupTaints are taint keys a node carries only while it starts
 	// (--startup-taint, and the deprecated --ignore-taint); StatusTaints
 	// report a condition on a ready node (--status-taint). Both are left out
@@ -241,6 +246,7 @@ func Defaults() AutoscalingOptions {
 		MinMemoryTotal:                    0,
 		MaxMemoryTotal:                    6400000 * GiB,
 		MaxNodesPerScaleUp:                1000,
+		MaxAutoprovisionedNodeGroupCount:  15,
 		ScaleUpFromZero:                   true,
 		CapacityBufferPodDryRunEnabled:    true,
 		InitialNodeGroupBackoffDuration:   5 * time.Minute,

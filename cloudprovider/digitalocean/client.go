@@ -26,6 +26,8 @@ const (
 	opGetNodePoolTemplate = "GetNodePoolTemplate"
 	opUpdateNodePool      = "UpdateNodePool"
 	opDeleteNode          = "DeleteNode"
+	opCreateNodePool      = "CreateNodePool"
+	opDeleteNodePool      = "DeleteNodePool"
 	opListSizes           = "ListSizes"
 	opGetCluster          = "GetCluster"
 )
@@ -498,5 +500,38 @@ func (c *apiClient) deleteNode(ctx context.Context, poolID, nodeID string) error
 	}
 	return c.call(ctx, opDeleteNode, false, func(ctx context.Context) (*godo.Response, error) {
 		return c.godo.Kubernetes.DeleteNode(ctx, c.clusterID, poolID, nodeID, &godo.KubernetesNodeDeleteRequest{SkipDrain: true})
+	})
+}
+
+// createNodePool creates a pool. A POST is not idempotent: with no answer
+// it is not repeated blindly (a second pool would be made), the next loop
+// sees whether the first one exists.
+func (c *apiClient) createNodePool(ctx context.Context, req *godo.KubernetesNodePoolCreateRequest) (*godo.KubernetesNodePool, error) {
+	if err := checkPathID("node pool name", req.Name); err != nil {
+		return nil, fmt.Errorf("%s: %w", opCreateNodePool, err)
+	}
+	var out *godo.KubernetesNodePool
+	err := c.call(ctx, opCreateNodePool, false, func(ctx context.Context) (*godo.Response, error) {
+		var resp *godo.Response
+		var err error
+		out, resp, err = c.godo.Kubernetes.CreateNodePool(ctx, c.clusterID, req)
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil || out.ID == "" {
+		return nil, fmt.Errorf("%s: the answer for node pool %q holds no pool", opCreateNodePool, req.Name)
+	}
+	return out, nil
+}
+
+// deleteNodePool deletes a pool; DOKS then drains and deletes its nodes.
+func (c *apiClient) deleteNodePool(ctx context.Context, poolID string) error {
+	if err := checkPathID("node pool id", poolID); err != nil {
+		return fmt.Errorf("%s: %w", opDeleteNodePool, err)
+	}
+	return c.call(ctx, opDeleteNodePool, false, func(ctx context.Context) (*godo.Response, error) {
+		return c.godo.Kubernetes.DeleteNodePool(ctx, c.clusterID, poolID)
 	})
 }

@@ -30,6 +30,9 @@ type cloudConfigFile struct {
 	// NodePoolSelection says which pools are node groups: "auto_scale"
 	// (the default) or "tags"; see selectPool.
 	NodePoolSelection string `json:"node_pool_selection"`
+	// Autoprovisioning says which pools may be created when
+	// --node-autoprovisioning-enabled is on; see autoprovisioningFile.
+	Autoprovisioning *autoprovisioningFile `json:"autoprovisioning"`
 }
 
 // providerConfig is a validated cloud config.
@@ -40,6 +43,8 @@ type providerConfig struct {
 	tokenSource oauth2.TokenSource
 	// selection is SelectByAutoScale or SelectByTags.
 	selection string
+	// autoprovisioning is nil when the section is absent.
+	autoprovisioning *autoprovisioningConfig
 }
 
 // loadConfig reads and validates the cloud config file. It contacts no
@@ -61,7 +66,7 @@ func loadConfig(path string) (*providerConfig, error) {
 
 // parseConfig decodes and validates cloud config JSON. Error texts never
 // include the token.
-func parseConfig(data []byte) (*providerConfig, error) {
+func parseConfig(data []byte) (_ *providerConfig, err error) {
 	var f cloudConfigFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -92,6 +97,9 @@ func parseConfig(data []byte) (*providerConfig, error) {
 		cfg.selection = SelectByTags
 	default:
 		return nil, fmt.Errorf("node_pool_selection %s is not valid: want %q (the default) or %q", showWord(f.NodePoolSelection), SelectByAutoScale, SelectByTags)
+	}
+	if cfg.autoprovisioning, err = parseAutoprovisioning(f.Autoprovisioning); err != nil {
+		return nil, err
 	}
 	if token != "" {
 		if err := checkToken(token); err != nil {

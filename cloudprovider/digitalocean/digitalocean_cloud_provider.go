@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
@@ -54,6 +53,17 @@ func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *c
 	}
 	m := newManager(client, o, gpuLabel, cfg.selection)
 	m.flagsGiven = opts.FlagsGiven
+	switch {
+	case opts.NodeAutoprovisioningEnabled && cfg.autoprovisioning == nil:
+		return nil, errors.New("digitalocean: --node-autoprovisioning-enabled is set but the cloud config has no autoprovisioning section: name the sizes pools may be created with in autoprovisioning.sizes")
+	case opts.NodeAutoprovisioningEnabled:
+		m.autoprovisioning = cfg.autoprovisioning
+		klog.InfoS("Node autoprovisioning on: node pools may be created", "sizes", cfg.autoprovisioning.sizes,
+			"maxNodesPerPool", cfg.autoprovisioning.maxNodesPerPool, "namePrefix", cfg.autoprovisioning.namePrefix,
+			"maxPools", opts.MaxAutoprovisionedNodeGroupCount)
+	case cfg.autoprovisioning != nil:
+		klog.Info("The cloud config's autoprovisioning section is ignored: --node-autoprovisioning-enabled is off")
+	}
 	endpoint := cfg.baseURL
 	if endpoint == "" {
 		endpoint = client.godo.BaseURL.String()
@@ -109,17 +119,6 @@ func (p *CloudProvider) HasInstance(node *apiv1.Node) (bool, error) {
 
 // Pricing prices nodes and pods from the Sizes API.
 func (p *CloudProvider) Pricing() (cloudprovider.PricingModel, error) { return p.pricing, nil }
-
-// GetAvailableMachineTypes is not offered: the provider does not create
-// node pools.
-func (p *CloudProvider) GetAvailableMachineTypes() ([]string, error) {
-	return nil, cloudprovider.ErrNotImplemented
-}
-
-// NewNodeGroup is not offered: the provider does not create node pools.
-func (p *CloudProvider) NewNodeGroup(string, map[string]string, map[string]string, []apiv1.Taint, map[string]resource.Quantity) (cloudprovider.NodeGroup, error) {
-	return nil, cloudprovider.ErrNotImplemented
-}
 
 // GetResourceLimiter returns the cluster-wide limits from the flags.
 func (p *CloudProvider) GetResourceLimiter() (*cloudprovider.ResourceLimiter, error) {

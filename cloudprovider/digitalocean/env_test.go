@@ -100,6 +100,8 @@ type testEnv struct {
 	selection string
 	// urlSuffix is appended to the server's address in the cloud config's url.
 	urlSuffix string
+	// autoprovisioning is the cloud config's autoprovisioning section (JSON).
+	autoprovisioning string
 }
 
 type envOption func(*testEnv, *clientOptions, *config.AutoscalingOptions)
@@ -144,6 +146,9 @@ func newEnv(t testing.TB, simOpts doks.Options, options ...envOption) *testEnv {
 	if e.selection != "" {
 		cfgJSON += fmt.Sprintf(`, "node_pool_selection": %q`, e.selection)
 	}
+	if e.autoprovisioning != "" {
+		cfgJSON += `, "autoprovisioning": ` + e.autoprovisioning
+	}
 	cfg, err := parseConfig([]byte(cfgJSON + "}"))
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +173,15 @@ func withSelection(mode string) envOption {
 
 func withURLSuffix(suffix string) envOption {
 	return func(e *testEnv, _ *clientOptions, _ *config.AutoscalingOptions) { e.urlSuffix = suffix }
+}
+
+// withAutoprovisioning turns node autoprovisioning on with the given
+// cloud config section.
+func withAutoprovisioning(section string) envOption {
+	return func(e *testEnv, _ *clientOptions, opts *config.AutoscalingOptions) {
+		e.autoprovisioning = section
+		opts.NodeAutoprovisioningEnabled = true
+	}
 }
 
 func withGPULabel(l string) envOption {

@@ -76,6 +76,16 @@ type manager struct {
 	// region is the cluster's region slug, read with the settings; it
 	// labels template nodes as DOKS labels real ones.
 	region string
+
+	// autoprovisioning is the cloud config's section; nil: pools are never
+	// created.
+	autoprovisioning *autoprovisioningConfig
+	// predicted are the templates created pools were chosen by, until
+	// their real template is fetched and compared (by pool ID).
+	predicted map[string]*godo.KubernetesNodeTemplate
+	// poolNames are the names of every listed pool, so a new pool's name
+	// never collides.
+	poolNames map[string]bool
 }
 
 func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) *manager {
@@ -96,6 +106,8 @@ func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) 
 		templates:       map[string]*templateEntry{},
 		counters:        map[string]*poolCounter{},
 		notes:           map[string]string{},
+		predicted:       map[string]*godo.KubernetesNodeTemplate{},
+		poolNames:       map[string]bool{},
 	}
 }
 
@@ -166,6 +178,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 	byInstance := map[string]*NodeGroup{}
 	byNodeID := map[string]*NodeGroup{}
 	sizes := map[string]string{}
+	names := map[string]bool{}
 	fetched, failed := 0, 0
 	seen := make(map[string]bool, len(pools))
 	for _, p := range pools {
@@ -179,6 +192,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 			continue
 		}
 		seen[p.ID] = true
+		names[p.Name] = true
 		for _, n := range p.Nodes {
 			if n != nil {
 				sizes[instanceID(n)] = p.Size
@@ -232,6 +246,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 	}
 	m.groups, m.groupByInstance, m.groupByNodeID, m.sizeByInstance, m.templates = groups, byInstance, byNodeID, sizes, templates
 	m.notes = notes
+	m.poolNames = names
 	m.refreshed = true
 	m.mu.Unlock()
 
@@ -296,6 +311,8 @@ func (m *manager) template(ctx context.Context, p *godo.KubernetesNodePool, old 
 		// template is logged (and counted) once per fetch.
 		if _, berr := buildTemplateNode(p, t, m.gpuLabel, ""); berr != nil {
 			t, err = nil, fmt.Errorf("%w: %v", errTemplateRefused, berr)
+		} else {
+			m.comparePredicted(p, t)
 		}
 	}
 	if err != nil {
@@ -342,4 +359,13 @@ func (m *manager) instanceSize(providerID string) (string, bool) {
 	defer m.mu.RUnlock()
 	s, ok := m.sizeByInstance[providerID]
 	return s, ok
+}
+
+// forget drops a deleted pool's group until the next Refresh.
+func (m *manager) forget(poolID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.groups = slices.DeleteFunc(slices.Clone(m.groups), func(g *NodeGroup) bool { return g.id == poolID })
+	delete(m.templates, poolID)
+	delete(m.predicted, poolID)
 }

@@ -42,6 +42,10 @@ type NodeGroup struct {
 	// its version when the pool listing behind this group was taken.
 	counter *poolCounter
 	gen     uint64
+
+	// planned is the size of a group that does not exist yet (NewNodeGroup);
+	// nil for a pool that exists.
+	planned *godo.Size
 }
 
 var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
@@ -142,6 +146,9 @@ func (g *NodeGroup) IncreaseSize(delta int) error {
 	if delta <= 0 {
 		return fmt.Errorf("node pool %s: size increase must be positive, got %d", g.name, delta)
 	}
+	if g.planned != nil {
+		return fmt.Errorf("node group %s does not exist yet: create it first", g.id)
+	}
 	defer g.lockForChange()()
 	target := g.pool.Count + delta
 	if target > g.maxSize {
@@ -194,6 +201,9 @@ func (g *NodeGroup) DecreaseTargetSize(delta int) error {
 	if delta >= 0 {
 		return fmt.Errorf("node pool %s: size decrease must be negative, got %d", g.name, delta)
 	}
+	if g.planned != nil {
+		return fmt.Errorf("node group %s does not exist yet", g.id)
+	}
 	defer g.lockForChange()()
 	target := g.pool.Count + delta
 	if target < g.minSize {
@@ -242,6 +252,9 @@ func (g *NodeGroup) findNodeLocked(node *apiv1.Node) (*godo.KubernetesNode, erro
 // Every node is checked before the first call; the cached count follows
 // each successful deletion, so a failure part-way leaves it right.
 func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
+	if g.planned != nil {
+		return fmt.Errorf("node group %s does not exist yet", g.id)
+	}
 	defer g.lockForChange()()
 	var targets []*godo.KubernetesNode
 	seen := map[string]bool{}
@@ -340,19 +353,55 @@ func (g *NodeGroup) TemplateNodeInfo() (*framework.NodeInfo, error) {
 	return framework.NewNodeInfo(node), nil
 }
 
-// Exist is true: the group is a pool that exists.
-func (g *NodeGroup) Exist() bool { return true }
+// Exist is false for a group NewNodeGroup described and Create has not
+// made yet.
+func (g *NodeGroup) Exist() bool { return g.planned == nil }
 
-// Create is not offered: pools are created by the cluster's owner.
-func (g *NodeGroup) Create() (cloudprovider.NodeGroup, error) {
-	return nil, cloudprovider.ErrNotImplemented
+// Create makes the pool of a planned group with one node; CreateWithSize
+// makes it with the nodes the pending pods need in one call, which the core
+// prefers (DOKS creates a pool with at least one node).
+func (g *NodeGroup) Create() (cloudprovider.NodeGroup, error) { return g.CreateWithSize(1) }
+
+// CreateWithSize makes the pool of a planned group with count nodes.
+func (g *NodeGroup) CreateWithSize(count int) (cloudprovider.NodeGroup, error) {
+	created, err := g.create(count)
+	if err != nil {
+		return nil, err
+	}
+	return created, nil
 }
 
-// Delete is not offered.
-func (g *NodeGroup) Delete() error { return cloudprovider.ErrNotImplemented }
+// Delete deletes the pool with DeleteNodePool; DOKS drains and deletes its
+// nodes. Only a pool this autoscaler created (TagAutoprovisioned) is ever
+// deleted: any other is refused whatever the caller thinks.
+func (g *NodeGroup) Delete() error {
+	if g.planned != nil {
+		return fmt.Errorf("node group %s does not exist", g.id)
+	}
+	g.mu.Lock()
+	owned := isAutoprovisioned(g.pool)
+	g.mu.Unlock()
+	if !owned {
+		return fmt.Errorf("node pool %s (%s) has no tag %s: it was not created by this autoscaler and is never deleted by it", g.name, g.id, TagAutoprovisioned)
+	}
+	klog.InfoS("Deleting node pool", "name", g.name, "id", g.id)
+	if err := g.m.client.deleteNodePool(g.m.ctx, g.id); err != nil {
+		return fmt.Errorf("deleting node pool %s (%s): %w", g.name, g.id, err)
+	}
+	g.m.forget(g.id)
+	return nil
+}
 
-// Autoprovisioned is false: no pool is created by the autoscaler.
-func (g *NodeGroup) Autoprovisioned() bool { return false }
+// Autoprovisioned is true for a planned group and for a pool carrying
+// TagAutoprovisioned.
+func (g *NodeGroup) Autoprovisioned() bool {
+	if g.planned != nil {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return isAutoprovisioned(g.pool)
+}
 
 // GetOptions returns the process defaults with the cluster's own autoscaler
 // settings (cluster_autoscaler_configuration) in place of the defaults of

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/digitalocean/godo"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -38,6 +39,7 @@ type pricingModel struct {
 
 	mu        sync.Mutex
 	prices    map[string]sizePrice
+	sizes     []godo.Size
 	fetchedAt time.Time
 	// firstErr and retryAt: the failure of the first fetch, returned again
 	// until retryAt.
@@ -50,34 +52,54 @@ var _ cloudprovider.PricingModel = (*pricingModel)(nil)
 func (p *pricingModel) lookup(slug string) (sizePrice, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.m.o.clock.Now()
-	if p.prices == nil && now.Before(p.retryAt) {
-		return sizePrice{}, p.firstErr
-	}
-	if p.prices == nil || now.Sub(p.fetchedAt) >= p.m.o.pricesTTL {
-		sizes, err := p.m.client.listSizes(p.m.ctx)
-		switch {
-		case err != nil && p.prices == nil:
-			p.firstErr = fmt.Errorf("fetching DigitalOcean size prices (next attempt in %s): %w", pricesRetryInterval, err)
-			p.retryAt = now.Add(pricesRetryInterval)
-			return sizePrice{}, p.firstErr
-		case err != nil:
-			klog.Warningf("refreshing DigitalOcean size prices failed, keeping the list from %s: %v", p.fetchedAt.Format(time.RFC3339), err)
-			p.fetchedAt = now // try again after another TTL, not on every call
-		default:
-			prices := make(map[string]sizePrice, len(sizes))
-			for _, s := range sizes {
-				prices[s.Slug] = sizePrice{hourly: s.PriceHourly, vcpus: s.Vcpus, memoryMB: s.Memory}
-			}
-			p.prices, p.fetchedAt = prices, now
-			klog.V(2).Infof("fetched prices of %d DigitalOcean sizes", len(prices))
-		}
+	if err := p.loadLocked(); err != nil {
+		return sizePrice{}, err
 	}
 	sp, ok := p.prices[slug]
 	if !ok {
 		return sizePrice{}, fmt.Errorf("no price for DigitalOcean size %q", slug)
 	}
 	return sp, nil
+}
+
+// catalog returns the Sizes API's list, fetched as prices are.
+func (p *pricingModel) catalog() ([]godo.Size, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.loadLocked(); err != nil {
+		return nil, err
+	}
+	return p.sizes, nil
+}
+
+// loadLocked fetches the size list when there is none yet or it is older
+// than pricesTTL.
+func (p *pricingModel) loadLocked() error {
+	now := p.m.o.clock.Now()
+	if p.prices == nil && now.Before(p.retryAt) {
+		return p.firstErr
+	}
+	if p.prices != nil && now.Sub(p.fetchedAt) < p.m.o.pricesTTL {
+		return nil
+	}
+	sizes, err := p.m.client.listSizes(p.m.ctx)
+	switch {
+	case err != nil && p.prices == nil:
+		p.firstErr = fmt.Errorf("fetching DigitalOcean size prices (next attempt in %s): %w", pricesRetryInterval, err)
+		p.retryAt = now.Add(pricesRetryInterval)
+		return p.firstErr
+	case err != nil:
+		klog.Warningf("refreshing DigitalOcean size prices failed, keeping the list from %s: %v", p.fetchedAt.Format(time.RFC3339), err)
+		p.fetchedAt = now // try again after another TTL, not on every call
+	default:
+		prices := make(map[string]sizePrice, len(sizes))
+		for _, s := range sizes {
+			prices[s.Slug] = sizePrice{hourly: s.PriceHourly, vcpus: s.Vcpus, memoryMB: s.Memory}
+		}
+		p.prices, p.sizes, p.fetchedAt = prices, sizes, now
+		klog.V(2).Infof("fetched prices of %d DigitalOcean sizes", len(prices))
+	}
+	return nil
 }
 
 // nodeSize is the node's size slug: its instance-type label, else the size

@@ -523,11 +523,15 @@ func TestNodeGroupBasics(t *testing.T) {
 	if g.MinSize() != 1 || g.MaxSize() != 7 || !g.Exist() || g.Autoprovisioned() {
 		t.Error("min/max/exist/autoprovisioned wrong")
 	}
-	if _, err := g.Create(); err != cloudprovider.ErrNotImplemented {
-		t.Error("Create")
+	if _, err := g.Create(); err != cloudprovider.ErrAlreadyExist {
+		t.Errorf("Create of an existing pool: %v", err)
 	}
-	if g.Delete() != cloudprovider.ErrNotImplemented || g.ForceDeleteNodes(nil) != cloudprovider.ErrNotImplemented {
-		t.Error("Delete/ForceDeleteNodes")
+	// A pool this autoscaler did not create is never deleted.
+	if err := g.Delete(); err == nil || !strings.Contains(err.Error(), "never deleted") {
+		t.Errorf("Delete of a hand-made pool: %v", err)
+	}
+	if g.ForceDeleteNodes(nil) != cloudprovider.ErrNotImplemented {
+		t.Error("ForceDeleteNodes")
 	}
 	defaults := config.Defaults().NodeGroupDefaults
 	if o, err := g.GetOptions(defaults); err != nil || *o != defaults {

@@ -172,6 +172,16 @@ func selectPool(mode string, p *godo.KubernetesNodePool) poolVerdict {
 }
 
 func selectPoolByMode(mode string, p *godo.KubernetesNodePool) poolVerdict {
+	if !p.AutoScale && isAutoprovisioned(p) {
+		// A pool this autoscaler created is its node group in either mode,
+		// bounded by the tags it was created with.
+		minSize, maxSize, err := tagBounds(p.Tags)
+		if err != nil {
+			return poolVerdict{warn: true, refused: refusedBounds, note: fmt.Sprintf("node pool %s (%s) has tag %s but %v: not a node group", p.Name, p.ID, TagAutoprovisioned, err)}
+		}
+		return poolVerdict{group: true, minSize: minSize, maxSize: maxSize, note: fmt.Sprintf(
+			"node pool %s (%s) was created by this autoscaler: a node group with min %d, max %d", p.Name, p.ID, minSize, maxSize)}
+	}
 	if mode != SelectByTags {
 		if !p.AutoScale {
 			return poolVerdict{note: fmt.Sprintf("node pool %s (%s) has auto_scale off: not a node group", p.Name, p.ID)}

@@ -1,0 +1,418 @@
+package digitalocean
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/digitalocean/godo"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+)
+
+// TagAutoprovisioned marks a node pool this autoscaler created. Only pools
+// carrying it are ever deleted by the autoscaler; with auto_scale off it
+// makes the pool a node group in either node_pool_selection mode, bounded
+// by its min/max tags.
+const TagAutoprovisioned = "k8s-cluster-autoscaler-autoprovisioned"
+
+// Defaults of the cloud config's autoprovisioning section.
+const (
+	defaultMaxNodesPerPool = 10
+	maxMaxNodesPerPool     = 1000
+	defaultNamePrefix      = "ca-"
+	maxNamePrefix          = 20
+	// poolNameMax: a pool's name is a DNS label, as DOKS requires (it is
+	// the value of the doks.digitalocean.com/node-pool label).
+	poolNameMax = validation.DNS1123LabelMaxLength
+)
+
+// autoprovisioningFile is the cloud config's "autoprovisioning" section.
+type autoprovisioningFile struct {
+	// Sizes are the droplet size slugs pools may be created with; "*" and
+	// "?" match as in shell patterns ("s-*", "gpu-h100x1-80gb").
+	Sizes []string `json:"sizes"`
+	// MaxNodesPerPool is the max of every created pool.
+	MaxNodesPerPool *int `json:"max_nodes_per_pool"`
+	// NamePrefix starts the name of every created pool.
+	NamePrefix string `json:"name_prefix"`
+}
+
+// autoprovisioningConfig is a validated autoprovisioning section.
+type autoprovisioningConfig struct {
+	sizes           []string
+	maxNodesPerPool int
+	namePrefix      string
+}
+
+var (
+	sizePattern = regexp.MustCompile(`^[a-z0-9*?-]+$`)
+	namePrefix  = regexp.MustCompile(`^[a-z]([a-z0-9-]*)$`)
+)
+
+// parseAutoprovisioning validates the section; every error names its field.
+func parseAutoprovisioning(f *autoprovisioningFile) (*autoprovisioningConfig, error) {
+	if f == nil {
+		return nil, nil
+	}
+	c := &autoprovisioningConfig{maxNodesPerPool: defaultMaxNodesPerPool, namePrefix: defaultNamePrefix}
+	if len(f.Sizes) == 0 {
+		return nil, errors.New(`autoprovisioning.sizes is empty: name the droplet sizes pools may be created with, e.g. ["s-*", "gpu-h100x1-80gb"]`)
+	}
+	for i, s := range f.Sizes {
+		if !sizePattern.MatchString(s) || len(s) > 64 {
+			return nil, fmt.Errorf("autoprovisioning.sizes[%d] %s is not a size slug or pattern: want lower-case letters, digits, '-', and the wildcards '*' and '?'", i, showPattern(s))
+		}
+		if slices.Contains(c.sizes, s) {
+			return nil, fmt.Errorf("autoprovisioning.sizes[%d] %q is listed twice", i, s)
+		}
+		c.sizes = append(c.sizes, s)
+	}
+	if f.MaxNodesPerPool != nil {
+		if n := *f.MaxNodesPerPool; n < 1 || n > maxMaxNodesPerPool {
+			return nil, fmt.Errorf("autoprovisioning.max_nodes_per_pool %d is not between 1 and %d", n, maxMaxNodesPerPool)
+		}
+		c.maxNodesPerPool = *f.MaxNodesPerPool
+	}
+	if f.NamePrefix != "" {
+		if !namePrefix.MatchString(f.NamePrefix) || len(f.NamePrefix) > maxNamePrefix {
+			return nil, fmt.Errorf("autoprovisioning.name_prefix %s is not valid: want a lower-case letter, then lower-case letters, digits or '-', at most %d characters", showPattern(f.NamePrefix), maxNamePrefix)
+		}
+		c.namePrefix = f.NamePrefix
+	}
+	return c, nil
+}
+
+// allows reports whether a size slug matches one of the allowed patterns.
+func (c *autoprovisioningConfig) allows(slug string) bool {
+	for _, p := range c.sizes {
+		if ok, _ := path.Match(p, slug); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// offeredSizes are the catalogue's sizes a pool may be created with: allowed
+// by the config, available, and offered in the cluster's region; cheapest
+// first.
+func offeredSizes(c *autoprovisioningConfig, catalog []godo.Size, region string) []godo.Size {
+	var out []godo.Size
+	for _, s := range catalog {
+		if c.allows(s.Slug) && s.Available && slices.Contains(s.Regions, region) && s.Vcpus > 0 && s.Memory > 0 {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].PriceHourly != out[j].PriceHourly {
+			return out[i].PriceHourly < out[j].PriceHourly
+		}
+		return out[i].Slug < out[j].Slug
+	})
+	return out
+}
+
+// poolName makes a new pool's name: prefix, size slug, a random suffix, cut
+// to a DNS label; a name some pool has is never returned.
+func poolName(prefix, slug string, taken func(string) bool) (string, error) {
+	base := strings.Trim(strings.ToLower(prefix+slug), "-")
+	for range 10 {
+		suffix := "-" + randomSuffix(5)
+		b := base
+		if len(b)+len(suffix) > poolNameMax {
+			b = strings.TrimRight(b[:poolNameMax-len(suffix)], "-")
+		}
+		name := b + suffix
+		if len(validation.IsDNS1123Label(name)) == 0 && !taken(name) {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("no free node pool name for %s%s", prefix, slug)
+}
+
+// plannedGroupID names a not-yet-existing group by what it would be, so a
+// failed creation backs off the same option at the next loop.
+func plannedGroupID(slug string, labels map[string]string, taints []apiv1.Taint) string {
+	id := "autoprovisioned-" + slug
+	if len(labels) == 0 && len(taints) == 0 {
+		return id
+	}
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		fmt.Fprintf(h, "%s=%s\n", k, labels[k])
+	}
+	for _, t := range taints {
+		fmt.Fprintf(h, "%s=%s:%s\n", t.Key, t.Value, t.Effect)
+	}
+	return id + "-" + hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// gpuVendorOfModel reads the vendor from a Sizes API gpu_info.model such as
+// "nvidia_h100" or "amd_mi300x".
+func gpuVendorOfModel(model string) string {
+	if strings.Contains(strings.ToLower(model), "amd") {
+		return "amd"
+	}
+	return "nvidia"
+}
+
+// Predicted reservations of a DOKS node, used only when no pool of the size
+// exists to copy a real template from. They are set on the safe side (a
+// little more reserved than DOKS reserves), so a pod predicted to fit a new
+// pool fits its real nodes; the real template is compared when the pool
+// exists and a difference is logged.
+const (
+	reservedMilliOneCPU = 610 // s-1vcpu-2gb reports 390m allocatable
+	reservedMilliMin    = 200
+	reservedMemMaxMi    = 2048
+	reservedMemFloorMi  = 100
+)
+
+// predictTemplate is the template DOKS would serve for a pool of the size:
+// capacity from the Sizes API, allocatable from a pool of the same size when
+// there is one (same), else the reservations above; GPU from gpu_info.
+func predictTemplate(size godo.Size, name string, labels map[string]string, taints []apiv1.Taint, same *godo.KubernetesNodeTemplate) *godo.KubernetesNodeTemplate {
+	milli := int64(size.Vcpus) * 1000
+	memMi := int64(size.Memory)
+	t := &godo.KubernetesNodeTemplate{
+		Name: name, Slug: size.Slug, Labels: maps.Clone(labels),
+		Capacity: &godo.KubernetesNodePoolResources{CPU: int64(size.Vcpus), CpuMilliCores: milli,
+			Memory: fmt.Sprintf("%dMi", memMi), Pods: defaultPods},
+	}
+	if same != nil && same.Allocatable != nil {
+		a := *same.Allocatable
+		t.Allocatable = &a
+	} else {
+		allocMilli := milli - max(reservedMilliMin, milli/20)
+		if size.Vcpus == 1 {
+			allocMilli = milli - reservedMilliOneCPU
+		}
+		allocMem := memMi - min(memMi/4, reservedMemMaxMi) - max(reservedMemFloorMi, memMi/20)
+		t.Allocatable = &godo.KubernetesNodePoolResources{CPU: allocMilli / 1000, CpuMilliCores: allocMilli,
+			Memory: fmt.Sprintf("%dMi", allocMem), Pods: defaultPods}
+	}
+	for _, taint := range taints {
+		s := taint.Key
+		if taint.Value != "" {
+			s += "=" + taint.Value
+		}
+		t.Taints = append(t.Taints, s+":"+string(taint.Effect))
+	}
+	if g := size.GPUInfo; g != nil && g.Count > 0 {
+		t.Gpu = &godo.KubernetesNodePoolGPUResources{Vendor: gpuVendorOfModel(g.Model), Model: g.Model, Count: int64(g.Count)}
+	}
+	return t
+}
+
+// templateDifference describes how a real template differs from the
+// predicted one in what the simulation uses; "" when it does not.
+func templateDifference(predicted, real *godo.KubernetesNodeTemplate) string {
+	var diffs []string
+	cmp := func(what string, p, r *godo.KubernetesNodePoolResources) {
+		if p == nil || r == nil {
+			return
+		}
+		if p.CpuMilliCores != r.CpuMilliCores {
+			diffs = append(diffs, fmt.Sprintf("%s.cpu_milli_cores predicted %d, real %d", what, p.CpuMilliCores, r.CpuMilliCores))
+		}
+		pm, err1 := resource.ParseQuantity(p.Memory)
+		rm, err2 := resource.ParseQuantity(r.Memory)
+		if err1 == nil && err2 == nil && pm.Cmp(rm) != 0 {
+			diffs = append(diffs, fmt.Sprintf("%s.memory predicted %s, real %s", what, p.Memory, r.Memory))
+		}
+	}
+	cmp("capacity", predicted.Capacity, real.Capacity)
+	cmp("allocatable", predicted.Allocatable, real.Allocatable)
+	var pg, rg int64
+	if predicted.Gpu != nil {
+		pg = predicted.Gpu.Count
+	}
+	if real.Gpu != nil {
+		rg = real.Gpu.Count
+	}
+	if pg != rg {
+		diffs = append(diffs, fmt.Sprintf("gpu.count predicted %d, real %d", pg, rg))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// GetAvailableMachineTypes lists the sizes pools may be created with:
+// allowed by the cloud config's autoprovisioning section, available and
+// offered in the cluster's region, cheapest first (price_hourly).
+func (p *CloudProvider) GetAvailableMachineTypes() ([]string, error) {
+	sizes, err := p.offered()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(sizes))
+	for i, s := range sizes {
+		out[i] = s.Slug
+	}
+	return out, nil
+}
+
+func (p *CloudProvider) offered() ([]godo.Size, error) {
+	c := p.m.autoprovisioning
+	if c == nil {
+		return nil, cloudprovider.ErrNotImplemented
+	}
+	catalog, err := p.pricing.catalog()
+	if err != nil {
+		return nil, err
+	}
+	p.m.mu.RLock()
+	region := p.m.region
+	p.m.mu.RUnlock()
+	if region == "" {
+		return nil, errors.New("the cluster's region is not known yet: cannot tell which sizes it is offered")
+	}
+	return offeredSizes(c, catalog, region), nil
+}
+
+// NewNodeGroup describes a pool that does not exist yet, of the given size
+// with the labels and taints the pending pods need. Nothing is created
+// until Create.
+func (p *CloudProvider) NewNodeGroup(machineType string, labels map[string]string, systemLabels map[string]string,
+	taints []apiv1.Taint, extraResources map[string]resource.Quantity) (cloudprovider.NodeGroup, error) {
+	sizes, err := p.offered()
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(sizes, func(s godo.Size) bool { return s.Slug == machineType })
+	if i < 0 {
+		return nil, fmt.Errorf("size %q is not allowed by the cloud config's autoprovisioning.sizes or not offered in the cluster's region", machineType)
+	}
+	if err := checkLabels("labels", labels); err != nil {
+		return nil, err
+	}
+	id := plannedGroupID(machineType, labels, taints)
+	var godoTaints []godo.Taint
+	for _, t := range taints {
+		godoTaints = append(godoTaints, godo.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	pool := &godo.KubernetesNodePool{ID: id, Name: id, Size: machineType, Labels: maps.Clone(labels), Taints: godoTaints}
+	tmpl := predictTemplate(sizes[i], id, labels, taints, p.m.templateOfSize(machineType))
+	g := newNodeGroup(p.m, pool, 0, p.m.autoprovisioning.maxNodesPerPool, &templateEntry{template: tmpl}, &poolCounter{}, 0)
+	g.planned = &sizes[i]
+	return g, nil
+}
+
+// templateOfSize is the cached real template of some pool of the size, or nil.
+func (m *manager) templateOfSize(slug string) *godo.KubernetesNodeTemplate {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, g := range m.groups {
+		if g.template != nil && g.template.template != nil && g.pool.Size == slug && g.planned == nil {
+			return g.template.template
+		}
+	}
+	return nil
+}
+
+// poolNameTaken reports whether a listed pool has the name.
+func (m *manager) poolNameTaken(name string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.poolNames[name]
+}
+
+// create makes the planned group's pool with count nodes: auto_scale off
+// (DOKS's managed autoscaler leaves it alone), tagged as this autoscaler's
+// with min 0 and the configured max, so it is a node group in either
+// selection mode. The new group is a node group at once, before the next
+// Refresh lists it.
+func (g *NodeGroup) create(count int) (*NodeGroup, error) {
+	if g.planned == nil {
+		return nil, cloudprovider.ErrAlreadyExist
+	}
+	if count < 1 || count > g.maxSize {
+		return nil, fmt.Errorf("node group %s: cannot create a pool with %d nodes (1 to %d)", g.id, count, g.maxSize)
+	}
+	m := g.m
+	name, err := poolName(m.autoprovisioning.namePrefix, g.planned.Slug, m.poolNameTaken)
+	if err != nil {
+		return nil, err
+	}
+	req := &godo.KubernetesNodePoolCreateRequest{
+		Name: name, Size: g.planned.Slug, Count: count,
+		Tags: []string{TagAutoprovisioned, TagAutoscalerEnabled,
+			fmt.Sprintf("%s%d", TagPrefixMinNodes, 0), fmt.Sprintf("%s%d", TagPrefixMaxNodes, g.maxSize)},
+		Labels: maps.Clone(g.pool.Labels), Taints: slices.Clone(g.pool.Taints),
+	}
+	klog.InfoS("Creating node pool", "name", name, "size", req.Size, "count", count, "group", g.id, "labels", req.Labels, "taints", len(req.Taints))
+	created, err := m.client.createNodePool(m.ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("creating node pool %s (size %s, %d nodes): %w", name, req.Size, count, err)
+	}
+	predicted := *g.template.template
+	predicted.Name = created.Name
+	return m.addCreated(created, g.maxSize, &predicted), nil
+}
+
+// addCreated makes a node group of a pool just created. Its template is the
+// predicted one until the next Refresh fetches the real one (its spec is
+// left empty so that it is fetched) and compares the two.
+func (m *manager) addCreated(p *godo.KubernetesNodePool, maxSize int, predicted *godo.KubernetesNodeTemplate) *NodeGroup {
+	g := newNodeGroup(m, p, 0, maxSize, &templateEntry{template: predicted, fetchedAt: m.o.clock.Now()}, m.counter(p.ID), 0)
+	g.gen = g.counter.store(p.Count)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.predicted[p.ID] = predicted
+	m.groups = append(m.groups, g)
+	m.templates[p.ID] = g.template
+	m.poolNames[p.Name] = true
+	for _, n := range p.Nodes {
+		if n != nil {
+			m.groupByInstance[instanceID(n)] = g
+			m.groupByNodeID[n.ID] = g
+			m.sizeByInstance[instanceID(n)] = p.Size
+		}
+	}
+	return g
+}
+
+// comparePredicted logs how a created pool's real template differs from
+// the one its creation was decided on, once.
+func (m *manager) comparePredicted(p *godo.KubernetesNodePool, real *godo.KubernetesNodeTemplate) {
+	m.mu.Lock()
+	predicted := m.predicted[p.ID]
+	delete(m.predicted, p.ID)
+	m.mu.Unlock()
+	if predicted == nil {
+		return
+	}
+	if d := templateDifference(predicted, real); d != "" {
+		klog.InfoS("Created node pool's template differs from the one predicted from its size", "pool", p.Name, "size", p.Size, "difference", d)
+		return
+	}
+	klog.V(2).InfoS("Created node pool's template is as predicted", "pool", p.Name, "size", p.Size)
+}
+
+// isAutoprovisioned reports whether the pool carries this autoscaler's
+// ownership tag.
+func isAutoprovisioned(p *godo.KubernetesNodePool) bool {
+	return slices.Contains(p.Tags, TagAutoprovisioned)
+}
+
+// showPattern prints a short value (a mistyped size slug or prefix) quoted;
+// a long one may be a token pasted into the wrong field (DigitalOcean
+// tokens are about 70 characters) and is named by its length only.
+func showPattern(v string) string {
+	if len(v) <= 40 {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("(a value of %d characters)", len(v))
+}
+
+var _ cloudprovider.SizedCreator = (*NodeGroup)(nil)
