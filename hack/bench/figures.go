@@ -36,12 +36,10 @@ type figures struct {
 	// Pending pod created → UpdateNodePool received.
 	latencies []time.Duration
 	// At scale.
-	scaleNodes, scalePods, scaleIters int
-	scaleRequests                     int
-	scaleRegister, scaleFirstIter     time.Duration
-	scaleIterMean, scaleIterMax       time.Duration
-	scaleRSS, scaleHWM                int64
-	scaleSkipped                      string
+	scaleNodes, scalePods int
+	scaleRegister         time.Duration
+	scale                 steady
+	scaleSkipped          string
 }
 
 var ops = []string{doks.OpListNodePools, doks.OpGetNodePool, doks.OpGetNodePoolTemplate, doks.OpListSizes,
@@ -69,11 +67,8 @@ func (f *figures) print(w io.Writer, c config) {
 	}
 	fmt.Fprintf(w, "sandbox at scale\t%d nodes in %d pools registered in %v, %d pods running\n",
 		f.scaleNodes, c.pools, f.scaleRegister.Round(time.Second), f.scalePods)
-	fmt.Fprintf(w, "iteration time at %d nodes\t%v mean, %v max (%d iterations in %v, --v=%d); first iteration done %v after start\n",
-		f.scaleNodes, f.scaleIterMean.Round(time.Millisecond), f.scaleIterMax.Round(time.Millisecond), f.scaleIters,
-		c.window, c.verbosity, f.scaleFirstIter.Round(time.Millisecond))
-	fmt.Fprintf(w, "autoscaler RSS at %d nodes\t%s (peak %s)\n", f.scaleNodes, mib(f.scaleRSS), mib(f.scaleHWM))
-	fmt.Fprintf(w, "DO API requests per iteration at %d nodes\t%.2f\n", f.scaleNodes, float64(f.scaleRequests)/float64(f.scaleIters))
+	fmt.Fprintf(w, "first iteration at %d nodes\tdone %v after start\n", f.scaleNodes, f.scale.firstIter.Round(time.Millisecond))
+	f.scale.print(w, c, f.scaleNodes)
 }
 
 // runFigures starts one sandbox with c.pools autoscaled pools and measures, in turn:
@@ -107,7 +102,7 @@ func runFigures(ctx context.Context, c config, out io.Writer) error {
 	}
 
 	// Steady state: nothing to do, so every request is the cost of watching.
-	ca, addr, err := startAutoscaler(c, sb, "autoscaler.log")
+	ca, addr, err := startAutoscaler(c, sb, "autoscaler.log", false)
 	if err != nil {
 		return err
 	}
@@ -238,57 +233,141 @@ func scaleFigures(ctx context.Context, c config, out io.Writer, sb *sandbox.Sand
 		f.scalePods += n
 	}
 
-	ca, addr, err := startAutoscaler(c, sb, "autoscaler-scale.log")
+	ca, addr, err := startAutoscaler(c, sb, "autoscaler-scale.log", c.profileDir != "")
 	if err != nil {
 		return err
 	}
 	defer ca.Stop(30 * time.Second)
-	started := time.Now()
 	fmt.Fprintf(out, "autoscaler at %d nodes (log %s); measuring for %v...\n", f.scaleNodes, ca.LogPath, c.window)
-	if _, err := waitIterations(ctx, ca, addr, 1, c.timeout); err != nil {
+	s, err := measureSteady(ctx, c, out, sb, ca, addr, f.scaleNodes)
+	if err != nil {
 		return err
 	}
-	f.scaleFirstIter = time.Since(started)
+	f.scale = s
+	return nil
+}
+
+// steady is what measureSteady measured of a freshly started autoscaler.
+type steady struct {
+	firstIter time.Duration // start → end of its first iteration
+	iters     int
+	requests  int // DigitalOcean requests during those iterations
+	mean, max time.Duration
+	rss, hwm  int64
+	// cpuPerIter: the autoscaler's CPU time (user+system, all goroutines: informers,
+	// /metrics) over the window divided by its iterations; on a loaded machine wall time
+	// includes waiting for a core, this does not.
+	cpuPerIter     time.Duration
+	cpuProf, heapP string // profile files, when c.profileDir is set
+}
+
+func (s steady) print(w io.Writer, c config, nodes int) {
+	fmt.Fprintf(w, "iteration time at %d nodes\t%v mean, %v max (%d iterations in %v, --v=%d); %v CPU per iteration\n",
+		nodes, s.mean.Round(time.Millisecond), s.max.Round(time.Millisecond), s.iters, c.window, c.verbosity, s.cpuPerIter.Round(time.Millisecond))
+	fmt.Fprintf(w, "autoscaler RSS at %d nodes\t%s (peak %s)\n", nodes, mib(s.rss), mib(s.hwm))
+	if s.iters > 0 {
+		fmt.Fprintf(w, "DO API requests per iteration at %d nodes\t%.2f\n", nodes, float64(s.requests)/float64(s.iters))
+	}
+}
+
+// measureSteady waits for the first iterations of an autoscaler just started, then
+// measures c.window of steady iterations: their mean and max duration, the DigitalOcean
+// requests they made, the RSS at the end. With c.profileDir it saves a CPU profile of the
+// window and a heap profile at its end.
+func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.Sandbox, ca *sandbox.Process, addr string, nodes int) (steady, error) {
+	var s steady
+	started := time.Now()
+	if _, err := waitIterations(ctx, ca, addr, 1, c.timeout); err != nil {
+		return s, err
+	}
+	s.firstIter = time.Since(started)
 	if _, err := waitIterations(ctx, ca, addr, 2, c.timeout); err != nil {
-		return err
+		return s, err
 	}
 	m0, req0, _, err := alignedSnapshot(ctx, ca, sb, addr)
 	if err != nil {
-		return err
+		return s, err
+	}
+	cpu0 := procCPU(ca.Cmd.Process.Pid)
+	profDone := make(chan error, 1)
+	if c.profileDir != "" {
+		s.cpuProf = filepath.Join(c.profileDir, fmt.Sprintf("cpu-%d.pprof", nodes))
+		secs := max(1, int((c.window - 2*time.Second).Seconds()))
+		go func() { profDone <- savePprof(addr, fmt.Sprintf("profile?seconds=%d", secs), s.cpuProf) }()
+	} else {
+		profDone <- nil
 	}
 	prev := m0
 	deadline := time.Now().Add(c.window)
 	for time.Now().Before(deadline) {
 		if err := sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
+			return s, err
 		}
 		m, err := scrape(addr)
 		if err != nil {
-			return err
+			return s, err
 		}
 		if m.count > prev.count {
-			if d := m.meanSince(prev); d > f.scaleIterMax { // one iteration per 200ms at most here
-				f.scaleIterMax = d
+			if d := m.meanSince(prev); d > s.max { // one iteration per 200ms at most here
+				s.max = d
 			}
 			prev = m
 		}
 	}
 	m1, req1, _, err := alignedSnapshot(ctx, ca, sb, addr)
 	if err != nil {
+		return s, err
+	}
+	if d := m1.meanSince(prev); m1.count > prev.count && d > s.max {
+		s.max = d
+	}
+	s.iters, s.requests = int(m1.count-m0.count), req1-req0
+	s.mean = m1.meanSince(m0)
+	if s.iters > 0 {
+		s.cpuPerIter = (procCPU(ca.Cmd.Process.Pid) - cpu0) / time.Duration(s.iters)
+	}
+	s.rss, s.hwm = procMem(ca.Cmd.Process.Pid)
+	if err := <-profDone; err != nil {
+		return s, fmt.Errorf("cpu profile: %w", err)
+	}
+	if c.profileDir != "" {
+		s.heapP = filepath.Join(c.profileDir, fmt.Sprintf("heap-%d.pprof", nodes))
+		if err := savePprof(addr, "heap?gc=1", s.heapP); err != nil {
+			return s, fmt.Errorf("heap profile: %w", err)
+		}
+		fmt.Fprintf(out, "profiles: %s, %s (go tool pprof -top %s %s)\n", s.cpuProf, s.heapP, c.binary, s.cpuProf)
+	}
+	return s, nil
+}
+
+// savePprof saves the autoscaler's /debug/pprof/<what> to path.
+func savePprof(addr, what, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if d := m1.meanSince(prev); m1.count > prev.count && d > f.scaleIterMax {
-		f.scaleIterMax = d
+	client := http.Client{Timeout: 5 * time.Minute}
+	resp, err := client.Get("http://" + addr + "/debug/pprof/" + what)
+	if err != nil {
+		return err
 	}
-	f.scaleIters, f.scaleRequests = int(m1.count-m0.count), req1-req0
-	f.scaleIterMean = m1.meanSince(m0)
-	f.scaleRSS, f.scaleHWM = procMem(ca.Cmd.Process.Pid)
-	return nil
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/debug/pprof/%s: %s", what, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // startAutoscaler runs the binary against sb with production defaults except for what a
 // sandbox needs, serving /metrics on a free loopback port.
-func startAutoscaler(c config, sb *sandbox.Sandbox, logName string) (*sandbox.Process, string, error) {
+func startAutoscaler(c config, sb *sandbox.Sandbox, logName string, profiling bool) (*sandbox.Process, string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", err
@@ -297,6 +376,9 @@ func startAutoscaler(c config, sb *sandbox.Sandbox, logName string) (*sandbox.Pr
 	l.Close()
 	args := append(sb.AutoscalerArgs(), "--namespace=bench", "--leader-elect=false",
 		"--scan-interval="+c.scanInterval.String(), "--address="+addr, "--v="+strconv.Itoa(c.verbosity))
+	if profiling {
+		args = append(args, "--profiling")
+	}
 	p, err := sandbox.RunAutoscaler(c.binary, args, filepath.Join(c.dir, logName))
 	return p, addr, err
 }
@@ -326,7 +408,8 @@ func (m mainMetric) meanSince(before mainMetric) time.Duration {
 
 func scrape(addr string) (mainMetric, error) {
 	var m mainMetric
-	client := http.Client{Timeout: 5 * time.Second}
+	// Uncompressed: gzip of every scrape would be a large share of the CPU measured.
+	client := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableCompression: true}}
 	resp, err := client.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return m, err
@@ -400,6 +483,26 @@ func alignedSnapshot(ctx context.Context, ca *sandbox.Process, sb *sandbox.Sandb
 		byOp[op] = sb.DOKS.RequestCount(op)
 	}
 	return m, sb.DOKS.TotalRequests(), byOp, err
+}
+
+// procCPU reads the user+system CPU time of a process (clock ticks of 10ms).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // procMem reads VmRSS and VmHWM (peak RSS) of a process, in bytes.

@@ -8,6 +8,9 @@
 //
 //   - iteration time and resident memory of the autoscaler at 1,000 nodes.
 //
+//   - with --large, the same at 5,000 nodes in 100 pools with 10,000 pods, and the latency
+//     from 5,000 pending pods to the first UpdateNodePool.
+//
 //   - the idle-cluster scale-down: time to every pool's min and DigitalOcean requests, for
 //     empty nodes (20 pools × 10) and for nodes that must be drained first (under a PDB).
 //
@@ -48,6 +51,13 @@ type config struct {
 	burstPools, pods, maxPerPl int
 	burstScan, unneeded        time.Duration
 	dir, binary                string
+	// profileDir: where the scale runs save the autoscaler's CPU profile (over the
+	// measurement window) and heap profile (at its end); empty: no profiling.
+	profileDir string
+	// The 5,000-node scenario (--large).
+	large                                                  bool
+	largePools, largeNodesPerPool, largePods, largePending int
+	largeTimeout                                           time.Duration
 }
 
 func main() {
@@ -75,6 +85,13 @@ func main() {
 	flag.IntVar(&c.maxPerPl, "burst-max-per-pool", 10, "burst: max_nodes of each pool")
 	flag.DurationVar(&c.burstScan, "burst-scan-interval", 2*time.Second, "burst: autoscaler --scan-interval")
 	flag.DurationVar(&c.unneeded, "burst-scale-down-unneeded-time", 10*time.Second, "burst: autoscaler --scale-down-unneeded-time")
+	flag.StringVar(&c.profileDir, "profile-dir", "", "run the autoscaler at scale with --profiling and save cpu-<nodes>.pprof (the measurement window) and heap-<nodes>.pprof (its end) here")
+	flag.BoolVar(&c.large, "large", false, "also run the 5,000-node scenario (pools × nodes per pool, running pods filling them, then pending pods)")
+	flag.IntVar(&c.largePools, "large-pools", 100, "large: autoscaled pools")
+	flag.IntVar(&c.largeNodesPerPool, "large-nodes-per-pool", 50, "large: nodes per pool")
+	flag.IntVar(&c.largePods, "large-pods", 10000, "large: running pods of 900m (two fill a node)")
+	flag.IntVar(&c.largePending, "large-pending", 5000, "large: pending pods of 500m created at once after the steady window")
+	flag.DurationVar(&c.largeTimeout, "large-timeout", 20*time.Minute, "large: give up registering the nodes or running the pods after this long")
 	flag.StringVar(&c.dir, "dir", "", "directory for sandbox files and autoscaler logs (default: a temp dir)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -108,6 +125,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if c.scaleDown {
 		if err := runScaleDowns(ctx, c, out); err != nil {
+			return err
+		}
+	}
+	if c.large {
+		if err := runLarge(ctx, c, out); err != nil {
 			return err
 		}
 	}
