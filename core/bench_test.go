@@ -75,6 +75,56 @@ func (a *Autoscaler) rebuild() {
 func BenchmarkRunOnce(b *testing.B) {
 	b.Run("steady-state", benchmarkRunOnceSteadyState)
 	b.Run("5000-pending", benchmarkRunOnceScaleUp)
+	b.Run("1000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50) })
+	b.Run("5000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 100, 50) })
+}
+
+// benchmarkRunOnceUnneeded: groups × nodesPerGroup nodes (2 cpu, 4 GiB), each
+// running two 50m pods of 100 ReplicaSets, so every node is underutilized and
+// its pods fit elsewhere: the steady state of an idle cluster, where every
+// loop re-checks every unneeded node before its unneeded time is up. The
+// first (untimed) loop finds them all (no candidate limit).
+func benchmarkRunOnceUnneeded(b *testing.B, groups, nodesPerGroup int) {
+	klog.SetOutput(discard{})
+	klog.LogToStderr(false)
+	b.Cleanup(func() { klog.LogToStderr(true) })
+	p := test.NewProvider()
+	var objs []runtime.Object
+	podIdx := 0
+	for g := 0; g < groups; g++ {
+		id := fmt.Sprintf("pool-%03d", g)
+		p.AddNodeGroup(id, 1, 200, nodesPerGroup, test.BuildTemplate(id, 2000, 4*test.GiB, map[string]string{"pool": id}))
+		for n := 0; n < nodesPerGroup; n++ {
+			node := test.BuildNode(fmt.Sprintf("%s-n%03d", id, n), 2000, 4*test.GiB)
+			node.Labels["pool"] = id
+			p.AddNode(id, node)
+			objs = append(objs, node)
+			for i := 0; i < 2; i++ {
+				objs = append(objs, test.BuildScheduledPod(fmt.Sprintf("app-%05d", podIdx), 50, 64*test.MiB,
+					fmt.Sprintf("rs-%03d", podIdx%100), node.Name))
+				podIdx++
+			}
+		}
+	}
+	o := testOptions()
+	o.ScaleDownNonEmptyCandidatesCount = 0
+	o.ScaleDownCandidatesPoolRatio = 1
+	h := newHarness(b, o, p, objs...)
+	h.a.recorder = &record.FakeRecorder{}
+	h.a.rebuild()
+	h.runOnce(t0)
+	if n := len(h.a.scaleDown.Planner.Unneeded()); n < groups*nodesPerGroup/2 {
+		b.Fatalf("%d unneeded nodes after the first loop; want most of %d", n, groups*nodesPerGroup)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.runOnce(t0)
+	}
+	b.StopTimer()
+	if len(deletions(h.provider)) != 0 {
+		b.Fatalf("removed nodes before their unneeded time: %v", deletions(h.provider))
+	}
 }
 
 // benchmarkRunOnceSteadyState: nothing to do.
