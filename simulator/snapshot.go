@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -38,10 +39,14 @@ type ClusterSnapshot struct {
 
 	// Caches for the scheduler framework's listers. list is sorted by node
 	// name when rebuilt (nodes added later are appended) so results are
-	// deterministic.
-	list      []fwk.NodeInfo
-	listIndex map[string]int
-	listValid bool
+	// deterministic. While it is sorted (listSorted), removing or restoring a
+	// node edits it in place, keeping it equal to a rebuild: a removal
+	// simulation per unneeded node must not cost a sort of every node name.
+	// listIndex is a hint only (positions shift on removal): find checks it.
+	list       []fwk.NodeInfo
+	listIndex  map[string]int
+	listValid  bool
+	listSorted bool
 
 	affinityList          []fwk.NodeInfo
 	antiAffinityList      []fwk.NodeInfo
@@ -154,6 +159,9 @@ func (s *ClusterSnapshot) AddNodeInfo(ni *framework.NodeInfo) error {
 	s.nodes[name] = info
 	s.dra.SetNodeSlices(name, ni.ResourceSlices())
 	if s.listValid {
+		if n := len(s.list); n > 0 && s.list[n-1].Node().Name > name {
+			s.listSorted = false
+		}
 		s.listIndex[name] = len(s.list)
 		s.list = append(s.list, info)
 	}
@@ -171,7 +179,7 @@ func (s *ClusterSnapshot) RemoveNode(nodeName string) error {
 	s.save(nodeName)
 	delete(s.nodes, nodeName)
 	s.dra.SetNodeSlices(nodeName, nil)
-	s.listValid = false
+	s.removeFromList(nodeName)
 	s.touched(info, nil)
 	return nil
 }
@@ -323,14 +331,15 @@ func (s *ClusterSnapshot) Revert() {
 		if old == nil {
 			if exists {
 				delete(s.nodes, name)
-				s.listValid = false
+				s.removeFromList(name)
 			}
 		} else {
-			if !exists {
-				s.listValid = false
-			}
 			s.nodes[name] = old
-			s.replaceInList(name, old)
+			if exists {
+				s.replaceInList(name, old)
+			} else {
+				s.insertInList(name, old)
+			}
 		}
 		if hasAffinityPods(cur) || hasAffinityPods(old) {
 			s.affinityListsAreValid = false
@@ -409,11 +418,71 @@ func (s *ClusterSnapshot) replaceInList(nodeName string, info *schedframework.No
 	if !s.listValid {
 		return
 	}
-	if i, found := s.listIndex[nodeName]; found {
+	if i := s.findInList(nodeName); i >= 0 {
 		s.list[i] = info
 	} else {
 		s.listValid = false
 	}
+}
+
+// findInList returns the position of nodeName in the valid list, or -1.
+func (s *ClusterSnapshot) findInList(nodeName string) int {
+	if i, found := s.listIndex[nodeName]; found && i < len(s.list) && s.list[i].Node().Name == nodeName {
+		return i
+	}
+	i := -1
+	if s.listSorted {
+		if j, found := slices.BinarySearchFunc(s.list, nodeName, func(ni fwk.NodeInfo, name string) int {
+			return strings.Compare(ni.Node().Name, name)
+		}); found {
+			i = j
+		}
+	} else {
+		i = slices.IndexFunc(s.list, func(ni fwk.NodeInfo) bool { return ni.Node().Name == nodeName })
+	}
+	if i >= 0 {
+		s.listIndex[nodeName] = i
+	}
+	return i
+}
+
+// removeFromList drops a node from the list: in place while it is sorted
+// (what is left is still sorted, as a rebuild would be), else by rebuilding.
+func (s *ClusterSnapshot) removeFromList(nodeName string) {
+	if !s.listValid {
+		return
+	}
+	i := -1
+	if s.listSorted {
+		i = s.findInList(nodeName)
+	}
+	if i < 0 {
+		s.listValid = false
+		return
+	}
+	s.list = slices.Delete(s.list, i, i+1)
+	delete(s.listIndex, nodeName)
+}
+
+// insertInList puts a node back into the sorted list at its place (a
+// reverted removal), else leaves the list to be rebuilt.
+func (s *ClusterSnapshot) insertInList(nodeName string, info *schedframework.NodeInfo) {
+	if !s.listValid {
+		return
+	}
+	if !s.listSorted {
+		s.listValid = false
+		return
+	}
+	i, found := slices.BinarySearchFunc(s.list, nodeName, func(ni fwk.NodeInfo, name string) int {
+		return strings.Compare(ni.Node().Name, name)
+	})
+	if found {
+		s.list[i] = info
+	} else {
+		s.list = slices.Insert(s.list, i, fwk.NodeInfo(info))
+	}
+	s.listIndex[nodeName] = i
 }
 
 // touched invalidates the derived lists after a node went from old to cur.
@@ -439,7 +508,7 @@ func (s *ClusterSnapshot) nodeList() []fwk.NodeInfo {
 		s.list[i] = s.nodes[name]
 		s.listIndex[name] = i
 	}
-	s.listValid = true
+	s.listValid, s.listSorted = true, true
 	return s.list
 }
 

@@ -279,3 +279,58 @@ func TestAddEquivalentPod(t *testing.T) {
 		t.Errorf("the exemplar cache outlives the forks")
 	}
 }
+
+// The framework's node list is edited in place on removals and reverted
+// removals; it must stay what a rebuild gives: sorted by name, nodes added
+// later appended, and each entry the node's current NodeInfo.
+func TestNodeListFollowsRemovalsAndReverts(t *testing.T) {
+	s := snapshotOf(t, []*apiv1.Node{Node("n3", 1000, GiB), Node("n1", 1000, GiB), Node("n4", 1000, GiB), Node("n2", 1000, GiB)}, nil)
+	names := func() []string {
+		var out []string
+		for _, ni := range s.nodeList() {
+			out = append(out, ni.Node().Name)
+			if ni != s.nodes[ni.Node().Name] {
+				t.Errorf("list entry of %s is not its current NodeInfo", ni.Node().Name)
+			}
+		}
+		return out
+	}
+	want := func(step string, w ...string) {
+		t.Helper()
+		if got := names(); !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: list %v, want %v", step, got, w)
+		}
+	}
+	want("start", "n1", "n2", "n3", "n4")
+	s.Fork()
+	if err := s.RemoveNode("n2"); err != nil {
+		t.Fatal(err)
+	}
+	want("n2 removed", "n1", "n3", "n4")
+	if err := s.AddPod(Pod("p", 100, MiB), "n3"); err != nil {
+		t.Fatal(err)
+	}
+	s.Fork()
+	if err := s.RemoveNode("n4"); err != nil {
+		t.Fatal(err)
+	}
+	want("n4 removed", "n1", "n3")
+	s.Revert()
+	want("n4 back", "n1", "n3", "n4")
+	s.Revert()
+	want("n2 back", "n1", "n2", "n3", "n4")
+	if len(podsOn(t, s, "n3")) != 0 {
+		t.Errorf("pod placed in a reverted fork is still on n3")
+	}
+	s.Fork()
+	if err := s.AddNodeInfo(framework.NewNodeInfo(Node("n0", 1000, GiB))); err != nil {
+		t.Fatal(err)
+	}
+	want("n0 appended", "n1", "n2", "n3", "n4", "n0")
+	if err := s.RemoveNode("n1"); err != nil {
+		t.Fatal(err)
+	}
+	want("n1 removed after an append (rebuilt, sorted)", "n0", "n2", "n3", "n4")
+	s.Revert()
+	want("reverted", "n1", "n2", "n3", "n4")
+}
