@@ -120,19 +120,30 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 			klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
 			return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 		}
+		// The copy made for the check is stored, bound to dest: the same
+		// object withNodeName(p, dest) would give, one copy fewer. (Not for
+		// pods with claims: the reservation above was made for the copy.)
+		placed := moved
+		if placed != p && len(p.Spec.ResourceClaims) == 0 {
+			placed.Spec.NodeName = dest
+		} else {
+			placed = withNodeName(p, dest)
+		}
 		// The pod's scheduler bookkeeping from its current node is reused.
 		var addErr error
 		if src, ok := podInfos[p]; ok {
-			addErr = r.snapshot.addPodInfo(sharePodInfo(src, withNodeName(p, dest)), dest)
+			addErr = r.snapshot.addPodInfo(sharePodInfo(src, placed), dest)
 		} else {
-			addErr = r.snapshot.AddEquivalentPod(p, nil, dest)
+			addErr = r.snapshot.AddEquivalentPod(placed, nil, dest)
 		}
 		if err := addErr; err != nil {
 			r.snapshot.Revert()
 			klog.Errorf("Scale-down simulation of node %s: %v", nodeName, fmt.Errorf("placing pod %s/%s on %s: %w", p.Namespace, p.Name, dest, err))
 			return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 		}
-		klog.V(4).Infof("Scale-down simulation: pod %s/%s from %s would move to %s", p.Namespace, p.Name, nodeName, dest)
+		if v := klog.V(4); v.Enabled() { // arguments escape even when not logged
+			v.Infof("Scale-down simulation: pod %s/%s from %s would move to %s", p.Namespace, p.Name, nodeName, dest)
+		}
 	}
 	if err := r.snapshot.Commit(); err != nil {
 		klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
