@@ -18,27 +18,39 @@ import (
 // unschedulable pods of 1200m (too big for the 1000m left on any node) in
 // deployments of 100.
 func benchCluster(pendingPods int) (*test.Provider, []runtime.Object) {
-	const groups, nodesPerGroup, podsPerNode = 20, 50, 30
+	p, objs := benchNodes(benchShape{groups: 20, nodesPerGroup: 50, nodeCPU: 4000, nodeMem: 16 * test.GiB,
+		podsPerNode: 30, podCPU: 100, podMem: 256 * test.MiB, replicaSets: 300})
+	for i := 0; i < pendingPods; i++ {
+		objs = append(objs, test.BuildPendingPod(fmt.Sprintf("pending-%05d", i), 1200, 512*test.MiB, fmt.Sprintf("batch-%02d", i/100)))
+	}
+	return p, objs
+}
+
+// benchShape: node groups of identical nodes, each running the same number
+// of identical pods spread over replicaSets ReplicaSets.
+type benchShape struct {
+	groups, nodesPerGroup, podsPerNode, replicaSets int
+	nodeCPU, nodeMem, podCPU, podMem                int64
+}
+
+func benchNodes(sh benchShape) (*test.Provider, []runtime.Object) {
 	p := test.NewProvider()
 	var objs []runtime.Object
 	podIdx := 0
-	for g := 0; g < groups; g++ {
-		id := fmt.Sprintf("pool-%02d", g)
-		p.AddNodeGroup(id, 1, 200, nodesPerGroup, test.BuildTemplate(id, 4000, 16*test.GiB, map[string]string{"pool": id}))
-		for n := 0; n < nodesPerGroup; n++ {
-			node := test.BuildNode(fmt.Sprintf("%s-n%03d", id, n), 4000, 16*test.GiB)
+	for g := 0; g < sh.groups; g++ {
+		id := fmt.Sprintf("pool-%03d", g)
+		p.AddNodeGroup(id, 1, 200, sh.nodesPerGroup, test.BuildTemplate(id, sh.nodeCPU, sh.nodeMem, map[string]string{"pool": id}))
+		for n := 0; n < sh.nodesPerGroup; n++ {
+			node := test.BuildNode(fmt.Sprintf("%s-n%03d", id, n), sh.nodeCPU, sh.nodeMem)
 			node.Labels["pool"] = id
 			p.AddNode(id, node)
 			objs = append(objs, node)
-			for i := 0; i < podsPerNode; i++ {
-				objs = append(objs, test.BuildScheduledPod(fmt.Sprintf("app-%05d", podIdx), 100, 256*test.MiB,
-					fmt.Sprintf("rs-%03d", podIdx%300), node.Name))
+			for i := 0; i < sh.podsPerNode; i++ {
+				objs = append(objs, test.BuildScheduledPod(fmt.Sprintf("app-%05d", podIdx), sh.podCPU, sh.podMem,
+					fmt.Sprintf("rs-%03d", podIdx%sh.replicaSets), node.Name))
 				podIdx++
 			}
 		}
-	}
-	for i := 0; i < pendingPods; i++ {
-		objs = append(objs, test.BuildPendingPod(fmt.Sprintf("pending-%05d", i), 1200, 512*test.MiB, fmt.Sprintf("batch-%02d", i/100)))
 	}
 	return p, objs
 }
@@ -88,24 +100,8 @@ func benchmarkRunOnceUnneeded(b *testing.B, groups, nodesPerGroup int) {
 	klog.SetOutput(discard{})
 	klog.LogToStderr(false)
 	b.Cleanup(func() { klog.LogToStderr(true) })
-	p := test.NewProvider()
-	var objs []runtime.Object
-	podIdx := 0
-	for g := 0; g < groups; g++ {
-		id := fmt.Sprintf("pool-%03d", g)
-		p.AddNodeGroup(id, 1, 200, nodesPerGroup, test.BuildTemplate(id, 2000, 4*test.GiB, map[string]string{"pool": id}))
-		for n := 0; n < nodesPerGroup; n++ {
-			node := test.BuildNode(fmt.Sprintf("%s-n%03d", id, n), 2000, 4*test.GiB)
-			node.Labels["pool"] = id
-			p.AddNode(id, node)
-			objs = append(objs, node)
-			for i := 0; i < 2; i++ {
-				objs = append(objs, test.BuildScheduledPod(fmt.Sprintf("app-%05d", podIdx), 50, 64*test.MiB,
-					fmt.Sprintf("rs-%03d", podIdx%100), node.Name))
-				podIdx++
-			}
-		}
-	}
+	p, objs := benchNodes(benchShape{groups: groups, nodesPerGroup: nodesPerGroup, nodeCPU: 2000, nodeMem: 4 * test.GiB,
+		podsPerNode: 2, podCPU: 50, podMem: 64 * test.MiB, replicaSets: 100})
 	o := testOptions()
 	o.ScaleDownNonEmptyCandidatesCount = 0
 	o.ScaleDownCandidatesPoolRatio = 1

@@ -194,24 +194,8 @@ func trial(ctx context.Context, c config, sb *sandbox.Sandbox, i int) (time.Dura
 func scaleFigures(ctx context.Context, c config, out io.Writer, sb *sandbox.Sandbox, f *figures) error {
 	want := c.pools * c.nodesPerPool
 	fmt.Fprintf(out, "growing to %d nodes...\n", want)
-	gc := sb.GodoClient()
-	begin := time.Now()
-	for _, p := range sb.DOKS.Pools() {
-		req := &godo.KubernetesNodePoolUpdateRequest{Name: p.Name, Count: ptr.To(c.nodesPerPool), AutoScale: ptr.To(true),
-			MinNodes: ptr.To(1), MaxNodes: ptr.To(c.nodesPerPool + 10)}
-		if _, _, err := gc.Kubernetes.UpdateNodePool(ctx, sb.ClusterID, p.ID, req); err != nil {
-			return fmt.Errorf("resizing %s: %w", p.Name, err)
-		}
-	}
-	err := poll(ctx, c.timeout, time.Second, func() (bool, error) {
-		l, err := sb.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false, err
-		}
-		f.scaleNodes = len(l.Items)
-		return f.scaleNodes >= want, nil
-	})
-	f.scaleRegister = time.Since(begin)
+	var err error
+	f.scaleNodes, f.scaleRegister, err = growPools(ctx, sb, c.nodesPerPool, c.timeout)
 	if err != nil {
 		f.scaleSkipped = fmt.Sprintf("only %d of %d nodes registered in %v", f.scaleNodes, want, c.timeout)
 		return nil
@@ -363,6 +347,32 @@ func savePprof(addr, what, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// growPools resizes every pool of sb to nodesPerPool nodes (max nodesPerPool+10) and
+// waits up to timeout for all their Nodes: it returns how many registered and how long
+// that took; err when not all did.
+func growPools(ctx context.Context, sb *sandbox.Sandbox, nodesPerPool int, timeout time.Duration) (int, time.Duration, error) {
+	gc := sb.GodoClient()
+	begin := time.Now()
+	pools := sb.DOKS.Pools()
+	for _, p := range pools {
+		req := &godo.KubernetesNodePoolUpdateRequest{Name: p.Name, Count: ptr.To(nodesPerPool), AutoScale: ptr.To(true),
+			MinNodes: ptr.To(1), MaxNodes: ptr.To(nodesPerPool + 10)}
+		if _, _, err := gc.Kubernetes.UpdateNodePool(ctx, sb.ClusterID, p.ID, req); err != nil {
+			return 0, 0, fmt.Errorf("resizing %s: %w", p.Name, err)
+		}
+	}
+	want, nodes := len(pools)*nodesPerPool, 0
+	err := poll(ctx, timeout, time.Second, func() (bool, error) {
+		l, err := sb.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, err
+		}
+		nodes = len(l.Items)
+		return nodes >= want, nil
+	})
+	return nodes, time.Since(begin), err
 }
 
 // startAutoscaler runs the binary against sb with production defaults except for what a

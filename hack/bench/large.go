@@ -10,10 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/digitalocean/godo"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
@@ -55,24 +53,7 @@ func runLarge(ctx context.Context, c config, out io.Writer) error {
 		return err
 	}
 	f := &largeFigures{}
-	gc := sb.GodoClient()
-	begin := time.Now()
-	for _, p := range sb.DOKS.Pools() {
-		req := &godo.KubernetesNodePoolUpdateRequest{Name: p.Name, Count: ptr.To(c.largeNodesPerPool), AutoScale: ptr.To(true),
-			MinNodes: ptr.To(1), MaxNodes: ptr.To(c.largeNodesPerPool + 10)}
-		if _, _, err := gc.Kubernetes.UpdateNodePool(ctx, sb.ClusterID, p.ID, req); err != nil {
-			return fmt.Errorf("resizing %s: %w", p.Name, err)
-		}
-	}
-	err = poll(ctx, c.largeTimeout, 2*time.Second, func() (bool, error) {
-		l, err := sb.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false, err
-		}
-		f.nodes = len(l.Items)
-		return f.nodes >= want, nil
-	})
-	f.register = time.Since(begin)
+	f.nodes, f.register, err = growPools(ctx, sb, c.largeNodesPerPool, c.largeTimeout)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer w.Flush()
 	if err != nil {
@@ -81,7 +62,7 @@ func runLarge(ctx context.Context, c config, out io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(out, "%d nodes registered in %v; creating %d running pods...\n", f.nodes, f.register.Round(time.Second), c.largePods)
-	begin = time.Now()
+	begin := time.Now()
 	if err := createDeployment(ctx, sb, "large", c.largePods, "900m"); err != nil {
 		return err
 	}
