@@ -94,6 +94,7 @@ type Sandbox struct {
 	Agent        *nodeagent.Agent
 
 	doToken            string
+	deviceClasses      []string // installed by this sandbox
 	removeDir          bool
 	sharedControlPlane bool
 	logFile            *os.File
@@ -253,9 +254,21 @@ func (s *Sandbox) installDeviceClasses(drivers []string) error {
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("DeviceClass %s: %w", d, err)
 		}
+		s.deviceClasses = append(s.deviceClasses, d)
 		klog.Infof("sandbox: DRA driver %s installed (DeviceClass %s)", d, d)
 	}
 	return nil
+}
+
+// uninstallDeviceClasses removes the DeviceClasses this sandbox installed from a shared
+// control plane: the next sandbox there may run device plugins instead.
+func (s *Sandbox) uninstallDeviceClasses() {
+	for _, d := range s.deviceClasses {
+		err := s.Kube.ResourceV1().DeviceClasses().Delete(context.Background(), d, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			klog.Warningf("sandbox: deleting DeviceClass %s: %v", d, err)
+		}
+	}
 }
 
 // CreatePool adds a node pool to the simulated cluster; its nodes register shortly after.
@@ -334,6 +347,7 @@ func (s *Sandbox) Stop() {
 	if s.ControlPlane != nil {
 		if s.sharedControlPlane {
 			s.removeNodes()
+			s.uninstallDeviceClasses()
 		} else {
 			s.ControlPlane.Stop()
 		}
@@ -391,6 +405,10 @@ func (s *Sandbox) removeNodes() {
 			_ = s.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		}
 		_ = s.Kube.CoordinationV1().Leases("kube-node-lease").Delete(ctx, name, metav1.DeleteOptions{})
+		if len(s.deviceClasses) > 0 {
+			_ = s.Kube.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
+				metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+		}
 	}
 }
 
