@@ -186,6 +186,14 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	if err := a.newDecisionState(actuatorOptions...); err != nil {
 		return nil, err
 	}
+	// A provider whose templates depend on the cluster's DRA drivers reads
+	// them from these informers (started with the others in Run).
+	if p, ok := provider.(cloudprovider.DRAAware); ok {
+		p.SetDRAListers(cloudprovider.DRAListers{
+			DeviceClasses:  a.factory.Resource().V1().DeviceClasses().Lister(),
+			ResourceSlices: a.factory.Resource().V1().ResourceSlices().Lister(),
+		})
+	}
 	return a, nil
 }
 

@@ -9,10 +9,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/digitalocean/godo"
 	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 )
 
 const providerIDPrefix = "digitalocean://"
@@ -45,6 +48,10 @@ type manager struct {
 	// selection is the node_pool_selection mode: SelectByAutoScale or
 	// SelectByTags.
 	selection string
+	// dra reads the cluster's DeviceClasses and ResourceSlices, to tell
+	// which GPU DRA drivers run (see gpuSlices); set once, before the first
+	// iteration, by SetDRAListers.
+	dra atomic.Pointer[cloudprovider.DRAListers]
 
 	mu sync.RWMutex
 	// groups are the autoscaled pools, in API order.

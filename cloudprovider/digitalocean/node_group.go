@@ -331,7 +331,9 @@ func (g *NodeGroup) Nodes() ([]cloudprovider.Instance, error) {
 }
 
 // TemplateNodeInfo describes a new node of this pool from the cached
-// template; it fails when no template could be fetched yet.
+// template; it fails when no template could be fetched yet. A GPU pool's
+// template carries the ResourceSlice its vendor's DRA driver will publish
+// when the cluster runs that driver (see gpuSlices).
 func (g *NodeGroup) TemplateNodeInfo() (*framework.NodeInfo, error) {
 	if g.template == nil || g.template.template == nil {
 		var cause error = fmt.Errorf("not fetched")
@@ -350,7 +352,11 @@ func (g *NodeGroup) TemplateNodeInfo() (*framework.NodeInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node pool %s (%s): %w", g.name, g.id, err)
 	}
-	return framework.NewNodeInfo(node), nil
+	ni := framework.NewNodeInfo(node)
+	if slices := gpuSlices(node, g.template.template.Gpu, g.m.draDriverRuns); slices != nil {
+		ni.SetResourceSlices(slices)
+	}
+	return ni, nil
 }
 
 // Exist is false for a group NewNodeGroup described and Create has not
