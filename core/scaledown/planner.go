@@ -302,7 +302,18 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 			p.unremovable.add(name, simulator.NodeGroupMinSizeReached, fmt.Sprintf("node group %s at min size %d", id, gs.Group.MinSize()))
 			continue
 		}
+		var slices []*resourceapi.ResourceSlice
+		if in.DRA != nil {
+			slices = in.DRA.NodeSlices(name)
+		}
 		ready, _ := clusterstate.NodeReadiness(n)
+		// As upstream's custom resources processors: a GPU node Ready
+		// before its GPUs are (device plugin not advertising, DRA driver
+		// not published yet) is unready, judged by --scale-down-unready-time,
+		// not removed as empty while the pods it was added for wait for it.
+		if ready && clusterstate.ResourceUnready(n, p.provider.GPULabel(), len(slices) > 0) {
+			ready = false
+		}
 		if !ready && !p.opts.ScaleDownUnreadyEnabled {
 			p.unremovable.add(name, simulator.ScaleDownUnreadyDisabled, "unready and --scale-down-unready-enabled=false")
 			continue
@@ -313,10 +324,6 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 		if gpu := p.provider.GetNodeGpuConfig(n); gpu != nil && gpu.ExtendedResourceName != "" {
 			gpuResource = gpu.ExtendedResourceName
 			threshold = gs.Options.ScaleDownGpuUtilizationThreshold
-		}
-		var slices []*resourceapi.ResourceSlice
-		if in.DRA != nil {
-			slices = in.DRA.NodeSlices(name)
 		}
 		// Most nodes are busy: a cached estimate rules them out without
 		// recomputing every pod's requests each loop. (Not for nodes with
