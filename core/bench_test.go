@@ -2,14 +2,17 @@ package core
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
+	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
 
 // benchCluster: 20 groups × 50 nodes (4 cpu, 16 GiB), 30 pods per node
@@ -162,5 +165,69 @@ func benchmarkRunOnceScaleUp(b *testing.B) {
 		h.provider.ResetCalls()
 		h.a.rebuild()
 		b.StartTimer()
+	}
+}
+
+// benchDRACluster is benchCluster(0) where the 100 nodes of pool-00 and
+// pool-01 are GPU nodes: each publishes a ResourceSlice of 4 NVIDIA GPUs,
+// and 3 of its pods hold one each through an allocated claim (300 claim
+// pods; 75% of the devices used, so, as in benchCluster, no node is a
+// scale-down candidate). withDRA false leaves out the slices, claims and
+// class, keeping the same nodes and pods: the baseline.
+func benchDRACluster(withDRA bool) (*test.Provider, []runtime.Object) {
+	p, objs := benchCluster(0)
+	if !withDRA {
+		return p, objs
+	}
+	claimed := map[string]int{}
+	out := []runtime.Object{DeviceClass("gpu.nvidia.com", NvidiaDriver)}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *apiv1.Node:
+			if v.Labels["pool"] == "pool-00" || v.Labels["pool"] == "pool-01" {
+				out = append(out, NodeSlice(v.Name, NvidiaDriver, 4))
+			}
+		case *apiv1.Pod:
+			if !strings.HasPrefix(v.Spec.NodeName, "pool-00") && !strings.HasPrefix(v.Spec.NodeName, "pool-01") || claimed[v.Spec.NodeName] == 3 {
+				break
+			}
+			name := v.Name + "-gpu"
+			WithClaim(v, name)
+			device := fmt.Sprintf("gpu-%d", claimed[v.Spec.NodeName])
+			claimed[v.Spec.NodeName]++
+			out = append(out, Allocated(Claim(name, "gpu.nvidia.com", 1), v.Spec.NodeName, NvidiaDriver, []string{device}, v))
+		}
+	}
+	return p, append(objs, out...)
+}
+
+// BenchmarkRunOnceDRA: the steady state of BenchmarkRunOnce with 100 GPU
+// nodes publishing devices and 300 pods holding claims, beside the same
+// cluster without DRA objects.
+func BenchmarkRunOnceDRA(b *testing.B) {
+	for _, withDRA := range []bool{false, true} {
+		name := "without-dra-objects"
+		if withDRA {
+			name = "100-gpu-nodes-300-claims"
+		}
+		b.Run(name, func(b *testing.B) {
+			klog.SetOutput(discard{})
+			klog.LogToStderr(false)
+			b.Cleanup(func() { klog.LogToStderr(true) })
+			p, objs := benchDRACluster(withDRA)
+			h := newHarness(b, testOptions(), p, objs...)
+			h.a.recorder = &record.FakeRecorder{}
+			h.a.rebuild()
+			h.runOnce(t0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				h.runOnce(t0)
+			}
+			b.StopTimer()
+			if len(increases(h.provider)) != 0 || len(deletions(h.provider)) != 0 {
+				b.Fatalf("steady state acted: %v %v", increases(h.provider), deletions(h.provider))
+			}
+		})
 	}
 }
