@@ -171,3 +171,13 @@ const (
 	FakeNodeUnregistered = "unregistered"
 	FakeNodeCreateError  = "create-error"
 )
+
+// ProblemReporter is optionally implemented by a CloudProvider that can
+// notice, in a Refresh, a problem only the operator can fix (an API token
+// missing a scope, say). The core shows each problem in the status
+// ConfigMap's message and records an event when it first appears.
+type ProblemReporter interface {
+	// Problems found by the last Refresh, each a sentence for the
+	// operator; none when all is well.
+	Problems() []string
+}

@@ -118,6 +118,8 @@ type Registry struct {
 	// publishesDevices tells a node for which a DRA driver published
 	// ResourceSlices (nil: none does).
 	publishesDevices func(nodeName string) bool
+	// message is the status ConfigMap's message: what the operator must fix.
+	message string
 }
 
 // NewRegistry returns an empty registry.
@@ -501,7 +503,7 @@ func add(r *Readiness, k nodeKind) {
 // (--emit-per-nodegroup-metrics).
 func (r *Registry) updateGroupHealthMetrics(now time.Time) {
 	for _, id := range r.groupOrder {
-		off, info, _ := r.backoff.BackedOff(id, now)
+		off, info, _ := r.backedOffLocked(id, now)
 		metrics.UpdateNodeGroupHealth(id, r.groups[id].Healthy, off, info.ErrorCode)
 	}
 }
@@ -609,10 +611,22 @@ func (r *Registry) NodeGroupIDForNode(nodeName string) string {
 	return r.nodeGroup[nodeName]
 }
 
-// BackedOff reports whether the group is backed off at now, and why.
+// BackedOff reports whether the group is backed off at now, and why: its
+// own failures, or an account-wide limit that holds every group.
 func (r *Registry) BackedOff(id string, now time.Time) (bool, BackoffInfo, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.backedOffLocked(id, now)
+}
+
+// accountBackoffKey keys, in the backoff, the account-wide limit that holds
+// every node group; no group ID is empty.
+const accountBackoffKey = ""
+
+func (r *Registry) backedOffLocked(id string, now time.Time) (bool, BackoffInfo, time.Time) {
+	if off, info, until := r.backoff.BackedOff(accountBackoffKey, now); off {
+		return off, info, until
+	}
 	return r.backoff.BackedOff(id, now)
 }
 
@@ -665,6 +679,21 @@ func (r *Registry) RegisterFailedScaleUp(g cloudprovider.NodeGroup, reason strin
 	r.failedLocked(g.Id(), reason, info, now)
 }
 
+// RegisterAccountLimit records a scale-up the cloud refused at an
+// account-wide limit: every node group, those the provider lists later too,
+// is backed off (the pause doubling as a group's does), since each would get
+// the same answer. It is counted once, under reason, and returns when the
+// backoff ends.
+func (r *Registry) RegisterAccountLimit(reason string, info BackoffInfo, now time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	metrics.RegisterFailedScaleUp(reason, "", "")
+	until := r.backoff.Backoff(accountBackoffKey, info, now)
+	r.updateGroupHealthMetrics(now)
+	klog.Warningf("Scale-up of every node group backed off until %s (%s): %s", until.Format(time.RFC3339), reason, info.ErrorMessage)
+	return until
+}
+
 func (r *Registry) failedLocked(id, reason string, info BackoffInfo, now time.Time) {
 	metrics.RegisterFailedScaleUp(reason, "", "")
 	until := r.backoff.Backoff(id, info, now)
@@ -677,6 +706,13 @@ func (r *Registry) failedLocked(id, reason string, info BackoffInfo, now time.Ti
 	// The error's message was logged where it was met (the scale-up that
 	// failed, the give-up of instances in error): only its code is repeated.
 	klog.Warningf("Node group %s backed off until %s (%s): %s", id, until.Format(time.RFC3339), reason, info.ErrorCode)
+}
+
+// SetMessage sets the status ConfigMap's message ("" for none).
+func (r *Registry) SetMessage(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.message = msg
 }
 
 // SetScaleDownCandidates records the unneeded nodes per group, for status.

@@ -37,6 +37,7 @@ func (r *Registry) GetStatus(now time.Time) *api.ClusterAutoscalerStatus {
 	st := &api.ClusterAutoscalerStatus{
 		Time:             api.FormatTime(now),
 		AutoscalerStatus: api.ClusterAutoscalerRunning,
+		Message:          r.message,
 	}
 
 	health := api.ClusterHealthy
@@ -74,7 +75,7 @@ func (r *Registry) GetStatus(now time.Time) *api.ClusterAutoscalerStatus {
 		}
 		su := api.NodeGroupScaleUpNoActivity
 		var bi api.BackoffInfo
-		if off, info, _ := r.backoff.BackedOff(id, now); off {
+		if off, info, _ := r.backedOffLocked(id, now); off {
 			su = api.NodeGroupScaleUpBackoff
 			bi = api.BackoffInfo{ErrorCode: info.ErrorCode, ErrorMessage: info.ErrorMessage}
 		} else if _, ok := r.requests[id]; ok {

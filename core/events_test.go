@@ -2,10 +2,12 @@ package core
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
@@ -171,5 +173,37 @@ func TestUnremovableNodesCountByReason(t *testing.T) {
 	h.runOnce(t0.Add(11 * time.Minute)) // n1 is drained
 	if got := [3]float64{count("11"), count("4"), count("1")}; got != [3]float64{1, 0, 1} {
 		t.Fatalf("after n1's removal, unremovable by reason 11/4/1 = %v, want [1 0 1]", got)
+	}
+}
+
+// A problem the provider reports (a token without tag:read, say) is the
+// status ConfigMap's message while it lasts, and one warning event on the
+// ConfigMap when it appears, not one per loop.
+func TestProviderProblemInStatusAndEvent(t *testing.T) {
+	const problem = "the DigitalOcean API token most likely lacks the tag:read scope"
+	p, objs := scaleUpFixture(10)
+	p.SetProblems(problem)
+	h := newHarness(t, testOptions(), p, objs...)
+	status := func() string {
+		t.Helper()
+		cm, err := h.kube.CoreV1().ConfigMaps("kube-system").Get(h.ctx, "cluster-autoscaler-status", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data["status"]
+	}
+	h.runOnce(t0)
+	h.runOnce(t0.Add(10 * time.Second))
+	if s := status(); !strings.Contains(s, "message: "+problem) {
+		t.Errorf("status ConfigMap has no message naming the problem:\n%s", s)
+	}
+	ev := h.events()
+	if n := countEvents(ev, "Warning CloudProviderProblem "+problem); n != 1 {
+		t.Errorf("CloudProviderProblem events = %d in two loops, want 1: %v", n, ev)
+	}
+	p.SetProblems()
+	h.runOnce(t0.Add(20 * time.Second))
+	if s := status(); strings.Contains(s, problem) {
+		t.Errorf("the problem is gone but the status ConfigMap still shows it:\n%s", s)
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
@@ -106,6 +108,7 @@ func (a *Autoscaler) observe(now time.Time) (clusterView, error) {
 		return clusterView{}, fmt.Errorf("cloud provider refresh: %w", err)
 	}
 	metrics.UpdateDurationFromStart(metrics.CloudProviderRefresh, refreshStart)
+	a.reportProblems()
 	c, err := a.clusterObjects()
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
@@ -451,6 +454,24 @@ func podsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
 		}
 	}
 	return out
+}
+
+// reportProblems shows what the provider found only the operator can fix
+// (cloudprovider.ProblemReporter) in the status ConfigMap's message while
+// it lasts, and as a warning event on the ConfigMap when it appears.
+func (a *Autoscaler) reportProblems() {
+	pr, ok := a.provider.(cloudprovider.ProblemReporter)
+	if !ok {
+		return
+	}
+	problems := pr.Problems()
+	for _, p := range problems {
+		if !slices.Contains(a.problems, p) {
+			a.recorder.Event(scaleup.StatusConfigMapRef(a.opts), apiv1.EventTypeWarning, "CloudProviderProblem", p)
+		}
+	}
+	a.problems = problems
+	a.registry.SetMessage(strings.Join(problems, "; "))
 }
 
 func (a *Autoscaler) updateResourceMetrics(live []*apiv1.Node) {

@@ -563,3 +563,52 @@ func TestPendingPodNotifiesTrigger(t *testing.T) {
 		return !h.a.trigger.first.IsZero()
 	})
 }
+
+// A scale-up refused at an account-wide limit (DigitalOcean's droplet
+// limit) backs off every group at once: one refused request, no asking
+// group after group, loop after loop; the failure is counted under its own
+// reason and the status ConfigMap and an event carry the cloud's words. When
+// the backoff ends and the limit was raised, the next loop scales.
+func TestAccountLimitBacksOffEveryGroup(t *testing.T) {
+	const words = "creating this/these droplet(s) will exceed your droplet limit"
+	p, nodes := cluster(
+		groupSpec{id: "g1", min: 1, max: 10, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},
+		groupSpec{id: "g2", min: 1, max: 10, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
+	objs := join(nodes, fill(nodes, 1800), pending("web", 10, 500, 256*test.MiB))
+	limit := &cloudprovider.AccountLimitError{Code: "dropletLimitExceeded", Message: words, Err: errString("PUT node_pools: 422 " + words)}
+	p.Group("g1").InjectError("IncreaseSize", limit)
+	p.Group("g2").InjectError("IncreaseSize", limit)
+	value := scrape(t)
+	failedLabels := map[string]string{"reason": "dropletLimitExceeded", "gpu_resource_name": "", "gpu_name": "", "dra_drivers": ""}
+	before := max(0, value("failed_scale_ups_total", failedLabels))
+
+	o := testOptions()
+	h := newHarness(t, o, p, objs...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(10 * time.Second))
+	h.runOnce(t0.Add(o.InitialNodeGroupBackoffDuration - time.Second))
+	if got := increases(p); len(got) != 1 {
+		t.Fatalf("IncreaseSize calls = %v, want one: the limit is the account's", got)
+	}
+	if got := value("failed_scale_ups_total", failedLabels) - before; got != 1 {
+		t.Errorf("failed_scale_ups_total{reason=dropletLimitExceeded} grew by %v, want 1", got)
+	}
+	ev := h.events()
+	if n := countEvents(ev, "FailedToScaleUpGroup"); n != 1 || countEvents(ev, words) != 1 {
+		t.Errorf("want one FailedToScaleUpGroup event, in DigitalOcean's words: %v", ev)
+	}
+	cm, err := h.kube.CoreV1().ConfigMaps("kube-system").Get(h.ctx, "cluster-autoscaler-status", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cm.Data["status"]; strings.Count(s, words) != 2 || strings.Count(s, "status: Backoff") != 2 {
+		t.Errorf("status ConfigMap should show both groups backed off with DigitalOcean's words:\n%s", s)
+	}
+
+	p.Group("g1").InjectError("IncreaseSize", nil)
+	p.Group("g2").InjectError("IncreaseSize", nil)
+	h.runOnce(t0.Add(o.InitialNodeGroupBackoffDuration + time.Second))
+	if got := increases(p); len(got) != 2 {
+		t.Fatalf("IncreaseSize calls = %v, want a second, accepted one after the backoff", got)
+	}
+}

@@ -8,7 +8,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/digitalocean/godo"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 )
+
+// ErrorCodeDropletLimit is the code of DigitalOcean's droplet-limit refusal
+// in metrics (failed_scale_ups_total{reason}), events and the status
+// ConfigMap's backoff info.
+const ErrorCodeDropletLimit = "dropletLimitExceeded"
 
 // maxErrorText bounds the part of an API error body kept in an error: the
 // text ends up in logs, events, the status ConfigMap and metrics, and a
@@ -60,6 +67,20 @@ func asAPIError(err error) error {
 	}
 	out.Message = truncateText(msg, maxErrorText)
 	return out
+}
+
+// asDropletLimit marks DigitalOcean's refusal of new droplets at the
+// account's droplet limit (422, "creating this/these droplet(s) will exceed
+// your droplet limit") as a cloudprovider.AccountLimitError; other errors
+// are returned as they are. The limit is the account's, not the pool's:
+// every pool of every cluster of the account gets the same answer.
+func asDropletLimit(err error) error {
+	var ae *apiError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(strings.ToLower(ae.Message), "droplet limit") {
+		return err
+	}
+	return &cloudprovider.AccountLimitError{Code: ErrorCodeDropletLimit, Message: ae.Message, Err: err}
 }
 
 // truncateText keeps at most n bytes of s, with

@@ -181,6 +181,11 @@ func (p *CloudProvider) GetNodeGpuConfig(node *apiv1.Node) *cloudprovider.GpuCon
 	return &cloudprovider.GpuConfig{Label: label, Type: value, ExtendedResourceName: resName}
 }
 
+// Problems implements cloudprovider.ProblemReporter: what the last Refresh
+// found that only the operator can fix (a token without tag:read in tags
+// mode).
+func (p *CloudProvider) Problems() []string { return p.m.Problems() }
+
 // Cleanup ends every DigitalOcean call in flight, a retry wait included,
 // and makes later ones fail at once: shutdown calls it when the grace for
 // work in flight is over, so no call outlives the process's grace period.

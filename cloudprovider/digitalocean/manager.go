@@ -71,6 +71,8 @@ type manager struct {
 	// about a pool is logged when it changes rather than every Refresh.
 	notes     map[string]string
 	refreshed bool
+	// problems the last Refresh found for the operator (see Problems).
+	problems []string
 
 	// flagsGiven names the flags set on the command line: the cluster's
 	// settings never override those.
@@ -244,6 +246,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 	}
 
 	m.refreshCluster(ctx, now)
+	problems := m.tagScopeProblem(pools)
 
 	m.mu.Lock()
 	for id := range m.counters {
@@ -255,7 +258,14 @@ func (m *manager) Refresh(ctx context.Context) error {
 	m.notes = notes
 	m.poolNames = names
 	m.refreshed = true
+	previous := m.problems
+	m.problems = problems
 	m.mu.Unlock()
+	for _, p := range problems {
+		if !slices.Contains(previous, p) {
+			klog.Error(p)
+		}
+	}
 
 	if len(groups) == 0 {
 		klog.Info("cluster-autoscaler is disabled. no node pools are configured")
@@ -265,6 +275,34 @@ func (m *manager) Refresh(ctx context.Context) error {
 			len(pools), len(groups), m.selection, fetched, failed, m.o.clock.Now().Sub(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// tagScopeProblem explains a listing in tags mode in which no pool carries
+// any tag. DOKS tags every pool k8s, k8s-worker and k8s:<cluster id>, so
+// untagged pools mean the token cannot read tags: DigitalOcean's API
+// specification says a pool's tags require the tag:read scope, and a
+// custom-scoped token without it is answered with pools without tags. Tags
+// mode then finds no node group; without this, only "no node pools are
+// configured" would be logged.
+func (m *manager) tagScopeProblem(pools []*godo.KubernetesNodePool) []string {
+	if m.selection != SelectByTags || len(pools) == 0 {
+		return nil
+	}
+	for _, p := range pools {
+		if p != nil && len(p.Tags) > 0 {
+			return nil
+		}
+	}
+	return []string{fmt.Sprintf("node_pool_selection=tags: none of the cluster's %d node pools carries any tag, though DOKS tags every pool k8s, k8s-worker and k8s:%s: "+
+		"the DigitalOcean API token most likely lacks the tag:read scope (without it DigitalOcean lists pools without their tags), so no pool can be selected by its tags; "+
+		"give the token tag:read", len(pools), m.client.clusterID)}
+}
+
+// Problems are those the last Refresh found (cloudprovider.ProblemReporter).
+func (m *manager) Problems() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Clone(m.problems)
 }
 
 // counter returns the pool's counter, made on first use.

@@ -163,7 +163,7 @@ func (g *NodeGroup) setCountLocked(target int, what string) error {
 	klog.Infof("node pool %s (%s): setting count %d → %d (%s)", g.name, g.id, g.pool.Count, target, what)
 	updated, err := g.m.client.updateNodePoolCount(g.m.ctx, g.id, target)
 	if err != nil {
-		return fmt.Errorf("node pool %s: setting count to %d: %w", g.name, target, err)
+		return asDropletLimit(fmt.Errorf("node pool %s: setting count to %d: %w", g.name, target, err))
 	}
 	if updated.Count != target {
 		return fmt.Errorf("node pool %s: asked for count %d but DigitalOcean answered %d", g.name, target, updated.Count)

@@ -236,6 +236,31 @@ func TestIncreaseSize(t *testing.T) {
 	}
 }
 
+func TestIncreaseSizeAtTheDropletLimitIsAnAccountLimit(t *testing.T) {
+	e := newEnv(t, doks.Options{DropletLimit: 2})
+	p := e.pool(autoscaled("a", 1, 1, 4))
+	e.refresh()
+	g := e.group(p.ID)
+	err := g.IncreaseSize(2)
+	al, ok := cloudprovider.AsAccountLimit(err)
+	if !ok {
+		t.Fatalf("IncreaseSize over the droplet limit: %v, want an AccountLimitError", err)
+	}
+	if al.Code != ErrorCodeDropletLimit || al.Message != doks.DropletLimitMessage {
+		t.Errorf("code %q message %q, want %q and DigitalOcean's words %q", al.Code, al.Message, ErrorCodeDropletLimit, doks.DropletLimitMessage)
+	}
+	if !strings.Contains(err.Error(), "422") || !strings.Contains(err.Error(), p.Name) {
+		t.Errorf("error %q should name the pool and the status", err)
+	}
+	// Another 422 is the pool's own problem, not the account's.
+	e.sim.InjectFault(doks.Fault{Operation: doks.OpUpdateNodePool, Status: 422, Message: "node count is outside the autoscaling range", Times: 1})
+	if err := g.IncreaseSize(1); err == nil {
+		t.Fatal("injected 422 accepted")
+	} else if _, ok := cloudprovider.AsAccountLimit(err); ok {
+		t.Errorf("a 422 without the droplet limit is taken for one: %v", err)
+	}
+}
+
 func TestIncreaseSizeErrorsKeepCache(t *testing.T) {
 	e := newEnv(t, doks.Options{})
 	p := e.pool(autoscaled("a", 1, 1, 4))

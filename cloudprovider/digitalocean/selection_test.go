@@ -361,3 +361,43 @@ func TestTagSelectionFollowsTagUpdates(t *testing.T) {
 		t.Errorf("managed-pool warning logged %d times in all, want 1 (it never changed)", n)
 	}
 }
+
+// A token without DigitalOcean's tag:read scope is answered with pools
+// without tags. In tags mode no pool can then be a node group: the provider
+// says why, naming the scope, in one error log line and in Problems (which
+// the core shows in the status ConfigMap and an event) for as long as it
+// lasts. Other modes, and tokens that can read tags, have no such problem.
+func TestTagsModeNamesTheMissingTagReadScope(t *testing.T) {
+	tagged := []string{"k8s", "k8s-worker", "k8s:" + testCluster, TagAutoscalerEnabled, TagPrefixMinNodes + "1", TagPrefixMaxNodes + "3"}
+	for _, c := range []struct {
+		name      string
+		mode      string
+		noTagRead bool
+		want      bool
+	}{
+		{"tags mode, token without tag:read", SelectByTags, true, true},
+		{"tags mode, token with tag:read", SelectByTags, false, false},
+		{"auto_scale mode, token without tag:read", SelectByAutoScale, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			logs := captureLogs(t)
+			e := newEnv(t, doks.Options{}, withSelection(c.mode))
+			if c.noTagRead {
+				e.sim.SetTokenWithoutTagRead(testToken)
+			}
+			e.pool(doks.PoolSpec{Name: "tagged", Size: "s-2vcpu-4gb", Count: 1, Tags: tagged})
+			e.pool(doks.PoolSpec{Name: "other", Size: "s-2vcpu-4gb", Count: 1, Tags: []string{"k8s", "k8s-worker"}})
+			for i := 0; i < 3; i++ {
+				e.refresh()
+			}
+			problems := e.p.Problems()
+			got := len(problems) == 1 && strings.Contains(problems[0], "tag:read")
+			if got != c.want || (!c.want && len(problems) > 0) {
+				t.Fatalf("Problems() = %q, want a tag:read problem: %v", problems, c.want)
+			}
+			if n := logs.count('E', "tag:read"); c.want && n != 1 || !c.want && n != 0 {
+				t.Errorf("tag:read error logged %d times in 3 Refreshes", n)
+			}
+		})
+	}
+}

@@ -41,6 +41,22 @@ type Provider struct {
 	gpuCfg map[string]*cloudprovider.GpuConfig // by node name
 	errs   map[string]error                    // method → injected error (provider-wide)
 	seq    int
+	// problems are what Problems reports (cloudprovider.ProblemReporter).
+	problems []string
+}
+
+// SetProblems sets what Problems reports from now on.
+func (p *Provider) SetProblems(problems ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.problems = slices.Clone(problems)
+}
+
+// Problems implements cloudprovider.ProblemReporter.
+func (p *Provider) Problems() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.problems)
 }
 
 // NewProvider returns an empty provider with no resource limits.

@@ -30,7 +30,7 @@ func (o *Orchestrator) executeBest(set *optionSet, in Input, res *Result) (untri
 			o.maxNodesTotalReached()
 		}
 		plan := o.plan(*best, set.similar[best.NodeGroup.Id()])
-		done, failed := o.execute(plan, in.Templates, in.Now)
+		done, failed, accountLimit := o.execute(plan, in.Templates, in.Now)
 		if len(done) > 0 {
 			res.Increases = done
 			res.Helped = best.Pods
@@ -39,6 +39,10 @@ func (o *Orchestrator) executeBest(set *optionSet, in Input, res *Result) (untri
 			return nil, true
 		}
 		options = withoutFailed(options, failed)
+		if accountLimit {
+			// Every other group would get the same answer.
+			break
+		}
 	}
 	return options, false
 }
@@ -87,8 +91,10 @@ func (o *Orchestrator) plan(best expander.Option, similar []clusterstate.NodeGro
 }
 
 // execute asks the cloud for the increases, group by group: a refused
-// increase backs its group off and does not stop the others.
-func (o *Orchestrator) execute(plan []Increase, templates map[string]*framework.NodeInfo, now time.Time) (done []Increase, failed map[string]bool) {
+// increase backs its group off and does not stop the others, unless the
+// cloud refused it at an account-wide limit (accountLimit), which stops
+// them all.
+func (o *Orchestrator) execute(plan []Increase, templates map[string]*framework.NodeInfo, now time.Time) (done []Increase, failed map[string]bool, accountLimit bool) {
 	failed = map[string]bool{}
 	groups := map[string]cloudprovider.NodeGroup{}
 	for _, g := range o.provider.NodeGroups() {
@@ -100,7 +106,13 @@ func (o *Orchestrator) execute(plan []Increase, templates map[string]*framework.
 			failed[inc.GroupID] = true
 			continue
 		}
-		if err := g.IncreaseSize(inc.To - inc.From); err != nil {
+		err := g.IncreaseSize(inc.To - inc.From)
+		if al, ok := cloudprovider.AsAccountLimit(err); ok {
+			failed[inc.GroupID] = true
+			o.accountLimitReached(inc, al, now)
+			return done, failed, true
+		}
+		if err != nil {
 			failed[inc.GroupID] = true
 			o.increaseFailed(g, inc, err, now)
 			continue
@@ -108,7 +120,23 @@ func (o *Orchestrator) execute(plan []Increase, templates map[string]*framework.
 		o.increased(g, inc, templates[inc.GroupID], now)
 		done = append(done, inc)
 	}
-	return done, failed
+	return done, failed, false
+}
+
+// accountLimitReached handles an increase the cloud refused at an
+// account-wide limit (DigitalOcean's droplet limit): every group is backed
+// off at once, so that the next loops do not ask group after group for what
+// the account cannot have; the failure is counted under the limit's code and
+// the status ConfigMap gets an event in the cloud's words.
+func (o *Orchestrator) accountLimitReached(inc Increase, al *cloudprovider.AccountLimitError, now time.Time) {
+	delta := inc.To - inc.From
+	klog.Errorf("Scale-up: node group %s %d->%d refused at an account-wide limit: %v", inc.GroupID, inc.From, inc.To, al)
+	metrics.RegisterError(metrics.CloudProviderError)
+	metrics.RegisterFailedNodeCreations(al.Code, delta)
+	until := o.registry.RegisterAccountLimit(al.Code, clusterstate.BackoffInfo{ErrorCode: al.Code, ErrorMessage: al.Message}, now)
+	o.recorder.Eventf(o.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
+		"Scale-up failed for group %s: the cloud refused it at an account-wide limit (%s): %q; scale-up of every node group backed off until %s",
+		inc.GroupID, al.Code, al.Message, until.Format(time.RFC3339))
 }
 
 // increaseFailed handles a refused increase: it is logged and counted

@@ -54,7 +54,7 @@ func (o *Orchestrator) ScaleUpToMinSize(nodes []*apiv1.Node, templates map[strin
 	if len(plan) == 0 {
 		return nil
 	}
-	done, _ := o.execute(plan, templates, now)
+	done, _, _ := o.execute(plan, templates, now)
 	if len(done) > 0 {
 		klog.Infof("Min size: %s (--enforce-node-group-min-size)", increasesString(done))
 	}

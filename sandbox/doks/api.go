@@ -58,7 +58,12 @@ type apiError struct {
 	RequestID string `json:"request_id"`
 }
 
-func toAPIPool(p godo.KubernetesNodePool) apiPool {
+// toAPIPool renders a pool; without tag:read (tags false) its tags are
+// left out, as DigitalOcean leaves them out.
+func toAPIPool(p godo.KubernetesNodePool, tags bool) apiPool {
+	if !tags {
+		p.Tags = nil
+	}
 	out := apiPool{ID: p.ID, Name: p.Name, Size: p.Size, Count: p.Count, Tags: p.Tags,
 		Labels: p.Labels, AutoScale: p.AutoScale, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
 		Nodes: p.Nodes, Taints: []apiTaint{}}
@@ -304,12 +309,12 @@ func pageBounds(r *http.Request, total, page, perPage int) (lo, hi int, links ap
 }
 
 func (s *Server) handleListPools(w http.ResponseWriter, r *http.Request, _ string) {
-	pools := s.ListedPools()
+	pools, tags := s.ListedPools(), s.tagsVisible(r)
 	page, perPage := paging(r)
 	lo, hi, links := pageBounds(r, len(pools), page, perPage)
 	out := make([]apiPool, 0, hi-lo)
 	for _, p := range pools[lo:hi] {
-		out = append(out, toAPIPool(p))
+		out = append(out, toAPIPool(p, tags))
 	}
 	writeJSON(w, http.StatusOK, struct {
 		NodePools []apiPool `json:"node_pools"`
@@ -331,6 +336,7 @@ func (s *Server) poolCopy(id string) (godo.KubernetesNodePool, bool) {
 // handleGetCluster answers with the parts of the cluster object a
 // cluster autoscaler reads: its identity, pools and autoscaler settings.
 func (s *Server) handleGetCluster(w http.ResponseWriter, r *http.Request, _ string) {
+	tags := s.tagsVisible(r)
 	s.mu.Lock()
 	region := s.opts.Region
 	if region == "" {
@@ -344,7 +350,7 @@ func (s *Server) handleGetCluster(w http.ResponseWriter, r *http.Request, _ stri
 	}
 	var pools []apiPool
 	for _, p := range s.listedPoolsLocked() {
-		pools = append(pools, toAPIPool(p.toGodo()))
+		pools = append(pools, toAPIPool(p.toGodo(), tags))
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, struct {
@@ -367,7 +373,7 @@ func (s *Server) handleGetPool(w http.ResponseWriter, r *http.Request, reqID str
 	}
 	writeJSON(w, http.StatusOK, struct {
 		NodePool apiPool `json:"node_pool"`
-	}{toAPIPool(p)})
+	}{toAPIPool(p, s.tagsVisible(r))})
 }
 
 func (s *Server) handleUpdatePool(w http.ResponseWriter, r *http.Request, reqID string) {
@@ -443,7 +449,7 @@ func (s *Server) handleUpdatePool(w http.ResponseWriter, r *http.Request, reqID 
 	s.mu.Unlock()
 	writeJSON(w, http.StatusAccepted, struct {
 		NodePool apiPool `json:"node_pool"`
-	}{toAPIPool(out)})
+	}{toAPIPool(out, s.tagsVisible(r))})
 }
 
 func queryFlag(r *http.Request, name string) bool {

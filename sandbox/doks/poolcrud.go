@@ -126,7 +126,7 @@ func (s *Server) handleCreatePool(w http.ResponseWriter, r *http.Request, reqID 
 	klog.V(2).Infof("doks simulator: created pool %s (%s) size %s count %d through the API", p.name, p.id, p.size, *req.Count)
 	writeJSON(w, http.StatusCreated, struct {
 		NodePool apiPool `json:"node_pool"`
-	}{toAPIPool(out)})
+	}{toAPIPool(out, s.tagsVisible(r))})
 }
 
 // handleDeletePool serves DELETE .../node_pools/{pool}: 204, then, as DOKS

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,6 +150,9 @@ type Server struct {
 	// tokens are the bearer tokens accepted (Options.Token, or SetTokens);
 	// none accepts any.
 	tokens map[string]bool
+	// noTagRead are tokens created without the tag:read scope: the pools
+	// they list carry no tags.
+	noTagRead map[string]bool
 	// caConfig is the cluster's cluster_autoscaler_configuration; nil sends none.
 	caConfig *godo.KubernetesClusterAutoscalerConfiguration
 	window   []time.Time // request times within the last hour, oldest first
@@ -260,6 +264,27 @@ func (s *Server) SetMinuteLimit(limit int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.minuteLimit = limit
+}
+
+// SetTokenWithoutTagRead marks token as a custom-scoped token without
+// DigitalOcean's tag:read scope: DigitalOcean's API specification says a
+// node pool's tags "Require tag:read scope", so pools (listed, read, or in
+// the cluster object) are answered without their tags for it.
+func (s *Server) SetTokenWithoutTagRead(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noTagRead == nil {
+		s.noTagRead = map[string]bool{}
+	}
+	s.noTagRead[token] = true
+}
+
+// tagsVisible reports whether the request's token may read tags.
+func (s *Server) tagsVisible(r *http.Request) bool {
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.noTagRead[token]
 }
 
 // SetDropletLimit changes the account's droplet limit (as a limit increase

@@ -505,7 +505,9 @@ func TestDropletLimitRefusesGrowthAcrossPools(t *testing.T) {
 	a := mustPool(t, s, PoolSpec{Name: "a", Size: "s-2vcpu-4gb", Count: 1, AutoScale: true, MinNodes: 1, MaxNodes: 10})
 	b := mustPool(t, s, PoolSpec{Name: "b", Size: "s-2vcpu-4gb", Count: 1, AutoScale: true, MinNodes: 1, MaxNodes: 10})
 	ctx := context.Background()
-	count := func(n int) *godo.KubernetesNodePoolUpdateRequest { return &godo.KubernetesNodePoolUpdateRequest{Count: &n} }
+	count := func(n int) *godo.KubernetesNodePoolUpdateRequest {
+		return &godo.KubernetesNodePoolUpdateRequest{Count: &n}
+	}
 
 	// 1 + 3 = 4 droplets: at the limit, accepted.
 	if _, _, err := c.Kubernetes.UpdateNodePool(ctx, testCluster, a.ID, count(3)); err != nil {
@@ -527,5 +529,39 @@ func TestDropletLimitRefusesGrowthAcrossPools(t *testing.T) {
 	s.SetDropletLimit(10)
 	if _, _, err := c.Kubernetes.UpdateNodePool(ctx, testCluster, b.ID, count(5)); err != nil {
 		t.Fatalf("after raising the limit: %v", err)
+	}
+}
+
+func TestTokenWithoutTagReadListsPoolsWithoutTags(t *testing.T) {
+	s, full, hs := newTestServer(t, Options{})
+	mustPool(t, s, PoolSpec{Name: "a", Size: "s-2vcpu-4gb", Count: 1, Tags: []string{"k8s", "k8s-worker"}})
+	const scoped = "token-without-tag-read"
+	s.SetTokens(testToken, scoped)
+	s.SetTokenWithoutTagRead(scoped)
+	hc := oauth2.NewClient(context.Background(), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: scoped}))
+	noTags, err := godo.New(hc, godo.SetBaseURL(hs.URL+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		client *godo.Client
+		want   int
+	}{{"full-access token", full, 2}, {"token without tag:read", noTags, 0}} {
+		pools, _, err := c.client.Kubernetes.ListNodePools(ctx, testCluster, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(pools[0].Tags); got != c.want {
+			t.Errorf("%s: listed pool has %d tags, want %d", c.name, got, c.want)
+		}
+		p, _, err := c.client.Kubernetes.GetNodePool(ctx, testCluster, pools[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(p.Tags); got != c.want {
+			t.Errorf("%s: pool read has %d tags, want %d", c.name, got, c.want)
+		}
 	}
 }
