@@ -118,6 +118,8 @@ type scenarioOptions struct {
 	pools     []doks.PoolSpec
 	bootDelay time.Duration
 	agent     nodeagent.Options
+	// dropletLimit is the account's droplet limit; 0: none.
+	dropletLimit int
 }
 
 func newScenario(t *testing.T, opts scenarioOptions) *scenario {
@@ -131,7 +133,7 @@ func newScenario(t *testing.T, opts scenarioOptions) *scenario {
 	}
 	sb, err := sandbox.Start(sandbox.Options{
 		ControlPlane: sharedCP, Dir: filepath.Join(artifacts, s.ns), BootDelay: bootDelay,
-		Pools: opts.pools, Agent: opts.agent,
+		Pools: opts.pools, Agent: opts.agent, DropletLimit: opts.dropletLimit,
 	})
 	if err != nil {
 		cancel()
