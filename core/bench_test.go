@@ -60,10 +60,17 @@ func benchNodes(sh benchShape) (*test.Provider, []runtime.Object) {
 
 func benchHarness(b *testing.B, pendingPods int) *harness {
 	b.Helper()
+	p, objs := benchCluster(pendingPods)
+	return benchHarnessOf(b, p, objs)
+}
+
+// benchHarnessOf is a harness for a benchmark on the given cluster, logs
+// discarded.
+func benchHarnessOf(b *testing.B, p *test.Provider, objs []runtime.Object) *harness {
+	b.Helper()
 	klog.SetOutput(discard{})
 	klog.LogToStderr(false)
 	b.Cleanup(func() { klog.LogToStderr(true) })
-	p, objs := benchCluster(pendingPods)
 	o := testOptions()
 	h := newHarness(b, o, p, objs...)
 	// Events are dropped: a real recorder is rate limited and asynchronous.
@@ -211,13 +218,8 @@ func BenchmarkRunOnceDRA(b *testing.B) {
 			name = "100-gpu-nodes-300-claims"
 		}
 		b.Run(name, func(b *testing.B) {
-			klog.SetOutput(discard{})
-			klog.LogToStderr(false)
-			b.Cleanup(func() { klog.LogToStderr(true) })
 			p, objs := benchDRACluster(withDRA)
-			h := newHarness(b, testOptions(), p, objs...)
-			h.a.recorder = &record.FakeRecorder{}
-			h.a.rebuild()
+			h := benchHarnessOf(b, p, objs)
 			h.runOnce(t0)
 			b.ReportAllocs()
 			b.ResetTimer()

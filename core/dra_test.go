@@ -26,17 +26,25 @@ func gpuCluster(devices int) (*test.Provider, []runtime.Object) {
 	return p, append(objs, train, claim, NodeSlice("gpu-n0", NvidiaDriver, devices), DeviceClass("gpu.nvidia.com", NvidiaDriver))
 }
 
-// The GPU node whose only device a pod holds is fully used, whatever its
-// cpu: it is not a scale-down candidate (upstream's DRA utilization).
-func TestGPUNodeWithItsOnlyDeviceClaimedIsNotRemoved(t *testing.T) {
-	p, objs := gpuCluster(1)
+// keptPastUnneededTime runs gpuCluster(devices) past the unneeded time,
+// checks that no node was removed, and returns the metrics.
+func keptPastUnneededTime(t *testing.T, devices int) func(string, map[string]string) float64 {
+	t.Helper()
+	p, objs := gpuCluster(devices)
 	h := newHarness(t, testOptions(), p, objs...)
 	read := scrape(t)
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute))
 	if d := deletions(p); len(d) != 0 {
-		t.Fatalf("deleted %v; the GPU node holds the training pod's only device", d)
+		t.Fatalf("deleted %v; the training pod's device exists on no other node", d)
 	}
+	return read
+}
+
+// The GPU node whose only device a pod holds is fully used, whatever its
+// cpu: it is not a scale-down candidate (upstream's DRA utilization).
+func TestGPUNodeWithItsOnlyDeviceClaimedIsNotRemoved(t *testing.T) {
+	read := keptPastUnneededTime(t, 1)
 	// Reason 11: NotUnderutilized (the cpu node too: it runs the cluster).
 	if got := read("unremovable_nodes_count", map[string]string{"reason": "11"}); got < 1 {
 		t.Fatalf("unremovable_nodes_count{reason=NotUnderutilized} = %v, want the GPU node counted", got)
@@ -47,14 +55,7 @@ func TestGPUNodeWithItsOnlyDeviceClaimedIsNotRemoved(t *testing.T) {
 // nowhere to go: no other node publishes an equivalent device, and the
 // CPU node's room does not count.
 func TestClaimPodWithNoOtherDeviceKeepsItsNode(t *testing.T) {
-	p, objs := gpuCluster(4)
-	h := newHarness(t, testOptions(), p, objs...)
-	read := scrape(t)
-	h.runOnce(t0)
-	h.runOnce(t0.Add(11 * time.Minute))
-	if d := deletions(p); len(d) != 0 {
-		t.Fatalf("deleted %v; the training pod's device exists on no other node", d)
-	}
+	read := keptPastUnneededTime(t, 4)
 	if got := read("unremovable_nodes_count", map[string]string{"reason": "14"}); got != 1 {
 		t.Fatalf("unremovable_nodes_count{reason=NoPlaceToMovePods} = %v, want 1 (the GPU node)", got)
 	}

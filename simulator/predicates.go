@@ -186,17 +186,8 @@ func (c *PredicateChecker) reserveClaims(s *ClusterSnapshot, pf *preFilterOutcom
 // its claims: CheckPredicates, then the placement. exemplar is as for
 // ClusterSnapshot.AddEquivalentPod (nil for none).
 func (c *PredicateChecker) SchedulePod(s *ClusterSnapshot, pod, exemplar *apiv1.Pod, nodeName string) *PredicateError {
-	info, found := s.nodes[nodeName]
-	if !found {
-		return &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: "ClusterSnapshot",
-			internal: fmt.Errorf("node %s not in the snapshot", nodeName)}
-	}
-	pf, perr := c.preFilter(s, pod)
+	pf, perr := c.checkNode(s, pod, nodeName)
 	if perr != nil {
-		perr.nodeName = nodeName
-		return perr
-	}
-	if perr := c.filter(pf, pod, info); perr != nil {
 		return perr
 	}
 	return c.place(s, pf, pod, exemplar, nodeName)
@@ -314,17 +305,27 @@ func (c *PredicateChecker) filter(pf *preFilterOutcome, pod *apiv1.Pod, info *sc
 
 // CheckPredicates returns nil when pod fits nodeName in the snapshot.
 func (c *PredicateChecker) CheckPredicates(s *ClusterSnapshot, pod *apiv1.Pod, nodeName string) *PredicateError {
+	_, perr := c.checkNode(s, pod, nodeName)
+	return perr
+}
+
+// checkNode runs PreFilter and Filter for pod on nodeName, and returns
+// PreFilter's outcome for the placement when it fits.
+func (c *PredicateChecker) checkNode(s *ClusterSnapshot, pod *apiv1.Pod, nodeName string) (*preFilterOutcome, *PredicateError) {
 	info, found := s.nodes[nodeName]
 	if !found {
-		return &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: "ClusterSnapshot",
+		return nil, &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: "ClusterSnapshot",
 			internal: fmt.Errorf("node %s not in the snapshot", nodeName)}
 	}
 	pf, perr := c.preFilter(s, pod)
 	if perr != nil {
 		perr.nodeName = nodeName
-		return perr
+		return nil, perr
 	}
-	return c.filter(pf, pod, info)
+	if perr := c.filter(pf, pod, info); perr != nil {
+		return nil, perr
+	}
+	return pf, nil
 }
 
 // FitsAnyNodeMatching returns the name of a node that fits pod and passes
