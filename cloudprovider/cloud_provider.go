@@ -181,3 +181,13 @@ type ProblemReporter interface {
 	// operator; none when all is well.
 	Problems() []string
 }
+
+// GPULabels returns the gpu_resource_name and gpu_name labels of the
+// scale-up and scale-down metrics for a node: its GPU's extended resource
+// and type, or empty strings for a node without a GPU.
+func GPULabels(p CloudProvider, n *apiv1.Node) (resourceName, gpuType string) {
+	if gpu := p.GetNodeGpuConfig(n); gpu != nil {
+		return string(gpu.ExtendedResourceName), gpu.Type
+	}
+	return "", ""
+}

@@ -216,7 +216,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...scaledown.ActuatorOptio
 		Kube: a.kube, Provider: a.provider, Recorder: a.recorder, StatusRef: scaleup.StatusConfigMapRef(a.opts),
 		ControllerReplicas: a.controllerReplicas, PDBs: a.listPDBs, RemovalDone: a.trigger.Kick,
 	}, actuatorOptions...)
-	a.scaleDown = scaledown.New(a.opts, a.provider, a.registry, planner, actuator)
+	a.scaleDown = scaledown.New(a.opts, a.registry, planner, actuator)
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -56,7 +57,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	sim := a.newIterationSimulation(c)
 	defer a.sync.end()
 
-	scaledUp, err := a.scaleUpPhase(sim.snapshot, c, groups, total, now)
+	scaledUp, err := a.scaleUpPhase(sim, c, groups, total, now)
 	if err != nil {
 		return err
 	}
@@ -68,12 +69,12 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 		return nil
 	}
 	if err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
-		Snapshot: sim.snapshot, PodsByNode: podsByNode(sim.placed), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted, Now: now,
-		DRA: c.dra,
+		Snapshot: sim.snapshot, PodsByNode: podsByNode(sim.placed), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted,
+		Quotas: sim.quotas, Now: now, DRA: c.dra,
 	}); err != nil {
 		return err
 	}
-	a.minSizePhase(c, groups, now)
+	a.minSizePhase(c, groups, sim.quotas, now)
 	return nil
 }
 
@@ -182,6 +183,8 @@ type iterationSimulation struct {
 	beingDeleted map[string]bool
 	placed       []*apiv1.Pod
 	snapshot     func() (*simulator.ClusterSnapshot, error)
+	// quotas counts the live nodes against the cluster-wide limits.
+	quotas resourcequotas.Tracker
 }
 
 func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
@@ -189,13 +192,13 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 		beingDeleted: a.scaleDown.Actuator.BeingDeleted(),
 		placed:       drain.WithoutExpendable(c.pods, a.opts.ExpendablePodsPriorityCutoff),
 	}
-	live := make([]*apiv1.Node, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		if !sim.beingDeleted[n.Name] && !clusterstate.HasToBeDeletedTaint(n) {
-			live = append(live, n)
-		}
+	limits, err := resourcequotas.NewLimits(a.opts, a.provider)
+	if err != nil {
+		klog.Warningf("Resource limits: %v", err)
 	}
-	a.updateResourceMetrics(live)
+	sim.quotas = resourcequotas.NewTracker(limits, c.nodes, sim.beingDeleted)
+	sim.quotas.ReportMetrics()
+	live := resourcequotas.LiveNodes(c.nodes, sim.beingDeleted)
 	built := false
 	sim.snapshot = func() (*simulator.ClusterSnapshot, error) {
 		if !built {
@@ -239,7 +242,7 @@ func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInp
 // minSizePhase, with --enforce-node-group-min-size, raises node groups whose
 // target is below their min size to it, as upstream does at the end of an
 // iteration that did not scale up for pending pods.
-func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroupState, now time.Time) {
+func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroupState, quotas resourcequotas.Tracker, now time.Time) {
 	if !a.opts.EnforceNodeGroupMinSize || !scaleup.AnyBelowMinSize(groups) {
 		return
 	}
@@ -247,7 +250,7 @@ func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroup
 	for id, err := range templateErrs {
 		klog.Warningf("Min size: node group %s: %v", id, err)
 	}
-	if done := a.scaleUp.ScaleUpToMinSize(c.nodes, templates, now); len(done) > 0 {
+	if done := a.scaleUp.ScaleUpToMinSize(quotas, templates, now); len(done) > 0 {
 		a.acted = true
 		a.lastScaleUp = now
 		metrics.UpdateLastTime(metrics.ActivityScaleUp, now)
@@ -258,8 +261,9 @@ func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroup
 // cause a scale-up. Pods that fit existing nodes stay placed in the snapshot
 // (the scheduler will bind them there), so scale-down sees that load too;
 // so do the pods being evicted from nodes under drain.
-func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, error), c clusterView, groups []clusterstate.NodeGroupState,
+func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups []clusterstate.NodeGroupState,
 	total clusterstate.Readiness, now time.Time) (bool, error) {
+	snapshot := sim.snapshot
 	pending := scaleup.FilterPendingPods(c.pods, a.opts, now, nodeNames(c.nodes))
 	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung+len(pending.Nominated), pending.SchedulerUnprocessed)
 	if len(pending.Nominated) > 0 {
@@ -317,7 +321,7 @@ func (a *Autoscaler) scaleUpPhase(snapshot func() (*simulator.ClusterSnapshot, e
 		return false, nil
 	}
 	res, err := a.scaleUp.ScaleUp(scaleup.Input{
-		Snapshot: a.snapshot, Pods: stillPending, Nodes: c.nodes, Templates: templates, TemplateErrors: templateErrs, Now: now,
+		Snapshot: a.snapshot, Pods: stillPending, Quotas: sim.quotas, Templates: templates, TemplateErrors: templateErrs, Now: now,
 	})
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
@@ -472,18 +476,6 @@ func (a *Autoscaler) reportProblems() {
 	}
 	a.problems = problems
 	a.registry.SetMessage(strings.Join(problems, "; "))
-}
-
-func (a *Autoscaler) updateResourceMetrics(live []*apiv1.Node) {
-	var milliCPU, mem int64
-	for _, n := range live {
-		milliCPU += n.Status.Capacity.Cpu().MilliValue()
-		mem += n.Status.Capacity.Memory().Value()
-	}
-	metrics.UpdateClusterCPUCurrentCores(milliCPU / 1000)
-	metrics.UpdateClusterMemoryCurrentBytes(mem)
-	metrics.UpdateCPULimitsCores(a.opts.MinCoresTotal, a.opts.MaxCoresTotal)
-	metrics.UpdateMemoryLimitsBytes(a.opts.MinMemoryTotal, a.opts.MaxMemoryTotal)
 }
 
 func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {

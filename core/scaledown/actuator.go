@@ -201,13 +201,6 @@ func scaleDownReason(c *Candidate) string {
 	return metrics.ScaleDownUnderutilized
 }
 
-func (a *Actuator) gpuLabels(n *apiv1.Node) (string, string) {
-	if gpu := a.deps.Provider.GetNodeGpuConfig(n); gpu != nil {
-		return string(gpu.ExtendedResourceName), gpu.Type
-	}
-	return "", ""
-}
-
 // fail undoes a removal: the taint goes, the node stays, and the failure
 // starts --scale-down-delay-after-failure.
 func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err error) {
@@ -305,7 +298,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
 		}
 		deleted += len(group)
 		for _, c := range group {
-			gpuName, gpuType := a.gpuLabels(c.Node)
+			gpuName, gpuType := cloudprovider.GPULabels(a.deps.Provider, c.Node)
 			metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
 			a.deps.Recorder.Event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 		}
@@ -424,7 +417,7 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 		return
 	}
 	deleted = 1
-	gpuName, gpuType := a.gpuLabels(n)
+	gpuName, gpuType := cloudprovider.GPULabels(a.deps.Provider, n)
 	metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
 	a.deps.Recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 	klog.Infof("Scale-down: removed node %s from node group %s after evicting %d pod(s) in %s",

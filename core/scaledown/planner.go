@@ -24,6 +24,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
@@ -87,7 +88,9 @@ type PlannerInput struct {
 	PDBs       []*policyv1.PodDisruptionBudget
 	// BeingDeleted: nodes the actuator is removing.
 	BeingDeleted map[string]bool
-	Now          time.Time
+	// Quotas counts the live nodes against the cluster-wide minimums.
+	Quotas resourcequotas.Tracker
+	Now    time.Time
 	// DRA: the cluster's ResourceSlices and ResourceClaims, for the
 	// utilization of nodes that publish devices (nil: none).
 	DRA *dra.Snapshot

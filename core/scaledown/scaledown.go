@@ -8,10 +8,10 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
@@ -19,7 +19,6 @@ import (
 // ScaleDown ties the planner and the actuator together with the cooldowns.
 type ScaleDown struct {
 	opts     config.AutoscalingOptions
-	provider cloudprovider.CloudProvider
 	registry *clusterstate.Registry
 	Planner  *Planner
 	Actuator *Actuator
@@ -30,9 +29,8 @@ type ScaleDown struct {
 }
 
 // New returns a ScaleDown.
-func New(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
-	planner *Planner, actuator *Actuator) *ScaleDown {
-	return &ScaleDown{opts: opts, provider: provider, registry: registry, Planner: planner, Actuator: actuator}
+func New(opts config.AutoscalingOptions, registry *clusterstate.Registry, planner *Planner, actuator *Actuator) *ScaleDown {
+	return &ScaleDown{opts: opts, registry: registry, Planner: planner, Actuator: actuator}
 }
 
 // Result says what one scale-down pass did.
@@ -173,15 +171,7 @@ func (s *ScaleDown) removalBudgets() (total, drains int) {
 // removal starts now, within the removal budgets, keeping every group above
 // its min size and the cluster above --cores-total / --memory-total minimums.
 func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain []*Candidate, nextAt time.Time) {
-	minMilliCPU, minMem := s.minimums()
-	var totalMilliCPU, totalMem int64
-	for _, n := range in.Nodes {
-		if in.BeingDeleted[n.Name] || clusterstate.HasToBeDeletedTaint(n) {
-			continue
-		}
-		totalMilliCPU += n.Status.Capacity.Cpu().MilliValue()
-		totalMem += n.Status.Capacity.Memory().Value()
-	}
+	quotas := in.Quotas
 	picked := map[string]int{}
 	budget, drainBudget := s.removalBudgets()
 	for _, c := range unneeded {
@@ -230,15 +220,13 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain
 			klog.V(2).Infof("Scale-down: node %s unneeded but node group %s would go below its min size %d", c.Node.Name, c.GroupID, gs.Group.MinSize())
 			continue
 		}
-		cpu, mem := c.Node.Status.Capacity.Cpu().MilliValue(), c.Node.Status.Capacity.Memory().Value()
-		if totalMilliCPU-cpu < minMilliCPU || totalMem-mem < minMem {
+		if short := quotas.CheckRemoval(c.Node); short != "" {
 			s.Planner.unremovable.record(c.Node.Name, simulator.MinimalResourceLimitExceeded)
-			klog.V(2).Infof("Scale-down: node %s unneeded but the cluster would go below its minimum cores/memory", c.Node.Name)
-			metrics.RegisterSkippedScaleDown(map[bool]string{true: metrics.SkippedCPUResourceLimit, false: metrics.SkippedMemoryResourceLimit}[totalMilliCPU-cpu < minMilliCPU])
+			klog.V(2).InfoS("Scale-down: node unneeded but the cluster would go below its minimum", "node", klog.KObj(c.Node), "resource", short)
+			metrics.RegisterSkippedScaleDown(skippedLabel(short))
 			continue
 		}
-		totalMilliCPU -= cpu
-		totalMem -= mem
+		quotas.Remove(c.Node)
 		picked[c.GroupID]++
 		if c.Empty {
 			empty = append(empty, c)
@@ -249,17 +237,10 @@ func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain
 	return empty, drain, nextAt
 }
 
-// minimums merges the provider's limiter with --cores-total/--memory-total
-// minimums (the larger wins).
-func (s *ScaleDown) minimums() (milliCPU, mem int64) {
-	milliCPU, mem = s.opts.MinCoresTotal*1000, s.opts.MinMemoryTotal
-	if rl, err := s.provider.GetResourceLimiter(); err == nil && rl != nil {
-		if m := rl.GetMin(cloudprovider.ResourceNameCores) * 1000; m > milliCPU {
-			milliCPU = m
-		}
-		if m := rl.GetMin(cloudprovider.ResourceNameMemory); m > mem {
-			mem = m
-		}
+// skippedLabel is the skipped_scale_events_count reason of a minimum.
+func skippedLabel(r resourcequotas.Resource) string {
+	if r == resourcequotas.CPU {
+		return metrics.SkippedCPUResourceLimit
 	}
-	return
+	return metrics.SkippedMemoryResourceLimit
 }

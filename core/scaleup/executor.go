@@ -3,39 +3,120 @@ package scaleup
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
+
+// executor carries out scale-up plans: it asks the expander for the best
+// option, calls the provider, tells the registry, and records the events
+// and metrics of what it did and of what the plan skipped.
+type executor struct {
+	opts      config.AutoscalingOptions
+	provider  cloudprovider.CloudProvider
+	registry  *clusterstate.Registry
+	strategy  expander.Strategy
+	recorder  record.EventRecorder
+	statusRef *apiv1.ObjectReference
+
+	mu            sync.Mutex
+	lastNotHelped map[types.UID]time.Time
+}
+
+func newExecutor(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
+	strategy expander.Strategy, recorder record.EventRecorder) *executor {
+	return &executor{opts: opts, provider: provider, registry: registry, strategy: strategy, recorder: recorder,
+		statusRef: StatusConfigMapRef(opts), lastNotHelped: map[types.UID]time.Time{}}
+}
+
+// run records what the plan skipped, grows the best option's groups and,
+// when nothing grew, says why.
+func (e *executor) run(plan *Plan, in Input) *Result {
+	res := &Result{}
+	for _, d := range plan.EstimateTimes {
+		metrics.UpdateDuration(metrics.Estimate, d)
+	}
+	for _, limit := range plan.LimitsHit {
+		metrics.RegisterSkippedScaleUp(skippedLabel(limit))
+	}
+	for _, nh := range plan.NotHelped {
+		res.NoGroup = append(res.NoGroup, nh.Pods...)
+		e.notHelped(nh.Pods, nh.Reasons, in.Now)
+	}
+	untried, scaledUp := e.executeBest(plan, in, res)
+	if scaledUp {
+		return res
+	}
+	if len(untried) == 0 && anyTrue(plan.CappedByMaxNodes) {
+		e.maxNodesTotalReached()
+	}
+	if len(plan.NotHelped) > 0 {
+		klog.InfoS("Scale-up: pending pods fit no node group", "pods", len(res.NoGroup),
+			"names", framework.PodNames(res.NoGroup, 5), "reasons", reasonSummary(plan.NotHelped[0].Reasons))
+	} else {
+		klog.V(2).InfoS("Scale-up: no scale-up possible", "pendingPods", len(in.Pods))
+	}
+	return res
+}
+
+// skippedLabel is the skipped_scale_events_count reason of a limit.
+func skippedLabel(r resourcequotas.Resource) string {
+	switch r {
+	case resourcequotas.Nodes:
+		return metrics.SkippedMaxNodesTotalReached
+	case resourcequotas.CPU:
+		return metrics.SkippedCPUResourceLimit
+	}
+	return metrics.SkippedMemoryResourceLimit
+}
+
+func anyTrue(m map[string]bool) bool {
+	for _, v := range m {
+		if v {
+			return true
+		}
+	}
+	return false
+}
 
 // executeBest grows the groups of the expander's best option. When the
 // cloud refuses every group of it, the next best option is tried, without
 // the groups that failed. It fills res on success and returns the options
 // left untried otherwise.
-func (o *Orchestrator) executeBest(set *optionSet, in Input, res *Result) (untried []expander.Option, scaledUp bool) {
-	options := set.options
+func (e *executor) executeBest(plan *Plan, in Input, res *Result) (untried []expander.Option, scaledUp bool) {
+	options := plan.Options
 	for len(options) > 0 {
-		best := o.strategy.BestOption(options)
+		best := e.strategy.BestOption(options)
 		if best == nil {
 			break
 		}
-		if set.cappedByTotal[best.NodeGroup.Id()] {
-			o.maxNodesTotalReached()
+		id := best.NodeGroup.Id()
+		if plan.CappedByMaxNodes[id] {
+			e.maxNodesTotalReached()
 		}
-		plan := o.plan(*best, set.similar[best.NodeGroup.Id()])
-		done, failed, accountLimit := o.execute(plan, in.Templates, in.Now)
+		incs := plan.Increases[id]
+		if len(incs) > 1 {
+			klog.V(2).InfoS("Scale-up: balancing across similar node groups", "nodes", best.NodeCount, "nodeGroups", increaseGroups(incs))
+		}
+		done, failed, accountLimit := e.execute(incs, in.Templates, in.Now)
 		if len(done) > 0 {
 			res.Increases = done
 			res.Helped = best.Pods
-			o.triggered(best.Pods, done)
-			klog.Infof("Scale-up: %s for %d pending pod(s) (%s); %s", increasesString(done), len(best.Pods), framework.PodNames(best.Pods, 5), choice(*best, options))
+			e.triggered(best.Pods, done)
+			klog.InfoS("Scale-up: growing node groups", "increases", increasesString(done), "pods", len(best.Pods),
+				"names", framework.PodNames(best.Pods, 5), "why", choice(*best, options))
 			return nil, true
 		}
 		options = withoutFailed(options, failed)
@@ -45,6 +126,15 @@ func (o *Orchestrator) executeBest(set *optionSet, in Input, res *Result) (untri
 		}
 	}
 	return options, false
+}
+
+// increaseGroups lists the increases' group IDs.
+func increaseGroups(incs []Increase) string {
+	ids := make([]string, len(incs))
+	for i, inc := range incs {
+		ids[i] = inc.GroupID
+	}
+	return strings.Join(ids, ", ")
 }
 
 // choice says, for the log, why the option's group was picked.
@@ -69,35 +159,19 @@ func withoutFailed(options []expander.Option, failed map[string]bool) []expander
 
 // maxNodesTotalReached records upstream's MaxNodesTotalReached event on the
 // status ConfigMap: --max-nodes-total bounds a scale-up the pending pods need.
-func (o *Orchestrator) maxNodesTotalReached() {
-	klog.V(1).Infof("Scale-up: max total nodes in cluster reached (--max-nodes-total=%d)", o.opts.MaxNodesTotal)
-	o.recorder.Eventf(o.statusRef, apiv1.EventTypeWarning, "MaxNodesTotalReached", "Max total nodes in cluster reached: %v", o.opts.MaxNodesTotal)
-}
-
-// plan turns the chosen option into per-group increases: the option's group
-// alone, or with --balance-similar-node-groups spread over it and its
-// similar groups, filling the smallest first.
-func (o *Orchestrator) plan(best expander.Option, similar []clusterstate.NodeGroupState) []Increase {
-	bestState, _ := o.registry.NodeGroup(best.NodeGroup.Id())
-	members := append([]clusterstate.NodeGroupState{bestState}, similar...)
-	if len(members) > 1 {
-		ids := make([]string, 0, len(members))
-		for _, m := range members {
-			ids = append(ids, m.Group.Id())
-		}
-		klog.V(2).Infof("Scale-up: balancing %d node(s) across similar node groups %s", best.NodeCount, strings.Join(ids, ", "))
-	}
-	return Balance(members, best.NodeCount)
+func (e *executor) maxNodesTotalReached() {
+	klog.V(1).InfoS("Scale-up: max total nodes in cluster reached", "maxNodesTotal", e.opts.MaxNodesTotal)
+	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "MaxNodesTotalReached", "Max total nodes in cluster reached: %v", e.opts.MaxNodesTotal)
 }
 
 // execute asks the cloud for the increases, group by group: a refused
 // increase backs its group off and does not stop the others, unless the
 // cloud refused it at an account-wide limit (accountLimit), which stops
 // them all.
-func (o *Orchestrator) execute(plan []Increase, templates map[string]*framework.NodeInfo, now time.Time) (done []Increase, failed map[string]bool, accountLimit bool) {
+func (e *executor) execute(plan []Increase, templates map[string]*framework.NodeInfo, now time.Time) (done []Increase, failed map[string]bool, accountLimit bool) {
 	failed = map[string]bool{}
 	groups := map[string]cloudprovider.NodeGroup{}
-	for _, g := range o.provider.NodeGroups() {
+	for _, g := range e.provider.NodeGroups() {
 		groups[g.Id()] = g
 	}
 	for _, inc := range plan {
@@ -109,15 +183,15 @@ func (o *Orchestrator) execute(plan []Increase, templates map[string]*framework.
 		err := g.IncreaseSize(inc.To - inc.From)
 		if al, ok := cloudprovider.AsAccountLimit(err); ok {
 			failed[inc.GroupID] = true
-			o.accountLimitReached(inc, al, now)
+			e.accountLimitReached(inc, al, now)
 			return done, failed, true
 		}
 		if err != nil {
 			failed[inc.GroupID] = true
-			o.increaseFailed(g, inc, err, now)
+			e.increaseFailed(g, inc, err, now)
 			continue
 		}
-		o.increased(g, inc, templates[inc.GroupID], now)
+		e.increased(g, inc, templates[inc.GroupID], now)
 		done = append(done, inc)
 	}
 	return done, failed, false
@@ -128,13 +202,13 @@ func (o *Orchestrator) execute(plan []Increase, templates map[string]*framework.
 // off at once, so that the next loops do not ask group after group for what
 // the account cannot have; the failure is counted under the limit's code and
 // the status ConfigMap gets an event in the cloud's words.
-func (o *Orchestrator) accountLimitReached(inc Increase, al *cloudprovider.AccountLimitError, now time.Time) {
+func (e *executor) accountLimitReached(inc Increase, al *cloudprovider.AccountLimitError, now time.Time) {
 	delta := inc.To - inc.From
 	klog.Errorf("Scale-up: node group %s %d->%d refused at an account-wide limit: %v", inc.GroupID, inc.From, inc.To, al)
 	metrics.RegisterError(metrics.CloudProviderError)
 	metrics.RegisterFailedNodeCreations(al.Code, delta)
-	until := o.registry.RegisterAccountLimit(al.Code, clusterstate.BackoffInfo{ErrorCode: al.Code, ErrorMessage: al.Message}, now)
-	o.recorder.Eventf(o.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
+	until := e.registry.RegisterAccountLimit(al.Code, clusterstate.BackoffInfo{ErrorCode: al.Code, ErrorMessage: al.Message}, now)
+	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
 		"Scale-up failed for group %s: the cloud refused it at an account-wide limit (%s): %q; scale-up of every node group backed off until %s",
 		inc.GroupID, al.Code, al.Message, until.Format(time.RFC3339))
 }
@@ -142,31 +216,29 @@ func (o *Orchestrator) accountLimitReached(inc Increase, al *cloudprovider.Accou
 // increaseFailed handles a refused increase: it is logged and counted
 // here, the group backed off, and the status ConfigMap gets a
 // FailedToScaleUpGroup event.
-func (o *Orchestrator) increaseFailed(g cloudprovider.NodeGroup, inc Increase, err error, now time.Time) {
+func (e *executor) increaseFailed(g cloudprovider.NodeGroup, inc Increase, err error, now time.Time) {
 	delta := inc.To - inc.From
-	klog.Errorf("Scale-up: node group %s %d->%d failed: %v", inc.GroupID, inc.From, inc.To, err)
+	klog.ErrorS(err, "Scale-up: increase failed", "nodeGroup", inc.GroupID, "from", inc.From, "to", inc.To)
 	metrics.RegisterError(metrics.CloudProviderError)
 	metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpCloudProviderError, delta)
-	o.registry.RegisterFailedScaleUp(g, metrics.FailedScaleUpCloudProviderError,
+	e.registry.RegisterFailedScaleUp(g, metrics.FailedScaleUpCloudProviderError,
 		clusterstate.BackoffInfo{ErrorCode: "cloudProviderError", ErrorMessage: err.Error()}, now)
-	o.recorder.Eventf(o.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
+	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
 		"Scale-up failed for group %s: %v", inc.GroupID, err)
 }
 
 // increased records an increase the cloud accepted: the registry waits
 // for its nodes, the metrics count it (with the template's GPU), and the
 // status ConfigMap gets a ScaledUpGroup event.
-func (o *Orchestrator) increased(g cloudprovider.NodeGroup, inc Increase, tmpl *framework.NodeInfo, now time.Time) {
+func (e *executor) increased(g cloudprovider.NodeGroup, inc Increase, tmpl *framework.NodeInfo, now time.Time) {
 	delta := inc.To - inc.From
-	o.registry.RegisterScaleUp(g, delta, now)
+	e.registry.RegisterScaleUp(g, delta, now)
 	gpuName, gpuType := "", ""
 	if tmpl != nil {
-		if gpu := o.provider.GetNodeGpuConfig(tmpl.Node()); gpu != nil {
-			gpuName, gpuType = string(gpu.ExtendedResourceName), gpu.Type
-		}
+		gpuName, gpuType = cloudprovider.GPULabels(e.provider, tmpl.Node())
 	}
 	metrics.RegisterScaleUp(delta, gpuName, gpuType)
-	o.recorder.Eventf(o.statusRef, apiv1.EventTypeNormal, "ScaledUpGroup",
+	e.recorder.Eventf(e.statusRef, apiv1.EventTypeNormal, "ScaledUpGroup",
 		"Scale-up: setting group %s size to %d instead of %d (max: %d)", inc.GroupID, inc.To, inc.From, inc.Max)
 }
 
@@ -181,13 +253,33 @@ func increasesString(incs []Increase) string {
 
 // triggered gives each helped pod a TriggeredScaleUp event naming the
 // increases made for it.
-func (o *Orchestrator) triggered(pods []*apiv1.Pod, incs []Increase) {
+func (e *executor) triggered(pods []*apiv1.Pod, incs []Increase) {
 	parts := make([]string, len(incs))
 	for i, inc := range incs {
 		parts[i] = inc.String()
 	}
 	msg := "[" + strings.Join(parts, " ") + "]"
 	for _, p := range pods {
-		o.recorder.Eventf(p, apiv1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: %s", msg)
+		e.recorder.Eventf(p, apiv1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: %s", msg)
+	}
+}
+
+// notHelped emits NotTriggerScaleUp, at most once per pod per
+// NotTriggerScaleUpInterval.
+func (e *executor) notHelped(pods []*apiv1.Pod, reasons map[Reason]int, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	msg := "pod didn't trigger scale-up: " + reasonSummary(reasons)
+	for uid, t := range e.lastNotHelped {
+		if now.Sub(t) >= NotTriggerScaleUpInterval {
+			delete(e.lastNotHelped, uid)
+		}
+	}
+	for _, p := range pods {
+		if _, recent := e.lastNotHelped[p.UID]; recent {
+			continue
+		}
+		e.lastNotHelped[p.UID] = now
+		e.recorder.Event(p, apiv1.EventTypeNormal, "NotTriggerScaleUp", msg)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -20,43 +21,72 @@ func AnyBelowMinSize(groups []clusterstate.NodeGroupState) bool {
 	return false
 }
 
-// ScaleUpToMinSize raises every group whose target is below its min size to
-// it (--enforce-node-group-min-size), as upstream's
-// ScaleUpToNodeGroupMinSize: groups backed off, unhealthy or without a
-// template are left for a later iteration, and the increases stay within
-// the group's max, --max-nodes-total, --cores-total and --memory-total.
-// It returns the increases made.
-func (o *Orchestrator) ScaleUpToMinSize(nodes []*apiv1.Node, templates map[string]*framework.NodeInfo, now time.Time) []Increase {
-	groups := o.registry.NodeGroups()
-	u := o.usage(Input{Nodes: nodes, Templates: templates}, groups)
-	var plan []Increase
+// MinSizeSkip is a group left below its min size this iteration, and why.
+type MinSizeSkip struct {
+	GroupID         string
+	Target, MinSize int
+	Reason          Reason
+}
+
+// planMinSize returns the increases that raise every group whose target is
+// below its min size to it, as upstream's ScaleUpToNodeGroupMinSize: groups
+// backed off, unhealthy or without a template are skipped, and the
+// increases stay within the group's max, --max-nodes-total, --cores-total
+// and --memory-total, counted in quotas as they are planned.
+func (o *Orchestrator) planMinSize(groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo,
+	quotas resourcequotas.Tracker, now time.Time) (plan []Increase, skipped []MinSizeSkip) {
 	for _, gs := range groups {
 		id, minSize := gs.Group.Id(), gs.Group.MinSize()
 		if gs.Target >= minSize {
 			continue
 		}
+		skip := MinSizeSkip{GroupID: id, Target: gs.Target, MinSize: minSize}
 		if reason := o.skipReason(gs, Input{Templates: templates, Now: now}); reason != "" && reason != ReasonMaxSize {
-			klog.Warningf("Min size: node group %s is below its min size (%d < %d) but %s", id, gs.Target, minSize, reason)
+			skip.Reason = reason
+			skipped = append(skipped, skip)
 			continue
 		}
-		room, limitReason, _ := o.room(gs, templates[id], u, nil)
+		room, reason, _ := o.room(gs, templates[id], &quotas, nil)
 		n := min(minSize-gs.Target, room)
 		if n <= 0 {
-			klog.Warningf("Min size: node group %s is below its min size (%d < %d) but %s", id, gs.Target, minSize, limitReason)
+			skip.Reason = reason
+			skipped = append(skipped, skip)
 			continue
 		}
-		c, m := nodeCapacity(templates[id].Node())
-		u.nodes += n
-		u.milliCPU += c * int64(n)
-		u.mem += m * int64(n)
+		quotas.Add(templates[id].Node(), n)
 		plan = append(plan, Increase{GroupID: id, From: gs.Target, To: gs.Target + n, Max: gs.Group.MaxSize()})
+	}
+	return plan, skipped
+}
+
+// ScaleUpToMinSize raises the groups below their min size to it
+// (--enforce-node-group-min-size; see planMinSize) and returns the
+// increases made. quotas counts the live registered nodes.
+func (o *Orchestrator) ScaleUpToMinSize(quotas resourcequotas.Tracker, templates map[string]*framework.NodeInfo, now time.Time) []Increase {
+	groups := o.registry.NodeGroups()
+	quotas = quotas.WithUpcoming(groups, templateNode(templates))
+	plan, skipped := o.planMinSize(groups, templates, quotas, now)
+	for _, s := range skipped {
+		klog.InfoS("Min size: node group is below its min size but cannot grow now", "nodeGroup", s.GroupID,
+			"target", s.Target, "minSize", s.MinSize, "reason", s.Reason)
 	}
 	if len(plan) == 0 {
 		return nil
 	}
-	done, _, _ := o.execute(plan, templates, now)
+	done, _, _ := o.exec.execute(plan, templates, now)
 	if len(done) > 0 {
-		klog.Infof("Min size: %s (--enforce-node-group-min-size)", increasesString(done))
+		klog.InfoS("Min size: node groups raised (--enforce-node-group-min-size)", "increases", increasesString(done))
 	}
 	return done
+}
+
+// templateNode looks up a group's template node, nil for a group without
+// one.
+func templateNode(templates map[string]*framework.NodeInfo) func(string) *apiv1.Node {
+	return func(id string) *apiv1.Node {
+		if t := templates[id]; t != nil {
+			return t.Node()
+		}
+		return nil
+	}
 }

@@ -12,28 +12,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 )
 
-func TestBoundByMaxTotal(t *testing.T) {
-	cases := []struct {
-		name                            string
-		maxTotal, nodes, room, estimate int
-		want                            bool
-	}{
-		{"no --max-nodes-total", 0, 10, 5, 5, false},
-		{"no room left in the cluster", 10, 10, 0, 0, true},
-		{"room is what the cluster has left, estimate takes it", 10, 7, 3, 3, true},
-		{"room is what the cluster has left, estimate needs less", 10, 7, 3, 2, false},
-		{"the group's own limit is tighter", 10, 2, 3, 3, false},
-		{"no room because of the group's limits, cluster has some", 10, 2, 0, 0, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := boundByMaxTotal(c.maxTotal, c.nodes, c.room, c.estimate); got != c.want {
-				t.Fatalf("boundByMaxTotal(%d, %d, %d, %d) = %v, want %v", c.maxTotal, c.nodes, c.room, c.estimate, got, c.want)
-			}
-		})
-	}
-}
-
 func uidPod(name string) *apiv1.Pod {
 	p := test.BuildPendingPod(name, 100, test.MiB, "rs")
 	p.UID = types.UID("uid-" + name)

@@ -1,0 +1,168 @@
+package resourcequotas
+
+import (
+	apiv1 "k8s.io/api/core/v1"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+)
+
+// Totals are what a set of nodes adds up to.
+type Totals struct {
+	Nodes    int
+	MilliCPU int64
+	Memory   int64
+}
+
+// Of returns the totals of n nodes like node.
+func Of(node *apiv1.Node, n int) Totals {
+	return Totals{
+		Nodes:    n,
+		MilliCPU: node.Status.Capacity.Cpu().MilliValue() * int64(n),
+		Memory:   node.Status.Capacity.Memory().Value() * int64(n),
+	}
+}
+
+func (t Totals) plus(o Totals) Totals {
+	return Totals{Nodes: t.Nodes + o.Nodes, MilliCPU: t.MilliCPU + o.MilliCPU, Memory: t.Memory + o.Memory}
+}
+
+func (t Totals) minus(o Totals) Totals {
+	return Totals{Nodes: t.Nodes - o.Nodes, MilliCPU: t.MilliCPU - o.MilliCPU, Memory: t.Memory - o.Memory}
+}
+
+// IsLive tells a node that counts toward the cluster's totals: one not
+// being removed, whether the actuator tracks its removal (beingDeleted) or
+// it carries the ToBeDeletedByClusterAutoscaler taint (a removal by another
+// instance, or one that outlived a restart). Its capacity is going away.
+func IsLive(n *apiv1.Node, beingDeleted map[string]bool) bool {
+	return !beingDeleted[n.Name] && !clusterstate.HasToBeDeletedTaint(n)
+}
+
+// LiveNodes returns the nodes IsLive keeps.
+func LiveNodes(nodes []*apiv1.Node, beingDeleted map[string]bool) []*apiv1.Node {
+	live := make([]*apiv1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if IsLive(n, beingDeleted) {
+			live = append(live, n)
+		}
+	}
+	return live
+}
+
+// Tracker holds one iteration's usage against the limits. It is a value:
+// each decision takes its own copy, counts what it plans (Add, Remove) and
+// leaves the others' untouched.
+type Tracker struct {
+	limits Limits
+	// live: the registered live nodes; used: live plus what was added
+	// (nodes coming up, increases planned) minus removals planned.
+	live, used Totals
+}
+
+// NewTracker counts the live nodes among nodes.
+func NewTracker(limits Limits, nodes []*apiv1.Node, beingDeleted map[string]bool) Tracker {
+	var live Totals
+	for _, n := range nodes {
+		if IsLive(n, beingDeleted) {
+			live = live.plus(Of(n, 1))
+		}
+	}
+	return Tracker{limits: limits, live: live, used: live}
+}
+
+// Limits returns the limits the tracker checks.
+func (t *Tracker) Limits() Limits { return t.limits }
+
+// Used returns the totals counted so far.
+func (t *Tracker) Used() Totals { return t.used }
+
+// Add counts n more nodes like node (nodes coming up, or an increase
+// planned).
+func (t *Tracker) Add(node *apiv1.Node, n int) { t.used = t.used.plus(Of(node, n)) }
+
+// AddNodes counts n more nodes whose capacity is unknown (no template): they
+// count toward --max-nodes-total only.
+func (t *Tracker) AddNodes(n int) { t.used.Nodes += n }
+
+// Remove counts a node as gone (a removal planned).
+func (t *Tracker) Remove(node *apiv1.Node) { t.used = t.used.minus(Of(node, 1)) }
+
+// Room returns how many of want nodes like node fit under the maxima and,
+// when none does, the first resource (nodes, then cpu, then memory) that
+// stops them. Fewer than want may fit with no resource named: the caller
+// asked for more than a bound allows but some room is left.
+func (t *Tracker) Room(node *apiv1.Node, want int) (int, Resource) {
+	room := want
+	if t.limits.MaxNodes > 0 {
+		if left := t.limits.MaxNodes - t.used.Nodes; left < room {
+			if room = left; room <= 0 {
+				return 0, Nodes
+			}
+		}
+	}
+	per := Of(node, 1)
+	if t.limits.MaxMilliCPU > 0 && per.MilliCPU > 0 {
+		if left := int((t.limits.MaxMilliCPU - t.used.MilliCPU) / per.MilliCPU); left < room {
+			if room = left; room <= 0 {
+				return 0, CPU
+			}
+		}
+	}
+	if t.limits.MaxMemory > 0 && per.Memory > 0 {
+		if left := int((t.limits.MaxMemory - t.used.Memory) / per.Memory); left < room {
+			if room = left; room <= 0 {
+				return 0, Memory
+			}
+		}
+	}
+	return room, ""
+}
+
+// BoundByMaxNodes reports whether --max-nodes-total, rather than anything
+// else, is what stops a group: its room is all the cluster has left under
+// the node limit and the estimate takes all of it (no room at all counts as
+// taken: pass estimate 0). The MaxNodesTotalReached event tells users the
+// flag, not the group, keeps pods pending.
+func (t *Tracker) BoundByMaxNodes(room, estimate int) bool {
+	return t.limits.MaxNodes > 0 && room >= t.limits.MaxNodes-t.used.Nodes && estimate >= room
+}
+
+// CheckRemoval returns the minimum (cpu, then memory) that removing node
+// would break, or "" when the cluster stays at or above both.
+func (t *Tracker) CheckRemoval(node *apiv1.Node) Resource {
+	after := t.used.minus(Of(node, 1))
+	switch {
+	case after.MilliCPU < t.limits.MinMilliCPU:
+		return CPU
+	case after.Memory < t.limits.MinMemory:
+		return Memory
+	}
+	return ""
+}
+
+// ReportMetrics sets the cluster's current cores and memory (live nodes)
+// and its limits.
+func (t *Tracker) ReportMetrics() {
+	metrics.UpdateClusterCPUCurrentCores(t.live.MilliCPU / 1000)
+	metrics.UpdateClusterMemoryCurrentBytes(t.live.Memory)
+	metrics.UpdateCPULimitsCores(t.limits.MinMilliCPU/1000, t.limits.MaxMilliCPU/1000)
+	metrics.UpdateMemoryLimitsBytes(t.limits.MinMemory, t.limits.MaxMemory)
+}
+
+// WithUpcoming returns a copy that also counts the groups' nodes asked for
+// and not registered yet, each like its group's template (node count only
+// for a group without one).
+func (t Tracker) WithUpcoming(groups []clusterstate.NodeGroupState, template func(groupID string) *apiv1.Node) Tracker {
+	for _, gs := range groups {
+		if gs.UpcomingUnregistered == 0 {
+			continue
+		}
+		if n := template(gs.Group.Id()); n != nil {
+			t.Add(n, gs.UpcomingUnregistered)
+		} else {
+			t.AddNodes(gs.UpcomingUnregistered)
+		}
+	}
+	return t
+}
