@@ -39,12 +39,16 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/planner"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
 // apiTimeout bounds the autoscaler's own Kubernetes writes (status, taints).
@@ -96,7 +100,12 @@ type Autoscaler struct {
 	taints    clusterstate.TaintConfig
 	scaleUp   *scaleup.Orchestrator
 	scaleDown *scaledown.ScaleDown
-	trigger   *Trigger
+	// The scale-down's parts, which core reads too: the unneeded nodes, the
+	// removals in flight, and the actuator to wait for at exit.
+	planner  *planner.Planner
+	removals *deletiontracker.Tracker
+	actuator *actuation.Actuator
+	trigger  *Trigger
 	// processors add fake pods (capacity APIs) to those scale-up places.
 	processors pods.Combined
 
@@ -122,7 +131,7 @@ func NewAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 }
 
 func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, provider cloudprovider.CloudProvider,
-	recorder record.EventRecorder, health *metrics.HealthCheck, clk clock.Clock, actuatorOptions ...scaledown.ActuatorOption) (*Autoscaler, error) {
+	recorder record.EventRecorder, health *metrics.HealthCheck, clk clock.Clock, actuatorOptions ...actuation.Option) (*Autoscaler, error) {
 	if kube == nil || provider == nil {
 		return nil, fmt.Errorf("core: a Kubernetes client and a cloud provider are required")
 	}
@@ -202,7 +211,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 // newDecisionState builds what remembers decisions from one iteration to
 // the next: the cluster state registry, the scale-up orchestrator and the
 // scale-down planner and actuator.
-func (a *Autoscaler) newDecisionState(actuatorOptions ...scaledown.ActuatorOption) error {
+func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error {
 	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
 	cms := a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
 	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
@@ -211,12 +220,20 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...scaledown.ActuatorOptio
 	}
 	// Events about fake pods go to the objects they were made for.
 	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, pods.FakePodEvents(a.recorder))
-	planner := scaledown.NewPlanner(a.opts, a.provider, a.registry, a.checker, a.controllerReplicas)
-	actuator := scaledown.NewActuator(a.opts, scaledown.ActuatorDeps{
+	// The drain rules, one set for the planner and the actuator's final
+	// check.
+	drainOpts := drain.NewOptions(a.opts, a.controllerReplicas)
+	a.planner = planner.New(a.opts, a.provider, a.registry, a.checker, drainOpts)
+	// The end of each removal frees its budget: the loop may start the
+	// next one without waiting for the scan interval.
+	a.removals = deletiontracker.New(func(string, string, deletiontracker.Outcome) { a.trigger.Kick() })
+	a.actuator = actuation.New(a.opts, actuation.Deps{
 		Kube: a.kube, Provider: a.provider, Recorder: a.recorder, StatusRef: scaleup.StatusConfigMapRef(a.opts),
-		ControllerReplicas: a.controllerReplicas, PDBs: a.listPDBs, RemovalDone: a.trigger.Kick,
+		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals,
 	}, actuatorOptions...)
-	a.scaleDown = scaledown.New(a.opts, a.registry, planner, actuator)
+	a.scaleDown = scaledown.New(a.opts, a.registry, a.planner, a.actuator, a.removals)
+	// Cooldowns start from the removals' ends.
+	a.removals.AddListener(a.scaleDown.RemovalEnded)
 	return nil
 }
 
@@ -340,7 +357,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	if err := a.provider.Refresh(); err != nil {
 		klog.Errorf("Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown: %v", err)
 		metrics.RegisterError(metrics.CloudProviderError)
-	} else if err := scaledown.CleanUpStaleTaints(ctx, a.kube, scaledown.DeletingInstances(a.provider)); err != nil {
+	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, actuation.DeletingInstances(a.provider)); err != nil {
 		// Not fatal: the nodes stay tainted, which an operator can see, and
 		// the next restart tries again.
 		klog.Errorf("Start-up: stale taint clean-up incomplete: %v", err)
@@ -400,7 +417,7 @@ func (a *Autoscaler) ExitCleanUp() {
 	// back before the Lease is released: the next leader clears leftover
 	// taints at start-up, and must not clear one from a node being deleted.
 	done := make(chan struct{})
-	go func() { a.scaleDown.Actuator.Wait(); close(done) }()
+	go func() { a.actuator.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(exitWait):

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
 	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
 
@@ -86,7 +86,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // rebuild replaces the per-run state (cluster state, scale-up and
 // scale-down bookkeeping) so each benchmark iteration starts alike.
 func (a *Autoscaler) rebuild() {
-	if err := a.newDecisionState(scaledown.Synchronous()); err != nil {
+	if err := a.newDecisionState(actuation.Synchronous()); err != nil {
 		panic(err)
 	}
 	a.lastScaleUp = t0.Add(-24 * 60 * 60 * 1e9)

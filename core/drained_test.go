@@ -31,7 +31,7 @@ func TestPodsOfDrainedNodeKeepTheirDestination(t *testing.T) {
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute)) // n1's drain starts, its pod stays
 	deadline := time.Now().Add(5 * time.Second)
-	for !h.a.scaleDown.Actuator.Draining()["g1-n1"] {
+	for !h.a.removals.Draining()["g1-n1"] {
 		if time.Now().After(deadline) {
 			t.Fatal("n1's drain did not start")
 		}
@@ -42,14 +42,14 @@ func TestPodsOfDrainedNodeKeepTheirDestination(t *testing.T) {
 	h.updateNode(n2)
 
 	h.runOnce(t0.Add(12 * time.Minute))
-	for _, u := range h.a.scaleDown.Planner.Unneeded() {
+	for _, u := range h.a.planner.Unneeded() {
 		if u.Node.Name == "g1-n2" {
 			t.Errorf("n2 is unneeded while the pod being evicted from n1 needs it")
 		}
 	}
 	h.runOnce(t0.Add(23 * time.Minute))
 	release()
-	h.a.scaleDown.Actuator.Wait()
+	h.a.actuator.Wait()
 	if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n1"}) {
 		t.Fatalf("DeleteNodes calls = %v, want only the drained n1", d)
 	}

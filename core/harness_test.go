@@ -28,7 +28,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
 )
 
 // t0 is after the test builders' creation timestamps, so pods are old
@@ -96,9 +96,9 @@ func buildHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.P
 		err := kube.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ev.Namespace, ev.Name)
 		return true, nil, err
 	})
-	actuatorOptions := []scaledown.ActuatorOption{scaledown.WithPacing(5*time.Millisecond, 5*time.Millisecond)}
+	actuatorOptions := []actuation.Option{actuation.WithPacing(5*time.Millisecond, 5*time.Millisecond)}
 	if !async {
-		actuatorOptions = append(actuatorOptions, scaledown.Synchronous())
+		actuatorOptions = append(actuatorOptions, actuation.Synchronous())
 	}
 	a, err := newAutoscaler(opts, kube, provider, rec, nil, clock.RealClock{}, actuatorOptions...)
 	if err != nil {

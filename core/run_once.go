@@ -189,7 +189,7 @@ type iterationSimulation struct {
 
 func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 	sim := iterationSimulation{
-		beingDeleted: a.scaleDown.Actuator.BeingDeleted(),
+		beingDeleted: a.removals.BeingDeleted(),
 		placed:       drain.WithoutExpendable(c.pods, a.opts.ExpendablePodsPriorityCutoff),
 	}
 	limits, err := resourcequotas.NewLimits(a.opts, a.provider)
@@ -223,7 +223,7 @@ func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInp
 	}
 	res, err := a.scaleDown.RunOnce(ctx, in, a.lastScaleUp)
 	// Removals still running after this phase (drains, asynchronous deletes).
-	removals, _ := a.scaleDown.Actuator.InFlight()
+	removals, _ := a.removals.InFlight()
 	metrics.ObservePendingNodeDeletions(removals)
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
@@ -271,7 +271,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 			return false, err
 		}
 	}
-	draining := a.scaleDown.Actuator.Draining()
+	draining := a.removals.Draining()
 	drained := scaleup.DrainedPods(c.pods, draining, a.opts.ExpendablePodsPriorityCutoff)
 	if len(drained) > 0 {
 		klog.V(1).Infof("Scale-up: %d pod(s) being evicted from %d node(s) under drain are placed as pending pods", len(drained), len(draining))

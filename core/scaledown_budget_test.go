@@ -60,18 +60,18 @@ func TestMaxScaleDownParallelismCountsRemovalsInFlight(t *testing.T) {
 	release := h.refuseEvictions()
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute))
-	if n, _ := h.a.scaleDown.Actuator.InFlight(); n != 2 {
+	if n, _ := h.a.removals.InFlight(); n != 2 {
 		t.Fatalf("removals in flight after the first removal loop = %d, want 2", n)
 	}
 	h.runOnce(t0.Add(12 * time.Minute))
-	if n, _ := h.a.scaleDown.Actuator.InFlight(); n != 2 {
+	if n, _ := h.a.removals.InFlight(); n != 2 {
 		t.Fatalf("removals in flight after a second loop = %d, want still 2", n)
 	}
 	if v := read("pending_node_deletions", nil); v != 2 {
 		t.Errorf("pending_node_deletions = %v after a loop with 2 removals in flight, want 2", v)
 	}
 	release()
-	h.a.scaleDown.Actuator.Wait()
+	h.a.actuator.Wait()
 	if d := deletions(p); len(d) != 2 {
 		t.Fatalf("DeleteNodes calls = %v, want 2", d)
 	}
@@ -90,7 +90,7 @@ func TestIdleClusterTracksEveryUnneededNode(t *testing.T) {
 	var got []int
 	for i := 0; i < 6; i++ {
 		h.runOnce(t0.Add(time.Duration(i) * time.Second))
-		got = append(got, len(h.a.scaleDown.Planner.Unneeded()))
+		got = append(got, len(h.a.planner.Unneeded()))
 	}
 	// n1..n9 each hold one light pod that fits on n0: all nine can go.
 	want := []int{2, 4, 6, 8, 9, 9}
@@ -98,7 +98,7 @@ func TestIdleClusterTracksEveryUnneededNode(t *testing.T) {
 		t.Fatalf("unneeded nodes after each loop = %v, want %v", got, want)
 	}
 	// The first ones found keep their time.
-	first := h.a.scaleDown.Planner.Unneeded()
+	first := h.a.planner.Unneeded()
 	sort.Slice(first, func(i, j int) bool { return first[i].Since.Before(first[j].Since) })
 	if !first[0].Since.Equal(t0) {
 		t.Errorf("earliest unneeded since %v, want %v", first[0].Since, t0)
@@ -115,7 +115,7 @@ func TestCandidatePoolBoundsSimulationsPerLoop(t *testing.T) {
 	o.ScaleDownCandidatesPoolMinCount = 1
 	h := newHarness(t, o, p, objs...)
 	h.runOnce(t0)
-	if n := len(h.a.scaleDown.Planner.Unneeded()); n != 3 {
+	if n := len(h.a.planner.Unneeded()); n != 3 {
 		t.Fatalf("unneeded after one loop = %d, want 3 (pool of ceil(10 × 0.3))", n)
 	}
 }
@@ -137,7 +137,7 @@ func TestSystemPodBlocksOnlyUntilTimeout(t *testing.T) {
 	if d := deletions(p); len(d) != 0 {
 		t.Fatalf("node removed while its kube-system pod was younger than the timeout: %v", d)
 	}
-	if un := h.a.scaleDown.Planner.Unneeded(); len(un) != 1 || un[0].Node.Name != "g1-n1" || !un[0].Since.Equal(t0.Add(11*time.Minute)) {
+	if un := h.a.planner.Unneeded(); len(un) != 1 || un[0].Node.Name != "g1-n1" || !un[0].Since.Equal(t0.Add(11*time.Minute)) {
 		t.Fatalf("unneeded = %v, want g1-n1 since the pod passed the timeout", un)
 	}
 	h.runOnce(t0.Add(22 * time.Minute))

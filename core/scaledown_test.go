@@ -268,7 +268,7 @@ func TestUnneededNodesShareOnePDBBudget(t *testing.T) {
 	h := newHarness(t, testOptions(), p, objs...)
 	h.runOnce(t0)
 	var unneeded []string
-	for _, c := range h.a.scaleDown.Planner.Unneeded() {
+	for _, c := range h.a.planner.Unneeded() {
 		unneeded = append(unneeded, c.Node.Name)
 	}
 	if !reflect.DeepEqual(unneeded, []string{"g1-n1"}) {
@@ -637,24 +637,24 @@ func TestBackgroundDrainTracksNode(t *testing.T) {
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute)) // n2 (empty) and n1 (drain) start
 	deadline := time.Now().Add(5 * time.Second)
-	for !h.a.scaleDown.Actuator.DrainInProgress() || len(deletions(p)) == 0 {
+	for _, drains := h.a.removals.InFlight(); drains == 0 || len(deletions(p)) == 0; _, drains = h.a.removals.InFlight() {
 		if time.Now().After(deadline) {
 			t.Fatalf("drain not started: %v", deletions(p))
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if !h.a.scaleDown.Actuator.BeingDeleted()["g1-n1"] {
+	if !h.a.removals.BeingDeleted()["g1-n1"] {
 		t.Fatal("draining node not tracked")
 	}
 	h.waitCache("taint on n1", func() bool { n, _ := h.a.nodes.Get("g1-n1"); return hasTaint(n, clusterstate.ToBeDeletedTaint) })
 	// Another loop while the drain runs: n1 is neither re-planned nor
 	// counted for scale-up; with n2 gone and n1 leaving, g1 is at its min.
 	h.runOnce(t0.Add(12 * time.Minute))
-	if un := h.a.scaleDown.Planner.Unneeded(); len(un) != 0 {
+	if un := h.a.planner.Unneeded(); len(un) != 0 {
 		t.Fatalf("unneeded while draining: %d", len(un))
 	}
 	release()
-	h.a.scaleDown.Actuator.Wait()
+	h.a.actuator.Wait()
 	d := deletions(p)
 	sort.Strings(d)
 	if !reflect.DeepEqual(d, []string{"g1:g1-n1", "g1:g1-n2"}) {

@@ -4,33 +4,52 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/budgets"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
-// ScaleDown ties the planner and the actuator together with the cooldowns.
+// ScaleDown ties the planner, choose and the actuator together with the
+// cooldowns.
 type ScaleDown struct {
 	opts     config.AutoscalingOptions
 	registry *clusterstate.Registry
-	Planner  *Planner
-	Actuator *Actuator
+	planner  Planner
+	actuator Actuator
+	removals Removals
 
 	lastDelete, lastFailure time.Time
-	seenDeletions           int
-	seenFailures            int
+	// deleted and failed are set when a removal ends (from its goroutine)
+	// and turned into cooldown start times on the loop's clock by observe.
+	deleted, failed atomic.Bool
 }
 
-// New returns a ScaleDown.
-func New(opts config.AutoscalingOptions, registry *clusterstate.Registry, planner *Planner, actuator *Actuator) *ScaleDown {
-	return &ScaleDown{opts: opts, registry: registry, Planner: planner, Actuator: actuator}
+// New returns a ScaleDown; removals is the tracker the actuator reports
+// to, whose ends start the cooldowns (Listen).
+func New(opts config.AutoscalingOptions, registry *clusterstate.Registry, planner Planner, actuator Actuator, removals Removals) *ScaleDown {
+	return &ScaleDown{opts: opts, registry: registry, planner: planner, actuator: actuator, removals: removals}
+}
+
+// RemovalEnded is a deletiontracker.Listener: a deletion starts
+// --scale-down-delay-after-delete, a failure
+// --scale-down-delay-after-failure, from the next loop's time.
+func (s *ScaleDown) RemovalEnded(_, _ string, outcome deletiontracker.Outcome) {
+	switch outcome {
+	case deletiontracker.Deleted:
+		s.deleted.Store(true)
+	case deletiontracker.Failed:
+		s.failed.Store(true)
+	}
 }
 
 // Result says what one scale-down pass did.
@@ -47,17 +66,15 @@ type Result struct {
 // Started reports whether any removal started.
 func (r Result) Started() bool { return len(r.Empty) > 0 || len(r.Drained) > 0 }
 
-// observe turns completed actuations into cooldown start times on the
-// loop's clock.
+// observe turns the removals ended since the last call into cooldown start
+// times on the loop's clock.
 func (s *ScaleDown) observe(now time.Time) {
-	d, f := s.Actuator.Counts()
-	if d > s.seenDeletions {
+	if s.deleted.Swap(false) {
 		s.lastDelete = now
 	}
-	if f > s.seenFailures {
+	if s.failed.Swap(false) {
 		s.lastFailure = now
 	}
-	s.seenDeletions, s.seenFailures = d, f
 }
 
 // cooldown explains why removals must wait ("" when they need not).
@@ -82,24 +99,24 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	defer metrics.UpdateDurationFromStart(metrics.ScaleDown, start)
 	s.observe(in.Now)
 	if in.BeingDeleted == nil {
-		in.BeingDeleted = s.Actuator.BeingDeleted()
+		in.BeingDeleted = s.removals.BeingDeleted()
 	}
-	if err := s.Planner.Update(in); err != nil {
+	if err := s.planner.Update(in); err != nil {
 		return res, err
 	}
 	// Counted after the removals are chosen, which add their own reasons
 	// (not unneeded long enough, min size, cluster minimums), as upstream.
-	defer func() { metrics.UpdateUnremovableNodesCount(s.Planner.unremovable.countsByLabel()) }()
-	unneeded := s.Planner.Unneeded()
+	defer func() { metrics.UpdateUnremovableNodesCount(s.planner.UnremovableCounts()) }()
+	unneeded := s.planner.Unneeded()
 	res.Unneeded = len(unneeded)
 
 	if why := s.cooldown(in.Now, lastScaleUp); why != "" {
 		res.InCooldown = true
 		metrics.UpdateScaleDownInCooldown(true)
 		if len(unneeded) > 0 {
-			klog.Infof("Scale-down: in cooldown, %d unneeded node(s) wait: %s", len(unneeded), why)
+			klog.InfoS("Scale-down: in cooldown, unneeded nodes wait", "unneeded", len(unneeded), "why", why)
 		} else {
-			klog.V(2).Infof("Scale-down: in cooldown: %s", why)
+			klog.V(2).InfoS("Scale-down: in cooldown", "why", why)
 		}
 		return res, nil
 	}
@@ -109,10 +126,13 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 		return res, nil
 	}
 
-	empty, drain, next := s.choose(unneeded, in)
-	res.NextAt = next
-	res.Empty = s.startEmpty(ctx, empty)
-	res.Drained = s.startDrains(ctx, drain, in.Now)
+	removals, drains := s.removals.InFlight()
+	b := budgets.New(s.opts.MaxScaleDownParallelism, s.opts.MaxDrainParallelism, removals, drains)
+	plan := choose(unneeded, s.groupFacts(unneeded), b, in.Quotas, in.Now)
+	res.NextAt = plan.NextAt
+	s.recordKept(plan.Kept)
+	res.Empty = s.startEmpty(ctx, plan.Empty)
+	res.Drained = s.startDrains(ctx, plan.Drain, in.Now)
 	s.observe(in.Now)
 	if res.Started() {
 		// The delay after delete runs from the start of a removal (and again
@@ -122,119 +142,42 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	return res, nil
 }
 
-// startEmpty hands the empty nodes to the actuator and returns their names.
-func (s *ScaleDown) startEmpty(ctx context.Context, empty []*Candidate) []string {
-	if len(empty) == 0 {
-		return nil
-	}
-	names := make([]string, len(empty))
-	for i, c := range empty {
-		names[i] = c.Node.Name
-		s.Planner.Forget(c.Node.Name)
-	}
-	klog.Infof("Scale-down: removing %d empty node(s): %s", len(empty), strings.Join(names, ", "))
-	s.Actuator.DeleteEmpty(ctx, empty)
-	return names
-}
-
-// startDrains hands the nodes to drain to the actuator and returns their names.
-func (s *ScaleDown) startDrains(ctx context.Context, drains []*Candidate, now time.Time) []string {
-	var names []string
-	for _, c := range drains {
-		names = append(names, c.Node.Name)
-		s.Planner.Forget(c.Node.Name)
-		why := "underutilized"
-		if c.Unready {
-			why = "unready"
+// groupFacts reads, for the groups of the unneeded nodes, what choose needs:
+// min size, target, removals in flight and unneeded times.
+func (s *ScaleDown) groupFacts(unneeded []*UnneededNode) map[string]GroupFacts {
+	out := map[string]GroupFacts{}
+	for _, u := range unneeded {
+		if _, done := out[u.GroupID]; done {
+			continue
 		}
-		klog.Infof("Scale-down: removing node %s (%s, %s utilization %.2f, unneeded for %s): %d pod(s) to evict: %s",
-			c.Node.Name, why, resourceLabel(c.Utilization), c.Utilization.Utilization,
-			now.Sub(c.Since).Round(time.Second), len(c.PodsToEvict), framework.PodNames(c.PodsToEvict, 5))
-	}
-	if len(drains) > 0 {
-		s.Actuator.Drain(ctx, drains)
-	}
-	return names
-}
-
-// removalBudgets: how many removals may start now, in all and with a drain:
-// --max-scale-down-parallelism and --max-drain-parallelism minus the
-// removals in flight, as upstream's budgets count them.
-func (s *ScaleDown) removalBudgets() (total, drains int) {
-	inFlight, draining := s.Actuator.InFlight()
-	total = max(0, s.opts.MaxScaleDownParallelism-inFlight)
-	drains = max(0, min(s.opts.MaxDrainParallelism-draining, total))
-	return total, drains
-}
-
-// choose picks, in Unneeded's order (empty nodes first), the nodes whose
-// removal starts now, within the removal budgets, keeping every group above
-// its min size and the cluster above --cores-total / --memory-total minimums.
-func (s *ScaleDown) choose(unneeded []*Candidate, in PlannerInput) (empty, drain []*Candidate, nextAt time.Time) {
-	quotas := in.Quotas
-	picked := map[string]int{}
-	budget, drainBudget := s.removalBudgets()
-	for _, c := range unneeded {
-		gs, ok := s.registry.NodeGroup(c.GroupID)
+		gs, ok := s.registry.NodeGroup(u.GroupID)
 		if !ok {
 			continue
 		}
-		threshold := gs.Options.ScaleDownUnneededTime
-		if c.Unready {
-			threshold = gs.Options.ScaleDownUnreadyTime
+		// The in-flight count first, the provider's target after it: see
+		// GroupFacts.Deleting.
+		f := GroupFacts{MinSize: gs.Group.MinSize(), Deleting: s.removals.DeletingInGroup(u.GroupID), Target: gs.Target,
+			UnneededTime: gs.Options.ScaleDownUnneededTime, UnreadyTime: gs.Options.ScaleDownUnreadyTime}
+		if t, err := gs.Group.TargetSize(); err == nil && t < f.Target {
+			f.Target = t
 		}
-		if d := in.Now.Sub(c.Since); d < threshold {
-			if at := c.Since.Add(threshold); nextAt.IsZero() || at.Before(nextAt) {
-				nextAt = at
-			}
-			reason := simulator.NotUnneededLongEnough
-			if c.Unready {
-				reason = simulator.NotUnreadyLongEnough
-			}
-			s.Planner.unremovable.record(c.Node.Name, reason)
-			klog.V(2).Infof("Scale-down: node %s unneeded for %s of %s", c.Node.Name, d.Round(time.Second), threshold)
-			continue
-		}
-		if len(empty)+len(drain) >= budget {
-			klog.V(2).Infof("Scale-down: node %s waits: %d node(s) already being removed (--max-scale-down-parallelism=%d)",
-				c.Node.Name, s.opts.MaxScaleDownParallelism-budget+len(empty)+len(drain), s.opts.MaxScaleDownParallelism)
-			continue
-		}
-		if !c.Empty && len(drain) >= drainBudget {
-			klog.V(2).Infof("Scale-down: node %s waits: %d node(s) already being drained (--max-drain-parallelism=%d)",
-				c.Node.Name, s.opts.MaxDrainParallelism-drainBudget+len(drain), s.opts.MaxDrainParallelism)
-			continue
-		}
-		// The target was read at the start of the loop, and a removal may have
-		// finished since, leaving the in-flight count. The in-flight count is
-		// read first and the target again after it: a removal finishing in
-		// between is counted twice (a node kept), never missed.
-		deleting := s.Actuator.DeletingInGroup(c.GroupID)
-		target := gs.Target
-		if t, err := gs.Group.TargetSize(); err == nil && t < target {
-			target = t
-		}
-		size := target - deleting - picked[c.GroupID]
-		if size <= gs.Group.MinSize() {
-			s.Planner.unremovable.record(c.Node.Name, simulator.NodeGroupMinSizeReached)
-			klog.V(2).Infof("Scale-down: node %s unneeded but node group %s would go below its min size %d", c.Node.Name, c.GroupID, gs.Group.MinSize())
-			continue
-		}
-		if short := quotas.CheckRemoval(c.Node); short != "" {
-			s.Planner.unremovable.record(c.Node.Name, simulator.MinimalResourceLimitExceeded)
-			klog.V(2).InfoS("Scale-down: node unneeded but the cluster would go below its minimum", "node", klog.KObj(c.Node), "resource", short)
-			metrics.RegisterSkippedScaleDown(skippedLabel(short))
-			continue
-		}
-		quotas.Remove(c.Node)
-		picked[c.GroupID]++
-		if c.Empty {
-			empty = append(empty, c)
-		} else {
-			drain = append(drain, c)
-		}
+		out[u.GroupID] = f
 	}
-	return empty, drain, nextAt
+	return out
+}
+
+// recordKept tells the planner why unneeded nodes stay, logs it and counts
+// the removals a cluster-wide minimum prevented.
+func (s *ScaleDown) recordKept(kept []Kept) {
+	for _, k := range kept {
+		if k.Reason != simulator.NoReason {
+			s.planner.RecordUnremovable(k.Node.Node.Name, k.Reason)
+		}
+		if k.Minimum != "" {
+			metrics.RegisterSkippedScaleDown(skippedLabel(k.Minimum))
+		}
+		klog.V(2).InfoS("Scale-down: unneeded node waits", "node", klog.KObj(k.Node.Node), "nodeGroup", k.Node.GroupID, "why", k.Why)
+	}
 }
 
 // skippedLabel is the skipped_scale_events_count reason of a minimum.
@@ -243,4 +186,40 @@ func skippedLabel(r resourcequotas.Resource) string {
 		return metrics.SkippedCPUResourceLimit
 	}
 	return metrics.SkippedMemoryResourceLimit
+}
+
+// startEmpty hands the empty nodes to the actuator and returns their names.
+func (s *ScaleDown) startEmpty(ctx context.Context, empty []*UnneededNode) []string {
+	if len(empty) == 0 {
+		return nil
+	}
+	names := make([]string, len(empty))
+	for i, u := range empty {
+		names[i] = u.Node.Name
+		s.planner.Forget(u.Node.Name)
+	}
+	klog.InfoS("Scale-down: removing empty nodes", "count", len(empty), "nodes", strings.Join(names, ", "))
+	s.actuator.DeleteEmpty(ctx, empty)
+	return names
+}
+
+// startDrains hands the nodes to drain to the actuator and returns their names.
+func (s *ScaleDown) startDrains(ctx context.Context, drains []*UnneededNode, now time.Time) []string {
+	var names []string
+	for _, u := range drains {
+		names = append(names, u.Node.Name)
+		s.planner.Forget(u.Node.Name)
+		why := "underutilized"
+		if u.Unready {
+			why = "unready"
+		}
+		klog.InfoS("Scale-down: removing node", "node", klog.KObj(u.Node), "nodeGroup", u.GroupID, "why", why,
+			"resource", ResourceLabel(u.Utilization), "utilization", fmt.Sprintf("%.2f", u.Utilization.Utilization),
+			"unneededFor", now.Sub(u.Since).Round(time.Second), "podsToEvict", len(u.PodsToEvict),
+			"pods", framework.PodNames(u.PodsToEvict, 5))
+	}
+	if len(drains) > 0 {
+		s.actuator.Drain(ctx, drains)
+	}
+	return names
 }

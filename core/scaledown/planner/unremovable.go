@@ -1,4 +1,4 @@
-package scaledown
+package planner
 
 import (
 	"k8s.io/klog/v2"

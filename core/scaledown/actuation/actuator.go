@@ -1,9 +1,13 @@
-package scaledown
+// Package actuation removes the nodes scale-down chose: it taints them
+// ToBeDeletedByClusterAutoscaler, evicts their pods (drain) or checks they
+// are still empty, asks the provider to delete them, and gives a node back
+// (taint removed) when its removal fails. Every removal is reported to the
+// deletion tracker when it starts and when it ends.
+package actuation
 
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +24,8 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -36,119 +42,56 @@ const PodEvictionHeadroom = 30 * time.Second
 // and scale-up leave them alone.
 type Actuator struct {
 	opts config.AutoscalingOptions
-	deps ActuatorDeps
+	deps Deps
 
 	clock                 clock.PassiveClock
 	evictionRetryInterval time.Duration
 	podGoneCheckInterval  time.Duration
 	async                 bool
 
-	mu       sync.Mutex
-	deleting map[string]string // node → group id
-	draining map[string]bool   // the nodes of deleting that are drained
-	// Completed deletions and failures so far; the caller turns changes into
-	// cooldowns on its own clock.
-	deletions int
-	failures  int
-	wg        sync.WaitGroup
+	wg sync.WaitGroup
 }
 
-// ActuatorDeps is what the actuator needs from the rest of the autoscaler.
-type ActuatorDeps struct {
+// Deps is what the actuator needs from the rest of the autoscaler.
+type Deps struct {
 	Kube     kubernetes.Interface
 	Provider cloudprovider.CloudProvider
 	Recorder record.EventRecorder
 	// StatusRef is the object of the ScaleDownEmpty events.
 	StatusRef *apiv1.ObjectReference
-	// ControllerReplicas: as the planner's, for the final check of a node's
-	// pods before it is drained; nil skips the controller checks.
-	ControllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
+	// DrainOptions are the drain rules, as the planner's, for the final
+	// check of a node's pods before it is drained.
+	DrainOptions drain.Options
 	// PDBs lists the cluster's PodDisruptionBudgets, for the final check:
 	// a kube-system pod covered by one may be evicted.
 	PDBs func() ([]*policyv1.PodDisruptionBudget, error)
-	// RemovalDone, when set, is called each time a removal ends (done,
-	// failed or given up): its budget is free again, so the loop may start
-	// the next one without waiting for the scan interval.
-	RemovalDone func()
+	// Removals is told of every removal's start and end.
+	Removals *deletiontracker.Tracker
 }
 
-// ActuatorOption changes how an actuator paces its work.
-type ActuatorOption func(*Actuator)
+// Option changes how an actuator paces its work.
+type Option func(*Actuator)
 
 // WithPacing sets how often a refused eviction is retried and how often an
 // evicted pod is checked for being gone (5s each by default).
-func WithPacing(evictionRetry, podGoneCheck time.Duration) ActuatorOption {
+func WithPacing(evictionRetry, podGoneCheck time.Duration) Option {
 	return func(a *Actuator) { a.evictionRetryInterval, a.podGoneCheckInterval = evictionRetry, podGoneCheck }
 }
 
 // Synchronous runs each removal in the caller's goroutine instead of its
 // own, so that its outcome is known when DeleteEmpty or Drain returns.
-func Synchronous() ActuatorOption { return func(a *Actuator) { a.async = false } }
+func Synchronous() Option { return func(a *Actuator) { a.async = false } }
 
-// NewActuator returns an actuator.
-func NewActuator(opts config.AutoscalingOptions, deps ActuatorDeps, options ...ActuatorOption) *Actuator {
+// New returns an actuator.
+func New(opts config.AutoscalingOptions, deps Deps, options ...Option) *Actuator {
 	a := &Actuator{
 		opts: opts, deps: deps,
 		clock: clock.RealClock{}, evictionRetryInterval: 5 * time.Second, podGoneCheckInterval: 5 * time.Second, async: true,
-		deleting: map[string]string{}, draining: map[string]bool{},
 	}
 	for _, o := range options {
 		o(a)
 	}
 	return a
-}
-
-// BeingDeleted returns the nodes being removed.
-func (a *Actuator) BeingDeleted() map[string]bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make(map[string]bool, len(a.deleting))
-	for n := range a.deleting {
-		out[n] = true
-	}
-	return out
-}
-
-// DeletingInGroup counts the group's nodes being removed.
-func (a *Actuator) DeletingInGroup(id string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	n := 0
-	for _, g := range a.deleting {
-		if g == id {
-			n++
-		}
-	}
-	return n
-}
-
-// DrainInProgress reports whether a non-empty node is being drained.
-func (a *Actuator) DrainInProgress() bool {
-	_, draining := a.InFlight()
-	return draining > 0
-}
-
-// InFlight counts the removals started and not yet finished or given up, and
-// how many of them drain their node.
-func (a *Actuator) InFlight() (removals, drains int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.deleting), len(a.draining)
-}
-
-// Draining returns the nodes being drained: their pods are being evicted
-// and will need room elsewhere.
-func (a *Actuator) Draining() map[string]bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return maps.Clone(a.draining)
-}
-
-// Counts returns how many node removals completed and failed so far.
-func (a *Actuator) Counts() (deletions, failures int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.deletions, a.failures
 }
 
 // Wait blocks until running deletions end.
@@ -164,34 +107,14 @@ func (a *Actuator) run(f func()) {
 	f()
 }
 
-func (a *Actuator) track(cands []*Candidate, drain bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, c := range cands {
-		a.deleting[c.Node.Name] = c.GroupID
-		if drain {
-			a.draining[c.Node.Name] = true
-		}
+// started reports the removals' start to the tracker.
+func (a *Actuator) started(nodes []*scaledown.UnneededNode, drain bool) {
+	for _, u := range nodes {
+		a.deps.Removals.Started(u.Node.Name, u.GroupID, drain)
 	}
 }
 
-func (a *Actuator) finish(names []string, deleted int, failed bool) {
-	a.mu.Lock()
-	for _, n := range names {
-		delete(a.deleting, n)
-		delete(a.draining, n)
-	}
-	a.deletions += deleted
-	if failed {
-		a.failures++
-	}
-	a.mu.Unlock()
-	if a.deps.RemovalDone != nil {
-		a.deps.RemovalDone()
-	}
-}
-
-func scaleDownReason(c *Candidate) string {
+func scaleDownReason(c *scaledown.UnneededNode) string {
 	switch {
 	case c.Unready:
 		return metrics.ScaleDownUnready
@@ -219,91 +142,127 @@ func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err 
 // DeleteEmpty removes nodes running only DaemonSet and mirror pods, in bulk:
 // taint them all, check they are still empty, then one DeleteNodes call per
 // group.
-func (a *Actuator) DeleteEmpty(ctx context.Context, cands []*Candidate) {
-	if len(cands) == 0 {
+func (a *Actuator) DeleteEmpty(ctx context.Context, nodes []*scaledown.UnneededNode) {
+	if len(nodes) == 0 {
 		return
 	}
-	a.track(cands, false)
-	for _, c := range cands {
-		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %q", c.Node.Name)
+	a.started(nodes, false)
+	for _, u := range nodes {
+		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %q", u.Node.Name)
 	}
-	a.run(func() { a.deleteEmpty(ctx, cands) })
+	a.run(func() { a.deleteEmpty(ctx, nodes) })
 }
 
-func (a *Actuator) deleteEmpty(ctx context.Context, cands []*Candidate) {
-	names := make([]string, 0, len(cands))
-	for _, c := range cands {
-		names = append(names, c.Node.Name)
+// deleteEmpty prepares each node (taint, check still empty, evict its
+// DaemonSet pods), then deletes the prepared ones group by group. The
+// tracker hears every outcome once the whole batch is done.
+func (a *Actuator) deleteEmpty(ctx context.Context, nodes []*scaledown.UnneededNode) {
+	outcomes := make(map[string]deletiontracker.Outcome, len(nodes))
+	defer func() {
+		for _, u := range nodes {
+			a.deps.Removals.Ended(u.Node.Name, outcomes[u.Node.Name])
+		}
+	}()
+	var ready []*scaledown.UnneededNode
+	for _, u := range nodes {
+		if outcome, ok := a.prepareEmpty(ctx, u); ok {
+			ready = append(ready, u)
+		} else {
+			outcomes[u.Node.Name] = outcome
+		}
 	}
-	deleted, failed := 0, false
-	defer func() { a.finish(names, deleted, failed) }()
+	for _, group := range byGroup(ready) {
+		for name, outcome := range a.deleteGroup(ctx, group) {
+			outcomes[name] = outcome
+		}
+	}
+}
 
-	byGroup := map[string][]*Candidate{}
-	var order []string
-	for _, c := range cands {
-		if err := a.markNode(ctx, c.Node); err != nil {
-			a.fail(ctx, c.Node, metrics.APICallError, err)
-			failed = true
-			continue
-		}
-		// A pod may have been bound since the simulation. The check reads the
-		// API server, not the informer cache, which may lag the binding; with
-		// the taint on, nothing new can arrive, so its answer is final. No
-		// drain rules apply: any pod to move or blocking one means a pod
-		// arrived, so the node is not empty either way.
-		pods, err := a.podsOnNode(ctx, c.Node.Name)
-		if err != nil {
-			a.fail(ctx, c.Node, metrics.APICallError, fmt.Errorf("checking the node is still empty: %w", err))
-			failed = true
-			continue
-		}
-		if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.clock.Now()); len(toMove) > 0 || blocking != nil {
-			klog.Infof("Scale-down: node %s is no longer empty (%s); not removing it", c.Node.Name, arrivedPods(toMove, blocking))
-			if _, err := UnmarkToBeDeleted(ctx, a.deps.Kube, c.Node.Name, a.opts.CordonNodeBeforeTerminate); err != nil {
-				klog.Errorf("Scale-down: %v", err)
-			}
-			continue
-		}
-		// Best effort, as upstream: the node goes whatever the answers.
-		a.evictBestEffort(ctx, c.Node, daemonSetPodsToEvict(pods, a.opts.DaemonSetEvictionForEmptyNodes))
-		if _, ok := byGroup[c.GroupID]; !ok {
-			order = append(order, c.GroupID)
-		}
-		byGroup[c.GroupID] = append(byGroup[c.GroupID], c)
+// prepareEmpty taints an empty node, checks it is still empty and evicts
+// its DaemonSet pods (best effort). When the node is not to be deleted it
+// returns why the removal ended, and false.
+func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode) (deletiontracker.Outcome, bool) {
+	if err := a.markNode(ctx, u.Node); err != nil {
+		a.fail(ctx, u.Node, metrics.APICallError, err)
+		return deletiontracker.Failed, false
 	}
-	for _, id := range order {
-		group := byGroup[id]
-		nodes := make([]*apiv1.Node, len(group))
-		gnames := make([]string, len(group))
-		for i, c := range group {
-			nodes[i], gnames[i] = c.Node, c.Node.Name
-		}
-		if started, err := a.deleteNodes(nodes); err != nil {
-			// The group may have deleted some before failing: those keep
-			// their taint, or pods would be scheduled onto a node going away.
-			failed = true
-			var gone []*Candidate
-			gnames = gnames[:0]
-			for _, c := range group {
-				if started[c.Node.Name] {
-					gone = append(gone, c)
-					gnames = append(gnames, c.Node.Name)
-				} else {
-					a.fail(ctx, c.Node, metrics.CloudProviderError, err)
-				}
-			}
-			if group = gone; len(group) == 0 {
-				continue
-			}
-		}
-		deleted += len(group)
-		for _, c := range group {
-			gpuName, gpuType := cloudprovider.GPULabels(a.deps.Provider, c.Node)
-			metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
-			a.deps.Recorder.Event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
-		}
-		klog.Infof("Scale-down: removed empty node(s) %s from node group %s", strings.Join(gnames, ", "), id)
+	// A pod may have been bound since the simulation. The check reads the
+	// API server, not the informer cache, which may lag the binding; with
+	// the taint on, nothing new can arrive, so its answer is final. No
+	// drain rules apply: any pod to move or blocking one means a pod
+	// arrived, so the node is not empty either way.
+	pods, err := a.podsOnNode(ctx, u.Node.Name)
+	if err != nil {
+		a.fail(ctx, u.Node, metrics.APICallError, fmt.Errorf("checking the node is still empty: %w", err))
+		return deletiontracker.Failed, false
 	}
+	if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.clock.Now()); len(toMove) > 0 || blocking != nil {
+		klog.InfoS("Scale-down: node is no longer empty; not removing it", "node", klog.KObj(u.Node), "arrived", arrivedPods(toMove, blocking))
+		if _, err := UnmarkToBeDeleted(ctx, a.deps.Kube, u.Node.Name, a.opts.CordonNodeBeforeTerminate); err != nil {
+			klog.Errorf("Scale-down: %v", err)
+		}
+		return deletiontracker.Kept, false
+	}
+	// Best effort, as upstream: the node goes whatever the answers.
+	a.evictBestEffort(ctx, u.Node, daemonSetPodsToEvict(pods, a.opts.DaemonSetEvictionForEmptyNodes))
+	return deletiontracker.Deleted, true
+}
+
+// byGroup splits nodes by node group, in the order the groups first appear.
+func byGroup(nodes []*scaledown.UnneededNode) [][]*scaledown.UnneededNode {
+	index := map[string]int{}
+	var out [][]*scaledown.UnneededNode
+	for _, u := range nodes {
+		i, ok := index[u.GroupID]
+		if !ok {
+			i = len(out)
+			index[u.GroupID] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], u)
+	}
+	return out
+}
+
+// deleteGroup asks the provider to delete one group's prepared nodes in one
+// call, gives back those it did not delete when it fails, and records the
+// removed ones. It returns each node's outcome.
+func (a *Actuator) deleteGroup(ctx context.Context, group []*scaledown.UnneededNode) map[string]deletiontracker.Outcome {
+	outcomes := make(map[string]deletiontracker.Outcome, len(group))
+	nodes := make([]*apiv1.Node, len(group))
+	for i, u := range group {
+		nodes[i] = u.Node
+	}
+	started, err := a.deleteNodes(nodes)
+	var gone []*scaledown.UnneededNode
+	for _, u := range group {
+		// The group may have deleted some before failing: those keep their
+		// taint, or pods would be scheduled onto a node going away.
+		if err != nil && !started[u.Node.Name] {
+			a.fail(ctx, u.Node, metrics.CloudProviderError, err)
+			outcomes[u.Node.Name] = deletiontracker.Failed
+			continue
+		}
+		outcomes[u.Node.Name] = deletiontracker.Deleted
+		gone = append(gone, u)
+		a.removed(u)
+	}
+	if len(gone) > 0 {
+		names := make([]string, len(gone))
+		for i, u := range gone {
+			names[i] = u.Node.Name
+		}
+		klog.InfoS("Scale-down: removed empty nodes", "nodes", strings.Join(names, ", "), "nodeGroup", group[0].GroupID)
+	}
+	return outcomes
+}
+
+// removed records a node the provider deleted: the scaled_down_nodes_total
+// metric and the node's ScaleDown event.
+func (a *Actuator) removed(u *scaledown.UnneededNode) {
+	gpuName, gpuType := cloudprovider.GPULabels(a.deps.Provider, u.Node)
+	metrics.RegisterScaleDown(1, scaleDownReason(u), gpuName, gpuType)
+	a.deps.Recorder.Event(u.Node, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 }
 
 // deleteNodes asks the nodes' group to delete them (all from one group).
@@ -352,13 +311,13 @@ func (a *Actuator) deleteNodes(nodes []*apiv1.Node) (deleted map[string]bool, er
 // Eviction API, wait for them to go, delete the node. Every node is tainted
 // before any drain starts, so pods evicted from one cannot land on another;
 // then each node drains in its own goroutine.
-func (a *Actuator) Drain(ctx context.Context, cands []*Candidate) {
-	a.track(cands, true)
-	var tainted []*Candidate
+func (a *Actuator) Drain(ctx context.Context, cands []*scaledown.UnneededNode) {
+	a.started(cands, true)
+	var tainted []*scaledown.UnneededNode
 	for _, c := range cands {
 		if err := a.markNode(ctx, c.Node); err != nil {
 			a.fail(ctx, c.Node, metrics.APICallError, err)
-			a.finish([]string{c.Node.Name}, 0, true)
+			a.deps.Removals.Ended(c.Node.Name, deletiontracker.Failed)
 			continue
 		}
 		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %s, pods to reschedule: %s",
@@ -370,10 +329,10 @@ func (a *Actuator) Drain(ctx context.Context, cands []*Candidate) {
 	}
 }
 
-func (a *Actuator) drain(ctx context.Context, c *Candidate) {
+func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode) {
 	n := c.Node
-	deleted, failed := 0, false
-	defer func() { a.finish([]string{n.Name}, deleted, failed) }()
+	outcome := deletiontracker.Failed
+	defer func() { a.deps.Removals.Ended(n.Name, outcome) }()
 
 	start := a.clock.Now()
 	// Re-read the node's pods from the API server now that it is tainted:
@@ -381,7 +340,6 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	current, err := a.podsOnNode(ctx, n.Name)
 	if err != nil {
 		a.fail(ctx, n, metrics.APICallError, fmt.Errorf("listing the node's pods: %w", err))
-		failed = true
 		return
 	}
 	// PDBs only say which pods they cover; their budgets are left to the
@@ -390,16 +348,14 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 	if a.deps.PDBs != nil {
 		if pdbs, err = a.deps.PDBs(); err != nil {
 			a.fail(ctx, n, metrics.InternalError, fmt.Errorf("listing PodDisruptionBudgets: %w", err))
-			failed = true
 			return
 		}
 	}
-	opts := a.drainOptions()
+	opts := a.deps.DrainOptions
 	opts.BudgetsLeftToEviction = true
 	pods, blocking := drain.PodsToMove(a.withoutExpendable(current), pdbs, opts, start)
 	if blocking != nil && blocking.Pod != nil {
-		a.fail(ctx, n, metrics.TransientError, fmt.Errorf("drain blocked: %s", describeBlocking(blocking)))
-		failed = true
+		a.fail(ctx, n, metrics.TransientError, fmt.Errorf("drain blocked: %s", scaledown.DescribeBlocking(blocking)))
 		return
 	}
 	ds := daemonSetPodsToEvict(current, a.opts.DaemonSetEvictionForOccupiedNodes)
@@ -408,24 +364,16 @@ func (a *Actuator) drain(ctx context.Context, c *Candidate) {
 
 	if err := a.evictAll(ctx, n, pods, ds); err != nil {
 		a.fail(ctx, n, metrics.APICallError, err)
-		failed = true
 		return
 	}
 	if started, err := a.deleteNodes([]*apiv1.Node{n}); err != nil && !started[n.Name] {
 		a.fail(ctx, n, metrics.CloudProviderError, fmt.Errorf("deleting node: %w", err))
-		failed = true
 		return
 	}
-	deleted = 1
-	gpuName, gpuType := cloudprovider.GPULabels(a.deps.Provider, n)
-	metrics.RegisterScaleDown(1, scaleDownReason(c), gpuName, gpuType)
-	a.deps.Recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
+	outcome = deletiontracker.Deleted
+	a.removed(c)
 	klog.Infof("Scale-down: removed node %s from node group %s after evicting %d pod(s) in %s",
 		n.Name, c.GroupID, len(pods), a.clock.Now().Sub(start).Round(time.Second))
-}
-
-func (a *Actuator) drainOptions() drain.Options {
-	return drain.NewOptions(a.opts, a.deps.ControllerReplicas)
 }
 
 // evictAll evicts pods in parallel, each retried (PDB refusals come back as
@@ -572,7 +520,7 @@ func (a *Actuator) evictBestEffort(ctx context.Context, n *apiv1.Node, pods []*a
 
 // describeUtilization renders a node's utilization for the ScaleDown event.
 func describeUtilization(u utilization.Info) string {
-	return fmt.Sprintf("{cpu: %.2f, memory: %.2f, gpu: %.2f, utilization: %.2f (%s)}", u.CpuUtil, u.MemUtil, u.GpuUtil, u.Utilization, resourceLabel(u))
+	return fmt.Sprintf("{cpu: %.2f, memory: %.2f, gpu: %.2f, utilization: %.2f (%s)}", u.CpuUtil, u.MemUtil, u.GpuUtil, u.Utilization, scaledown.ResourceLabel(u))
 }
 
 // withoutExpendable drops the pods below --expendable-pods-priority-cutoff:

@@ -1,4 +1,4 @@
-package scaledown
+package planner
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package scaledown
+package actuation
 
 import (
 	"context"
@@ -17,13 +17,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 )
-
-// AddToBeDeletedTaint marks the node NoSchedule so nothing new lands on it
-// while it is drained. The value is the unix time, as upstream writes it.
-// Returns false (no error) when the node already carries the taint.
-func AddToBeDeletedTaint(ctx context.Context, kube kubernetes.Interface, nodeName string, now time.Time) (bool, error) {
-	return MarkToBeDeleted(ctx, kube, nodeName, nil, now, false)
-}
 
 // MarkToBeDeleted adds the ToBeDeletedByClusterAutoscaler taint and, with
 // cordon (--cordon-node-before-terminating), marks the node unschedulable in
@@ -66,16 +59,11 @@ func MarkToBeDeleted(ctx context.Context, kube kubernetes.Interface, nodeName st
 	return added, nil
 }
 
-// RemoveAutoscalerTaints drops ToBeDeletedByClusterAutoscaler and
-// DeletionCandidateOfClusterAutoscaler from the node. A node that no longer
-// exists is not an error.
-func RemoveAutoscalerTaints(ctx context.Context, kube kubernetes.Interface, nodeName string) (bool, error) {
-	return UnmarkToBeDeleted(ctx, kube, nodeName, false)
-}
-
-// UnmarkToBeDeleted is RemoveAutoscalerTaints that, with uncordon, also
-// makes a node that carried the taint schedulable again (the autoscaler
-// cordoned it along with the taint).
+// UnmarkToBeDeleted drops ToBeDeletedByClusterAutoscaler and
+// DeletionCandidateOfClusterAutoscaler from the node and, with uncordon,
+// makes a node that carried the first schedulable again (the autoscaler
+// cordoned it along with the taint). A node that no longer exists is not
+// an error.
 func UnmarkToBeDeleted(ctx context.Context, kube kubernetes.Interface, nodeName string, uncordon bool) (bool, error) {
 	removed := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -1,12 +1,9 @@
-// Package scaledown finds nodes the cluster no longer needs and removes
-// them: the planner tracks how long each node has been unneeded, the
-// actuator taints, drains and deletes.
-//
-// Its behaviour is tested through the core's iteration, with the in-memory
-// provider and a fake API server: core/scaledown_test.go (and
-// core/failedinstances_test.go for unready and unregistered nodes). The
-// tests here cover the pieces that need no harness (taints, pod requests).
-package scaledown
+// Package planner finds the nodes the cluster no longer needs: it filters
+// candidates cheaply (group, annotations, readiness, utilization, drain
+// rules), runs a removal simulation for each survivor on top of the ones
+// found before it, and tracks how long each node has been unneeded and why
+// every other node stays.
+package planner
 
 import (
 	"fmt"
@@ -15,40 +12,20 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
-	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
 )
-
-// ScaleDownDisabledAnnotation on a node keeps the autoscaler from removing it.
-const ScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
-
-// Candidate is an unneeded node.
-type Candidate struct {
-	Node    *apiv1.Node
-	GroupID string
-	// Since: when it was first seen unneeded (continuously since).
-	Since time.Time
-	// Empty: only DaemonSet and mirror pods run on it.
-	Empty bool
-	// Unready: removed because it has been unready, not underutilized.
-	Unready bool
-	// PodsToEvict: what must be evicted to empty it.
-	PodsToEvict []*apiv1.Pod
-	Utilization utilization.Info
-}
 
 // Planner decides which nodes are unneeded.
 type Planner struct {
@@ -57,47 +34,20 @@ type Planner struct {
 	registry *clusterstate.Registry
 	checker  *simulator.PredicateChecker
 
-	// controllerReplicas looks up pods' controllers for the drain rules
-	// (controller gone, --min-replica-count); nil skips those checks.
-	controllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)
+	// drainOpts are the drain rules (safe-to-evict, local storage, system
+	// pods, controllers, --min-replica-count).
+	drainOpts drain.Options
 
-	unneeded    map[string]*Candidate
+	unneeded    map[string]*scaledown.UnneededNode
 	unremovable *unremovableNodes
 	requests    *requestsCache
 }
 
-// NewPlanner returns a planner; controllerReplicas looks up pods'
-// controllers for the drain rules (controller gone, --min-replica-count),
-// nil skips those checks.
-func NewPlanner(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
-	checker *simulator.PredicateChecker, controllerReplicas func(namespace string, ref metav1.OwnerReference) (int32, bool)) *Planner {
-	return &Planner{opts: opts, provider: provider, registry: registry, checker: checker, controllerReplicas: controllerReplicas,
-		unneeded: map[string]*Candidate{}, unremovable: newUnremovableNodes(), requests: newRequestsCache()}
-}
-
-// PlannerInput is the cluster as the planner sees it.
-type PlannerInput struct {
-	// Snapshot returns the registered nodes and their pods (plus pending
-	// pods that fit existing nodes), building it on first use: when no node
-	// passes the cheap filters, no snapshot is needed. The planner forks and
-	// reverts it.
-	Snapshot func() (*simulator.ClusterSnapshot, error)
-	// PodsByNode: the pods bound to each node.
-	PodsByNode map[string][]*apiv1.Pod
-	Nodes      []*apiv1.Node
-	PDBs       []*policyv1.PodDisruptionBudget
-	// BeingDeleted: nodes the actuator is removing.
-	BeingDeleted map[string]bool
-	// Quotas counts the live nodes against the cluster-wide minimums.
-	Quotas resourcequotas.Tracker
-	Now    time.Time
-	// DRA: the cluster's ResourceSlices and ResourceClaims, for the
-	// utilization of nodes that publish devices (nil: none).
-	DRA *dra.Snapshot
-}
-
-func (p *Planner) drainOptions() drain.Options {
-	return drain.NewOptions(p.opts, p.controllerReplicas)
+// New returns a planner that judges pods by drainOpts.
+func New(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
+	checker *simulator.PredicateChecker, drainOpts drain.Options) *Planner {
+	return &Planner{opts: opts, provider: provider, registry: registry, checker: checker, drainOpts: drainOpts,
+		unneeded: map[string]*scaledown.UnneededNode{}, unremovable: newUnremovableNodes(), requests: newRequestsCache()}
 }
 
 type candidate struct {
@@ -112,7 +62,7 @@ type candidate struct {
 // size, annotations, readiness and utilization, then each must pass a
 // removal simulation (every pod movable and fitting on another node, given
 // the nodes already found unneeded).
-func (p *Planner) Update(in PlannerInput) error {
+func (p *Planner) Update(in scaledown.PlannerInput) error {
 	start := time.Now()
 	defer metrics.UpdateDurationFromStart(metrics.FindUnneeded, start)
 
@@ -162,7 +112,7 @@ func (p *Planner) sortCandidates(cands []candidate) {
 
 // destinations are the nodes pods may move to: ready, schedulable and not
 // being removed.
-func destinations(in PlannerInput) map[string]bool {
+func destinations(in scaledown.PlannerInput) map[string]bool {
 	dest := map[string]bool{}
 	for _, n := range in.Nodes {
 		if in.BeingDeleted[n.Name] || clusterstate.HasToBeDeletedTaint(n) || n.Spec.Unschedulable {
@@ -179,8 +129,8 @@ func destinations(in PlannerInput) map[string]bool {
 // the removals found before it, and returns the unneeded nodes. Each node
 // found removable spends the PDB disruptions its evictions need, so the
 // unneeded set as a whole stays within every budget.
-func (p *Planner) simulate(cands []candidate, in PlannerInput) (map[string]*Candidate, error) {
-	next := map[string]*Candidate{}
+func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[string]*scaledown.UnneededNode, error) {
+	next := map[string]*scaledown.UnneededNode{}
 	if len(cands) == 0 {
 		return next, nil
 	}
@@ -190,7 +140,7 @@ func (p *Planner) simulate(cands []candidate, in PlannerInput) (map[string]*Cand
 	}
 	snap.Fork()
 	defer snap.Revert()
-	rs := simulator.NewRemovalSimulator(p.checker, snap, p.drainOptions())
+	rs := simulator.NewRemovalSimulator(p.checker, snap, p.drainOpts)
 	dest := destinations(in)
 	pdbs := in.PDBs
 	budget := p.newCandidateBudget(len(in.Nodes))
@@ -223,7 +173,7 @@ func (p *Planner) simulate(cands []candidate, in PlannerInput) (map[string]*Cand
 		if prev := p.unneeded[c.node.Name]; prev != nil {
 			since = prev.Since
 		}
-		next[c.node.Name] = &Candidate{Node: c.node, GroupID: c.groupID, Since: since, Empty: len(removal.PodsToReschedule) == 0,
+		next[c.node.Name] = &scaledown.UnneededNode{Node: c.node, GroupID: c.groupID, Since: since, Empty: len(removal.PodsToReschedule) == 0,
 			Unready: c.unready, PodsToEvict: removal.PodsToReschedule, Utilization: c.util}
 	}
 	if budget.skipped > 0 {
@@ -276,7 +226,7 @@ func (b *candidateBudget) exhausted() string {
 }
 
 // candidates applies the cheap filters.
-func (p *Planner) candidates(in PlannerInput) []candidate {
+func (p *Planner) candidates(in scaledown.PlannerInput) []candidate {
 	var out []candidate
 	for _, n := range in.Nodes {
 		name := n.Name
@@ -293,8 +243,8 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 			p.unremovable.add(name, simulator.CurrentlyBeingDeleted, "already being deleted (ToBeDeletedByClusterAutoscaler taint)")
 			continue
 		}
-		if n.Annotations[ScaleDownDisabledAnnotation] == "true" {
-			p.unremovable.add(name, simulator.ScaleDownDisabledAnnotation, "annotation "+ScaleDownDisabledAnnotation+"=true")
+		if n.Annotations[scaledown.ScaleDownDisabledAnnotation] == "true" {
+			p.unremovable.add(name, simulator.ScaleDownDisabledAnnotation, "annotation "+scaledown.ScaleDownDisabledAnnotation+"=true")
 			continue
 		}
 		gs, ok := p.registry.NodeGroup(id)
@@ -349,14 +299,14 @@ func (p *Planner) candidates(in PlannerInput) []candidate {
 			continue
 		}
 		if ready && util.Utilization >= threshold {
-			p.unremovable.add(name, simulator.NotUnderutilized, fmt.Sprintf("%s utilization %.2f is above the threshold %.2f", resourceLabel(util), util.Utilization, threshold))
+			p.unremovable.add(name, simulator.NotUnderutilized, fmt.Sprintf("%s utilization %.2f is above the threshold %.2f", scaledown.ResourceLabel(util), util.Utilization, threshold))
 			continue
 		}
 		// Drain rules (PDBs, safe-to-evict, local storage...) are cheap: check
 		// them before the scheduling simulation.
-		toMove, blocking := drain.PodsToMove(ni.Pods(), in.PDBs, p.drainOptions(), in.Now)
+		toMove, blocking := drain.PodsToMove(ni.Pods(), in.PDBs, p.drainOpts, in.Now)
 		if blocking != nil && blocking.Pod != nil {
-			p.unremovable.add(name, simulator.BlockedByPod, describeBlocking(blocking))
+			p.unremovable.add(name, simulator.BlockedByPod, scaledown.DescribeBlocking(blocking))
 			continue
 		}
 		out = append(out, candidate{node: n, groupID: id, unready: !ready, empty: len(toMove) == 0, util: util})
@@ -384,17 +334,10 @@ func podsClaims(d *dra.Snapshot, pods []*apiv1.Pod) []*resourceapi.ResourceClaim
 	return out
 }
 
-func resourceLabel(u utilization.Info) string {
-	if u.ResourceName != "" {
-		return string(u.ResourceName)
-	}
-	return "cpu/memory"
-}
-
 // Unneeded returns the unneeded nodes: empty ones first (removing them
 // disrupts nothing), then the longest unneeded.
-func (p *Planner) Unneeded() []*Candidate {
-	out := make([]*Candidate, 0, len(p.unneeded))
+func (p *Planner) Unneeded() []*scaledown.UnneededNode {
+	out := make([]*scaledown.UnneededNode, 0, len(p.unneeded))
 	for _, c := range p.unneeded {
 		out = append(out, c)
 	}
@@ -412,3 +355,13 @@ func (p *Planner) Unneeded() []*Candidate {
 
 // Forget drops a node from the unneeded set (e.g. its deletion started).
 func (p *Planner) Forget(name string) { delete(p.unneeded, name) }
+
+// RecordUnremovable notes why an unneeded node is not removed now, without
+// a log line (the caller logs its own).
+func (p *Planner) RecordUnremovable(name string, reason simulator.UnremovableReason) {
+	p.unremovable.record(name, reason)
+}
+
+// UnremovableCounts counts this loop's unremovable nodes by the
+// unremovable_nodes_count reason label.
+func (p *Planner) UnremovableCounts() map[string]int { return p.unremovable.countsByLabel() }

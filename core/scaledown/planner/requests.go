@@ -1,4 +1,4 @@
-package scaledown
+package planner
 
 import (
 	apiv1 "k8s.io/api/core/v1"

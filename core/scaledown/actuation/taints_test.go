@@ -1,4 +1,4 @@
-package scaledown
+package actuation
 
 import (
 	"context"
