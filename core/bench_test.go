@@ -119,7 +119,7 @@ func benchmarkRunOnceUnneeded(b *testing.B, groups, nodesPerGroup int) {
 	h.a.recorder = &record.FakeRecorder{}
 	h.a.rebuild()
 	h.runOnce(t0)
-	if n := len(h.a.scaleDown.Planner.Unneeded()); n < groups*nodesPerGroup/2 {
+	if n := len(h.a.planner.Unneeded()); n < groups*nodesPerGroup/2 {
 		b.Fatalf("%d unneeded nodes after the first loop; want most of %d", n, groups*nodesPerGroup)
 	}
 	b.ReportAllocs()
