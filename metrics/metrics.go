@@ -365,13 +365,13 @@ func UpdateDRATemplateMismatches(counts map[[2]string]int) {
 	}
 }
 
-// noDRADrivers fills upstream's dra_drivers label: DOKS pools expose no
-// dynamic resource allocation drivers, so it is always empty.
+// noDRADrivers is the dra_drivers label of a node without ResourceSlices.
 const noDRADrivers = ""
 
-// RegisterScaleUp counts nodes added by a scale-up.
-func RegisterScaleUp(nodes int, gpuResourceName, gpuType string) {
-	scaledUpNodes.WithLabelValues(gpuResourceName, gpuType, noDRADrivers).Add(float64(nodes))
+// RegisterScaleUp counts nodes added by a scale-up. draDrivers is the
+// template's dra_drivers label (dra.DriversLabel).
+func RegisterScaleUp(nodes int, gpuResourceName, gpuType, draDrivers string) {
+	scaledUpNodes.WithLabelValues(gpuResourceName, gpuType, draDrivers).Add(float64(nodes))
 	if gpuType != "" {
 		gpuScaledUpNodes.WithLabelValues(gpuResourceName, gpuType).Add(float64(nodes))
 	}
@@ -385,9 +385,10 @@ func RegisterFailedScaleUp(reason string, gpuResourceName, gpuType string) {
 	}
 }
 
-// RegisterScaleDown counts nodes removed by reason.
-func RegisterScaleDown(nodes int, reason string, gpuResourceName, gpuType string) {
-	scaledDownNodes.WithLabelValues(reason, gpuResourceName, gpuType, noDRADrivers).Add(float64(nodes))
+// RegisterScaleDown counts nodes removed by reason. draDrivers is the
+// node's dra_drivers label (dra.DriversLabel).
+func RegisterScaleDown(nodes int, reason string, gpuResourceName, gpuType, draDrivers string) {
+	scaledDownNodes.WithLabelValues(reason, gpuResourceName, gpuType, draDrivers).Add(float64(nodes))
 	if gpuType != "" {
 		gpuScaledDownNodes.WithLabelValues(reason, gpuResourceName, gpuType).Add(float64(nodes))
 	}

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -271,3 +272,27 @@ func TestTemplateCopiesSlicesForEachNewNode(t *testing.T) {
 }
 
 func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }
+
+func TestClaimRejectionNamesTheClaimAndItsClass(t *testing.T) {
+	c := testChecker(t)
+	// An AMD claim in a cluster whose only device is NVIDIA's; both
+	// drivers' classes exist.
+	s := snapshotOf(t, []*apiv1.Node{Node("gpu-1", 8000, 32*GiB)}, nil)
+	d := dra.NewSnapshot([]*resourceapi.ResourceSlice{NodeSlice("gpu-1", NvidiaDriver, 1)},
+		[]*resourceapi.ResourceClaim{Claim("amd-claim", "gpu.amd.com", 1)},
+		[]*resourceapi.DeviceClass{DeviceClass("gpu.nvidia.com", NvidiaDriver), DeviceClass("gpu.amd.com", "gpu.amd.com")})
+	if err := s.SetDRA(d); err != nil {
+		t.Fatal(err)
+	}
+	perr := c.CheckPredicates(s, WithClaim(Pod("p", 100, MiB), "amd-claim"), "gpu-1")
+	if perr == nil {
+		t.Fatal("the AMD claim fits the NVIDIA node")
+	}
+	reason := strings.Join(perr.Reasons(), "; ")
+	t.Logf("reason: %s", reason)
+	for _, want := range []string{"amd-claim", "class gpu.amd.com"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("reason %q does not name %q", reason, want)
+		}
+	}
+}

@@ -298,9 +298,29 @@ func (c *PredicateChecker) filter(pf *preFilterOutcome, pod *apiv1.Pod, info *sc
 			reasons: []string{fmt.Sprintf("node(s) didn't satisfy plugin(s) %s", pf.restrictedBy)}}
 	}
 	if st := c.fw.RunFilterPlugins(simulationContext, pf.state, pod, info); !st.IsSuccess() {
-		return statusToError(pod, name, st)
+		perr := statusToError(pod, name, st)
+		c.nameClaims(perr, pod)
+		return perr
 	}
 	return nil
+}
+
+// nameClaims adds the pod's claims and their device classes to a
+// DynamicResources rejection, whose own words ("cannot allocate all
+// claims") name neither: NotTriggerScaleUp events and logs then say which
+// claim no node group can satisfy.
+func (c *PredicateChecker) nameClaims(perr *PredicateError, pod *apiv1.Pod) {
+	if perr.plugin != names.DynamicResources || perr.internal != nil || len(pod.Spec.ResourceClaims) == 0 {
+		return
+	}
+	d := c.lister.snapshot.DRA()
+	if d == nil {
+		return
+	}
+	claims := d.DescribePodClaims(pod)
+	for i, r := range perr.reasons {
+		perr.reasons[i] = r + " (" + claims + ")"
+	}
 }
 
 // CheckPredicates returns nil when pod fits nodeName in the snapshot.

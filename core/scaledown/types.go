@@ -43,6 +43,8 @@ type UnneededNode struct {
 	// PodsToEvict is what must be evicted to empty it.
 	PodsToEvict []*apiv1.Pod
 	Utilization utilization.Info
+	// DRADrivers is the node's dra_drivers metric label (dra.DriversLabel).
+	DRADrivers string
 }
 
 // PlannerInput is the cluster as the planner sees it.

@@ -17,6 +17,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -228,16 +229,17 @@ func (e *executor) increaseFailed(g cloudprovider.NodeGroup, inc Increase, err e
 }
 
 // increased records an increase the cloud accepted: the registry waits
-// for its nodes, the metrics count it (with the template's GPU), and the
+// for its nodes, the metrics count it (with the template's GPU and DRA drivers), and the
 // status ConfigMap gets a ScaledUpGroup event.
 func (e *executor) increased(g cloudprovider.NodeGroup, inc Increase, tmpl *framework.NodeInfo, now time.Time) {
 	delta := inc.To - inc.From
 	e.registry.RegisterScaleUp(g, delta, now)
-	gpuName, gpuType := "", ""
+	gpuName, gpuType, draDrivers := "", "", ""
 	if tmpl != nil {
 		gpuName, gpuType = cloudprovider.GPULabels(e.provider, tmpl.Node())
+		draDrivers = dra.DriversLabel(tmpl.ResourceSlices())
 	}
-	metrics.RegisterScaleUp(delta, gpuName, gpuType)
+	metrics.RegisterScaleUp(delta, gpuName, gpuType, draDrivers)
 	e.recorder.Eventf(e.statusRef, apiv1.EventTypeNormal, "ScaledUpGroup",
 		"Scale-up: setting group %s size to %d instead of %d (max: %d)", inc.GroupID, inc.To, inc.From, inc.Max)
 }

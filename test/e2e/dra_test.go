@@ -106,13 +106,14 @@ func TestDRAClaimPodGrowsGPUPoolFromZeroAndKeepsItsNode(t *testing.T) {
 	if m := s.maxTarget("gpu"); m != 2 {
 		t.Errorf("GPU pool reached %d nodes, want 2 at most", m)
 	}
-	if n := s.metric(ca, "cluster_autoscaler_scaled_up_nodes_total", nil); n != 2 {
-		t.Errorf("scaled_up_nodes_total = %v, want 2", n)
+	if n := s.metric(ca, "cluster_autoscaler_scaled_up_nodes_total", map[string]string{"dra_drivers": gpudriver.NVIDIA}); n != 2 {
+		t.Errorf("scaled_up_nodes_total{dra_drivers=%q} = %v, want 2", gpudriver.NVIDIA, n)
 	}
 }
 
 // (c) A claim no pool can satisfy: an AMD DeviceClass in a cluster with NVIDIA pools only.
-// The pod stays pending with a NotTriggerScaleUp event, and no pool grows.
+// The pod stays pending with a NotTriggerScaleUp event naming its claim and the class, and
+// no pool grows.
 func TestDRAClaimNoPoolCanSatisfy(t *testing.T) {
 	s := newScenario(t, scenarioOptions{
 		pools:     []doks.PoolSpec{gpuPool("gpu", h100x1, 0, 2)},
@@ -124,8 +125,10 @@ func TestDRAClaimNoPoolCanSatisfy(t *testing.T) {
 	s.deploy("infer", 1, smallPod, withClaim("one-amd-gpu"))
 	ev := s.waitEvent("NotTriggerScaleUp", 60*time.Second)
 	t.Logf("NotTriggerScaleUp: %s", ev.Message)
-	if !strings.Contains(ev.Message, "claim") {
-		t.Errorf("NotTriggerScaleUp %q does not say the claim is the reason", ev.Message)
+	for _, want := range []string{"one-amd-gpu", "class gpu.amd.com"} {
+		if !strings.Contains(ev.Message, want) {
+			t.Errorf("NotTriggerScaleUp %q does not name the claim's %q", ev.Message, want)
+		}
 	}
 	s.holds("the NVIDIA pool left at zero", 4*time.Second, s.targetIs("gpu", 0))
 }

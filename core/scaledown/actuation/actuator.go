@@ -261,7 +261,7 @@ func (a *Actuator) deleteGroup(ctx context.Context, group []*scaledown.UnneededN
 // metric and the node's ScaleDown event.
 func (a *Actuator) removed(u *scaledown.UnneededNode) {
 	gpuName, gpuType := cloudprovider.GPULabels(a.deps.Provider, u.Node)
-	metrics.RegisterScaleDown(1, scaleDownReason(u), gpuName, gpuType)
+	metrics.RegisterScaleDown(1, scaleDownReason(u), gpuName, gpuType, u.DRADrivers)
 	a.deps.Recorder.Event(u.Node, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 }
 

@@ -125,6 +125,14 @@ func destinations(in scaledown.PlannerInput) map[string]bool {
 	return dest
 }
 
+// draDrivers is the node's dra_drivers metric label.
+func draDrivers(snap *simulator.ClusterSnapshot, node string) string {
+	if d := snap.DRA(); d != nil {
+		return dra.DriversLabel(d.NodeSlices(node))
+	}
+	return ""
+}
+
 // simulate runs the removal simulation of each candidate in order, on top of
 // the removals found before it, and returns the unneeded nodes. Each node
 // found removable spends the PDB disruptions its evictions need, so the
@@ -174,7 +182,7 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 			since = prev.Since
 		}
 		next[c.node.Name] = &scaledown.UnneededNode{Node: c.node, GroupID: c.groupID, Since: since, Empty: len(removal.PodsToReschedule) == 0,
-			Unready: c.unready, PodsToEvict: removal.PodsToReschedule, Utilization: c.util}
+			Unready: c.unready, PodsToEvict: removal.PodsToReschedule, Utilization: c.util, DRADrivers: draDrivers(snap, c.node.Name)}
 	}
 	if budget.skipped > 0 {
 		klog.V(2).Infof("Scale-down: %d non-empty node(s) left for later loops (%s); %d new unneeded this loop",
