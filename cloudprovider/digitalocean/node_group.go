@@ -178,10 +178,13 @@ func (g *NodeGroup) setCountLocked(target int, what string) error {
 	return nil
 }
 
-// AtomicIncreaseSize is not offered: DOKS accepts a new count at once but
-// creates the droplets one by one and may stop part-way (e.g. at the
-// account's Droplet limit), so all-or-nothing cannot be promised.
-func (g *NodeGroup) AtomicIncreaseSize(delta int) error { return cloudprovider.ErrNotImplemented }
+// AtomicIncreaseSize asks for the whole delta in one UpdateNodePool call:
+// DOKS takes the new count at once or refuses it (over max_nodes, over the
+// account's Droplet limit: 422), so no partial count is ever requested.
+// What DOKS does not promise is that every droplet of an accepted count
+// boots; those that fail are given up on after --max-node-provision-time
+// like any other, the request stays Provisioned (best effort, as upstream).
+func (g *NodeGroup) AtomicIncreaseSize(delta int) error { return g.IncreaseSize(delta) }
 
 // runningNodesLocked counts the pool's nodes that exist and are up.
 func (g *NodeGroup) runningNodesLocked() int {

@@ -231,8 +231,29 @@ func TestIncreaseSize(t *testing.T) {
 	if err := g.IncreaseSize(1); err == nil {
 		t.Error("IncreaseSize past max accepted")
 	}
-	if g.AtomicIncreaseSize(1) != cloudprovider.ErrNotImplemented {
-		t.Error("AtomicIncreaseSize should be ErrNotImplemented")
+}
+
+// The atomic increase is one UpdateNodePool of the whole delta, and one
+// past max_nodes makes no call at all.
+func TestAtomicIncreaseSizeIsOneUpdate(t *testing.T) {
+	e := newEnv(t, doks.Options{})
+	p := e.pool(autoscaled("a", 1, 1, 8))
+	e.refresh()
+	g := e.group(p.ID)
+	if err := g.AtomicIncreaseSize(8); err == nil {
+		t.Fatal("AtomicIncreaseSize past max accepted")
+	}
+	if n := e.sim.RequestCount(doks.OpUpdateNodePool); n != 0 {
+		t.Fatalf("refused atomic increase made %d UpdateNodePool calls", n)
+	}
+	if err := g.AtomicIncreaseSize(6); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.sim.RequestCount(doks.OpUpdateNodePool); n != 1 {
+		t.Errorf("UpdateNodePool calls = %d, want 1", n)
+	}
+	if got := e.simPool(p.ID).Count; got != 7 {
+		t.Errorf("DOKS count %d, want 7", got)
 	}
 }
 
