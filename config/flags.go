@@ -159,6 +159,15 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.BoolVar(&o.MaxNodeSkipEvalTimeTrackerEnabled, "max-node-skip-eval-time-tracker-enabled", d.MaxNodeSkipEvalTimeTrackerEnabled, "Export max_node_skip_eval_duration_seconds.")
 	fs.BoolVar(&o.NodeRemovalLatencyTrackingEnabled, "node-removal-latency-tracking-enabled", d.NodeRemovalLatencyTrackingEnabled, "Export node_removal_latency_seconds.")
 
+	fs.BoolVar(&o.ProvisioningRequestsEnabled, "enable-provisioning-requests", d.ProvisioningRequestsEnabled, "Whether the clusterautoscaler will be handling the ProvisioningRequest CRs.")
+	fs.DurationVar(&o.ProvisioningRequestInitialBackoffTime, "provisioning-request-initial-backoff-time", d.ProvisioningRequestInitialBackoffTime, "Initial backoff time for ProvisioningRequest retry after failed ScaleUp.")
+	fs.DurationVar(&o.ProvisioningRequestMaxBackoffTime, "provisioning-request-max-backoff-time", d.ProvisioningRequestMaxBackoffTime, "Max backoff time for ProvisioningRequest retry after failed ScaleUp.")
+	fs.IntVar(&o.ProvisioningRequestMaxBackoffCacheSize, "provisioning-request-max-backoff-cache-size", d.ProvisioningRequestMaxBackoffCacheSize, "Max size for ProvisioningRequest cache size used for retry backoff mechanism.")
+	fs.BoolVar(&o.CheckCapacityBatchProcessing, "check-capacity-batch-processing", d.CheckCapacityBatchProcessing, "Whether to enable batch processing for check capacity requests.")
+	fs.IntVar(&o.CheckCapacityProvisioningRequestMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", d.CheckCapacityProvisioningRequestMaxBatchSize, "Maximum number of provisioning requests to process in a single batch.")
+	fs.DurationVar(&o.CheckCapacityProvisioningRequestBatchTimebox, "check-capacity-provisioning-request-batch-timebox", d.CheckCapacityProvisioningRequestBatchTimebox, "Maximum time to process a batch of provisioning requests.")
+	fs.StringVar(&o.CheckCapacityProcessorInstance, "check-capacity-processor-instance", d.CheckCapacityProcessorInstance, "Name of the processor instance. Only ProvisioningRequests that define this name in their parameters with the key \"processorInstance\" will be processed by this CA instance. It only refers to check capacity ProvisioningRequests, but if not empty, best-effort atomic ProvisioningRequests processing is disabled in this instance.")
+
 	fs.BoolVar(&o.WriteStatusConfigMap, "write-status-configmap", d.WriteStatusConfigMap, "Write the status ConfigMap.")
 	fs.StringVar(&o.StatusConfigMapName, "status-config-map-name", d.StatusConfigMapName, "Name of the status ConfigMap.")
 	fs.BoolVar(&o.EmitPerNodeGroupMetrics, "emit-per-nodegroup-metrics", d.EmitPerNodeGroupMetrics, "Export min, max and target size gauges per node group.")

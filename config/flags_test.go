@@ -166,7 +166,7 @@ func TestUnsupportedUpstreamFlagsAreRefused(t *testing.T) {
 		{[]string{"--v=4", "--node-group-auto-discovery", "x"}, "--node-group-auto-discovery"},
 		{[]string{"--gpu-total=nvidia:0:4"}, "--gpu-total"},
 		{[]string{"--regional"}, "--regional is an upstream cluster-autoscaler flag this build does not support: a GCE flag"},
-		{[]string{"--enable_provisioning_requests=false"}, "--enable-provisioning-requests"},
+		{[]string{"--cloud_provider_gce_lb_src_cidrs=x"}, "--cloud-provider-gce-lb-src-cidrs"},
 		{[]string{"--ginkgo.v"}, "--ginkgo.v"},
 		{[]string{"--max-node-startup-time=10m"}, "--max-node-startup-time=10m0s is refused: this build supports only upstream's default (15m0s)"},
 		{[]string{"--node-deletion-delay-timeout=3m"}, "--node-deletion-delay-timeout=3m0s is refused"},

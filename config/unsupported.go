@@ -61,7 +61,7 @@ var DefaultOnlyFlags = map[string]string{
 }
 
 // refusedFlag is an upstream flag that makes no sense on DigitalOcean (other
-// providers, node-group discovery, ProvisioningRequests, gRPC, the test
+// providers, node-group discovery, gRPC, the test
 // library linked into upstream's binary). It is defined so that using it
 // names the reason instead of failing as an unknown flag.
 type refusedFlag struct {
@@ -71,30 +71,22 @@ type refusedFlag struct {
 
 // RefusedFlags are refused whatever their value.
 var RefusedFlags = map[string]refusedFlag{
-	"nodes":                                              {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled; set min_nodes/max_nodes on the pool"},
-	"node-group-auto-discovery":                          {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled"},
-	"gpu-total":                                          {false, "GPU limits are a GKE feature"},
-	"grpc-expander-url":                                  {false, "the grpc expander is not available"},
-	"grpc-expander-cert":                                 {false, "the grpc expander is not available"},
-	"async-node-groups":                                  {true, "node pools are created synchronously, within the loop that decides to create them"},
-	"aws-use-static-instance-list":                       {true, "an AWS flag"},
-	"bulk-mig-instances-listing-enabled":                 {true, "a GCE flag"},
-	"gce-concurrent-refreshes":                           {false, "a GCE flag"},
-	"gce-mig-instances-min-refresh-wait-time":            {false, "a GCE flag"},
-	"regional":                                           {true, "a GCE flag"},
-	"cloud-provider-gce-lb-src-cidrs":                    {false, "a GCE flag"},
-	"cloud-provider-gce-l7lb-src-cidrs":                  {false, "a GCE flag"},
-	"clusterapi-cloud-config-authoritative":              {true, "a Cluster API flag"},
-	"cluster-name":                                       {false, "the cluster is named by cluster_id in the cloud config"},
-	"user-agent":                                         {false, "the DigitalOcean User-Agent is fixed: cluster-autoscaler-digitalocean/<version>"},
-	"enable-provisioning-requests":                       {true, "ProvisioningRequests are not supported"},
-	"provisioning-request-initial-backoff-time":          {false, "ProvisioningRequests are not supported"},
-	"provisioning-request-max-backoff-time":              {false, "ProvisioningRequests are not supported"},
-	"provisioning-request-max-backoff-cache-size":        {false, "ProvisioningRequests are not supported"},
-	"check-capacity-batch-processing":                    {true, "ProvisioningRequests are not supported"},
-	"check-capacity-processor-instance":                  {false, "ProvisioningRequests are not supported"},
-	"check-capacity-provisioning-request-batch-timebox":  {false, "ProvisioningRequests are not supported"},
-	"check-capacity-provisioning-request-max-batch-size": {false, "ProvisioningRequests are not supported"},
+	"nodes":                                   {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled; set min_nodes/max_nodes on the pool"},
+	"node-group-auto-discovery":               {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled"},
+	"gpu-total":                               {false, "GPU limits are a GKE feature"},
+	"grpc-expander-url":                       {false, "the grpc expander is not available"},
+	"grpc-expander-cert":                      {false, "the grpc expander is not available"},
+	"async-node-groups":                       {true, "node pools are created synchronously, within the loop that decides to create them"},
+	"aws-use-static-instance-list":            {true, "an AWS flag"},
+	"bulk-mig-instances-listing-enabled":      {true, "a GCE flag"},
+	"gce-concurrent-refreshes":                {false, "a GCE flag"},
+	"gce-mig-instances-min-refresh-wait-time": {false, "a GCE flag"},
+	"regional":                                {true, "a GCE flag"},
+	"cloud-provider-gce-lb-src-cidrs":         {false, "a GCE flag"},
+	"cloud-provider-gce-l7lb-src-cidrs":       {false, "a GCE flag"},
+	"clusterapi-cloud-config-authoritative":   {true, "a Cluster API flag"},
+	"cluster-name":                            {false, "the cluster is named by cluster_id in the cloud config"},
+	"user-agent":                              {false, "the DigitalOcean User-Agent is fixed: cluster-autoscaler-digitalocean/<version>"},
 }
 
 // Flags of the Ginkgo test library that upstream's binary links in by
