@@ -30,12 +30,14 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	provreqv1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
 	"github.com/doks-autoscaler/cluster-autoscaler/capacitybuffer"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/builder"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 	"github.com/doks-autoscaler/cluster-autoscaler/version"
 )
 
@@ -187,6 +189,11 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 		}
 		go buffers.Run(runCtx)
 	}
+	if opts.ProvisioningRequestsEnabled {
+		if err := serveProvisioningRequests(runCtx, opts, autoscaler, dyn, recorder); err != nil {
+			return err
+		}
+	}
 	health.StartMonitoring()
 	err = autoscaler.Run(runCtx)
 	if shutdownCtx.Err() != nil {
@@ -237,6 +244,32 @@ func newKubeClients(opts config.AutoscalingOptions) (kube, events kubernetes.Int
 	}
 	return kube, events, dyn, nil
 }
+
+// serveProvisioningRequests (--enable-provisioning-requests) has the
+// autoscaler serve ProvisioningRequests; their informer must sync before
+// Run (the CRD must be installed).
+func serveProvisioningRequests(ctx context.Context, opts config.AutoscalingOptions, a *core.Autoscaler, dyn dynamic.Interface, recorder record.EventRecorder) error {
+	client := provisioningrequest.NewClient(dyn, a.Informers(), provisioningRequestTimeout)
+	if err := client.AddEventHandler(a.NotifyCapacityChange); err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	pods := a.Informers().Core().V1().Pods().Lister()
+	a.SetProvisioningRequests(provisioningrequest.NewManager(ctx, client, pods, recorder, provisioningrequest.Options{
+		InitialBackoff: opts.ProvisioningRequestInitialBackoffTime, MaxBackoff: opts.ProvisioningRequestMaxBackoffTime,
+		BackoffCacheSize: opts.ProvisioningRequestMaxBackoffCacheSize, BatchProcessing: opts.CheckCapacityBatchProcessing,
+		MaxBatchSize: opts.CheckCapacityProvisioningRequestMaxBatchSize, BatchTimebox: opts.CheckCapacityProvisioningRequestBatchTimebox,
+		ProcessorInstance: opts.CheckCapacityProcessorInstance,
+	}))
+	klog.InfoS("Serving ProvisioningRequests", "classes", []string{provreqv1.ProvisioningClassCheckCapacity, provreqv1.ProvisioningClassBestEffortAtomicScaleUp},
+		"checkCapacityProcessorInstance", opts.CheckCapacityProcessorInstance)
+	return nil
+}
+
+// provisioningRequestTimeout bounds one ProvisioningRequest write.
+const provisioningRequestTimeout = 30 * time.Second
 
 func serveHTTP(opts config.AutoscalingOptions, health *metrics.HealthCheck) (*http.Server, error) {
 	mux := http.NewServeMux()

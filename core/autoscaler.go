@@ -46,6 +46,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
@@ -108,6 +109,8 @@ type Autoscaler struct {
 	trigger  *Trigger
 	// processors add fake pods (capacity APIs) to those scale-up places.
 	processors pods.Combined
+	// requests serves ProvisioningRequests (nil: not enabled).
+	requests *provisioningrequest.Manager
 
 	lastScaleUp time.Time
 	acted       bool // the last iteration changed the cluster

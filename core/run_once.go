@@ -284,7 +284,8 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 		metrics.RegisterError(metrics.InternalError)
 		return false, fmt.Errorf("pod list processors: %w", err)
 	}
-	if len(toPlace) == 0 {
+	checkCapacity, atomic := a.requestsDue()
+	if len(toPlace) == 0 && !checkCapacity && !atomic {
 		if pending.TooYoung > 0 || pending.Expendable > 0 {
 			klog.V(1).Infof("Scale-up: no unschedulable pods old enough to act on (%d younger than their scale-up delay, %d expendable)", pending.TooYoung, pending.Expendable)
 		} else {
@@ -295,9 +296,17 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 
 	filterStart := time.Now()
 	stillPending, err := a.fitExistingNodes(snapshot, toPlace)
-	if err != nil || len(stillPending) == 0 {
+	if err != nil {
 		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
 		return false, err
+	}
+	if checkCapacity {
+		// On the cluster as it is, after bookings and pending pods.
+		a.requests.CheckCapacity(&requestSimulation{a: a, snap: a.snapshot}, now)
+	}
+	if len(stillPending) == 0 && !atomic {
+		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
+		return false, nil
 	}
 	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
 	// Upcoming nodes are simulated only for this phase.
@@ -312,6 +321,19 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	stillPending, holding := pods.WithoutHoldsRoomOnly(stillPending)
 	if holding > 0 {
 		klog.V(1).InfoS("Scale-up: booked fake pods fit no existing or upcoming node; they cause no scale-up", "pods", holding)
+	}
+	if atomic {
+		rs := &requestSimulation{a: a, snap: a.snapshot, quotas: sim.quotas, templates: templates, templateErrs: templateErrs, readyNodes: total.Ready, now: now}
+		scaled, err := a.requests.ScaleUpAtomic(rs, now)
+		if err != nil {
+			metrics.RegisterError(metrics.InternalError)
+			klog.ErrorS(err, "Scale-up: best-effort-atomic ProvisioningRequest")
+		}
+		if scaled {
+			// Other pending pods get their turn next iteration, as upstream
+			// alternates request and pod scale-ups.
+			return true, nil
+		}
 	}
 	if len(stillPending) == 0 {
 		return false, nil

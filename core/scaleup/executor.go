@@ -111,7 +111,7 @@ func (e *executor) executeBest(plan *Plan, in Input, res *Result) (untried []exp
 		if len(incs) > 1 {
 			klog.V(2).InfoS("Scale-up: balancing across similar node groups", "nodes", best.NodeCount, "nodeGroups", increaseGroups(incs))
 		}
-		done, failed, accountLimit := e.execute(incs, in.Templates, in.Now)
+		done, failed, accountLimit := e.execute(incs, in.Templates, in.Now, plan.AllOrNothing)
 		if len(done) > 0 {
 			res.Increases = done
 			res.Helped = best.Pods
@@ -165,11 +165,12 @@ func (e *executor) maxNodesTotalReached() {
 	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "MaxNodesTotalReached", "Max total nodes in cluster reached: %v", e.opts.MaxNodesTotal)
 }
 
-// execute asks the cloud for the increases, group by group: a refused
+// execute asks the cloud for the increases, group by group (atomic: each
+// through AtomicIncreaseSize, all of its nodes or none): a refused
 // increase backs its group off and does not stop the others, unless the
 // cloud refused it at an account-wide limit (accountLimit), which stops
 // them all.
-func (e *executor) execute(plan []Increase, templates map[string]*framework.NodeInfo, now time.Time) (done []Increase, failed map[string]bool, accountLimit bool) {
+func (e *executor) execute(plan []Increase, templates map[string]*framework.NodeInfo, now time.Time, atomic bool) (done []Increase, failed map[string]bool, accountLimit bool) {
 	failed = map[string]bool{}
 	groups := map[string]cloudprovider.NodeGroup{}
 	for _, g := range e.provider.NodeGroups() {
@@ -181,7 +182,11 @@ func (e *executor) execute(plan []Increase, templates map[string]*framework.Node
 			failed[inc.GroupID] = true
 			continue
 		}
-		err := g.IncreaseSize(inc.To - inc.From)
+		increase := g.IncreaseSize
+		if atomic {
+			increase = g.AtomicIncreaseSize
+		}
+		err := increase(inc.To - inc.From)
 		if al, ok := cloudprovider.AsAccountLimit(err); ok {
 			failed[inc.GroupID] = true
 			e.accountLimitReached(inc, al, now)

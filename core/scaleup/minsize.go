@@ -73,7 +73,7 @@ func (o *Orchestrator) ScaleUpToMinSize(quotas resourcequotas.Tracker, templates
 	if len(plan) == 0 {
 		return nil
 	}
-	done, _, _ := o.exec.execute(plan, templates, now)
+	done, _, _ := o.exec.execute(plan, templates, now, false)
 	if len(done) > 0 {
 		klog.InfoS("Min size: node groups raised (--enforce-node-group-min-size)", "increases", increasesString(done))
 	}

@@ -60,6 +60,10 @@ type Input struct {
 	Templates      map[string]*framework.NodeInfo
 	TemplateErrors map[string]error
 	Now            time.Time
+	// AllOrNothing (a best-effort-atomic ProvisioningRequest's pods): only
+	// an option that places every pod counts, in one group (no balancing),
+	// grown with the provider's AtomicIncreaseSize.
+	AllOrNothing bool
 }
 
 // Result says what a scale-up did.

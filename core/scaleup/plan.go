@@ -32,6 +32,7 @@ const (
 	ReasonMaxNodesTotal Reason = "max total nodes in cluster reached"
 	ReasonMaxCores      Reason = "max cluster cpu limit reached"
 	ReasonMaxMemory     Reason = "max cluster memory limit reached"
+	ReasonNotAll        Reason = "cannot host all pods of an all-or-nothing request"
 )
 
 // limitReason is the Reason a cluster-wide limit gives.
@@ -68,6 +69,9 @@ type Plan struct {
 	LimitsHit []resourcequotas.Resource
 	// EstimateTimes are how long each option's estimate took.
 	EstimateTimes []time.Duration
+	// AllOrNothing: every option places all pods, and its group grows with
+	// the provider's AtomicIncreaseSize (Input.AllOrNothing).
+	AllOrNothing bool
 }
 
 // NotHelped are pods of one equivalence group that no option helps.
@@ -114,7 +118,7 @@ func (p *planner) reasonAll(reason Reason) {
 // equivalence group, why the others would not help.
 func (o *Orchestrator) computePlan(in Input) *Plan {
 	p := &planner{o: o, in: in, egs: simulator.GroupPods(in.Pods),
-		plan:   &Plan{Increases: map[string][]Increase{}, CappedByMaxNodes: map[string]bool{}},
+		plan:   &Plan{Increases: map[string][]Increase{}, CappedByMaxNodes: map[string]bool{}, AllOrNothing: in.AllOrNothing},
 		limits: map[resourcequotas.Resource]bool{}}
 	p.reasons = make([]map[Reason]int, len(p.egs))
 	for i := range p.reasons {
@@ -123,10 +127,23 @@ func (o *Orchestrator) computePlan(in Input) *Plan {
 	groups := o.registry.NodeGroups()
 	quotas := in.Quotas.WithUpcoming(groups, templateNode(in.Templates))
 	fits := p.groupFits(groups)
-	similar := o.similarGroups(fits)
+	var similar map[string][]clusterstate.NodeGroupState
+	if !in.AllOrNothing {
+		// An all-or-nothing increase is one call to one group.
+		similar = o.similarGroups(fits)
+	}
 	est := estimator.NewBinpackingEstimator(o.checker, in.Snapshot)
 	for _, f := range fits {
-		if opt, ok := p.optionFor(f, &quotas, est, similar[f.gs.Group.Id()]); ok {
+		opt, ok := p.optionFor(f, &quotas, est, similar[f.gs.Group.Id()])
+		if ok && in.AllOrNothing && len(opt.Pods) < len(in.Pods) {
+			klog.V(2).InfoS("Scale-up: all-or-nothing: node group cannot host every pod within its limits", "nodeGroup", f.gs.Group.Id(),
+				"pods", len(in.Pods), "fitting", len(opt.Pods))
+			for i := range f.fit {
+				p.reasons[f.fit[i].index][ReasonNotAll]++
+			}
+			continue
+		}
+		if ok {
 			p.plan.Options = append(p.plan.Options, opt)
 			p.plan.Increases[f.gs.Group.Id()] = o.increasesFor(opt, f.gs, similar[f.gs.Group.Id()])
 		}

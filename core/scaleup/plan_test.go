@@ -12,6 +12,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/expander"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -34,6 +35,7 @@ func TestComputePlan(t *testing.T) {
 	cases := []struct {
 		name      string
 		balance   bool // --balance-similar-node-groups
+		atomic    bool // Input.AllOrNothing
 		groups    []planGroup
 		pods      int   // pending pods of 1000m each
 		podCPU    int64 // 0: 1000m
@@ -66,6 +68,16 @@ func TestComputePlan(t *testing.T) {
 			want: map[string][]Increase{
 				"a": {{GroupID: "a", From: 1, To: 2, Max: 10}, {GroupID: "b", From: 0, To: 2, Max: 10}},
 				"b": {{GroupID: "a", From: 1, To: 2, Max: 10}, {GroupID: "b", From: 0, To: 2, Max: 10}},
+			}},
+		{name: "all-or-nothing: a group that cannot host every pod is no option",
+			atomic: true, groups: []planGroup{{id: "a", milliCPU: 1000, max: 2}}, pods: 3,
+			want: map[string][]Increase{}, notHelped: map[Reason]int{ReasonNotAll: 1}},
+		{name: "all-or-nothing: one group, not balanced over similar ones",
+			atomic: true, balance: true,
+			groups: []planGroup{{id: "a", milliCPU: 1000, max: 10}, {id: "b", milliCPU: 1000, max: 10}}, pods: 3,
+			want: map[string][]Increase{
+				"a": {{GroupID: "a", From: 0, To: 3, Max: 10}},
+				"b": {{GroupID: "b", From: 0, To: 3, Max: 10}},
 			}},
 	}
 	checker, err := simulator.NewPredicateChecker()
@@ -112,7 +124,10 @@ func TestComputePlan(t *testing.T) {
 			}
 			snap := simulator.NewClusterSnapshot()
 			plan := o.computePlan(Input{Snapshot: snap, Pods: pods, Templates: templates, Now: now,
-				Quotas: resourcequotas.NewTracker(c.limits, nil, nil)})
+				Quotas: resourcequotas.NewTracker(c.limits, nil, nil), AllOrNothing: c.atomic})
+			if plan.AllOrNothing != c.atomic {
+				t.Errorf("plan.AllOrNothing = %v, want %v", plan.AllOrNothing, c.atomic)
+			}
 
 			if !reflect.DeepEqual(plan.Increases, c.want) {
 				t.Errorf("increases = %v, want %v", plan.Increases, c.want)
@@ -142,5 +157,39 @@ func TestComputePlan(t *testing.T) {
 				t.Errorf("planning recorded event %q", <-recorder.Events)
 			}
 		})
+	}
+}
+
+// An all-or-nothing scale-up grows its group through AtomicIncreaseSize,
+// the whole delta in one call.
+func TestAllOrNothingScaleUpIsAtomic(t *testing.T) {
+	checker, err := simulator.NewPredicateChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	p := test.NewProvider()
+	tmpl := test.BuildTemplate("a", 1000, 4<<30, nil)
+	p.AddNodeGroup("a", 0, 8, 0, tmpl)
+	opts := config.Defaults()
+	registry := clusterstate.NewRegistry(p, opts)
+	if err := registry.UpdateNodes(nil, now); err != nil {
+		t.Fatal(err)
+	}
+	o := New(opts, p, registry, expander.NewChain(nil, nil), checker, record.NewFakeRecorder(100))
+	var pods []*apiv1.Pod
+	for i := range 6 {
+		pod := test.BuildPendingPod("p"+string(rune('0'+i)), 1000, 1<<20, "rs")
+		pod.UID = types.UID(pod.Name)
+		pods = append(pods, pod)
+	}
+	res, err := o.ScaleUp(Input{Snapshot: simulator.NewClusterSnapshot(), Pods: pods, Templates: map[string]*framework.NodeInfo{"a": tmpl},
+		Now: now, Quotas: resourcequotas.NewTracker(resourcequotas.Limits{}, nil, nil), AllOrNothing: true})
+	if err != nil || !res.ScaledUp() {
+		t.Fatalf("scaled up: %v, err %v", res.ScaledUp(), err)
+	}
+	want := []test.Call{{Method: "AtomicIncreaseSize", Group: "a", Delta: 6}}
+	if calls := p.Calls(); !reflect.DeepEqual(calls, want) {
+		t.Errorf("calls %+v, want %+v", calls, want)
 	}
 }

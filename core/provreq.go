@@ -1,0 +1,64 @@
+package core
+
+import (
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// SetProvisioningRequests serves ProvisioningRequests with m: it runs as a
+// pod list processor (bookings, consumers, picking requests), and the
+// scale-up phase lends it the simulation to answer them. Call before Run.
+func (a *Autoscaler) SetProvisioningRequests(m *provisioningrequest.Manager) {
+	a.requests = m
+	a.AddPodListProcessor(m)
+}
+
+// requestsDue says which ProvisioningRequest classes have a request to
+// answer this iteration.
+func (a *Autoscaler) requestsDue() (checkCapacity, atomic bool) {
+	if a.requests == nil {
+		return false, false
+	}
+	return a.requests.Due()
+}
+
+// requestSimulation is the iteration's snapshot and scale-up as a
+// provisioningrequest.Simulation.
+type requestSimulation struct {
+	a            *Autoscaler
+	snap         *simulator.ClusterSnapshot
+	quotas       resourcequotas.Tracker
+	templates    map[string]*framework.NodeInfo
+	templateErrs map[string]error
+	readyNodes   int
+	now          time.Time
+}
+
+func (s *requestSimulation) Fork()         { s.snap.Fork() }
+func (s *requestSimulation) Commit() error { return s.snap.Commit() }
+func (s *requestSimulation) Revert()       { s.snap.Revert() }
+
+func (s *requestSimulation) Place(pods []*apiv1.Pod) ([]*apiv1.Pod, error) {
+	_, unplaced, err := simulator.TrySchedulePods(s.a.checker, s.snap, pods)
+	return unplaced, err
+}
+
+func (s *requestSimulation) ScaleUpAllOrNothing(pods []*apiv1.Pod) (bool, error) {
+	if s.templates == nil || (!s.a.opts.ScaleUpFromZero && s.readyNodes == 0) {
+		return false, nil
+	}
+	res, err := s.a.scaleUp.ScaleUp(scaleup.Input{
+		Snapshot: s.snap, Pods: pods, Quotas: s.quotas, Templates: s.templates, TemplateErrors: s.templateErrs, Now: s.now, AllOrNothing: true,
+	})
+	if err != nil {
+		return false, err
+	}
+	return res.ScaledUp(), nil
+}

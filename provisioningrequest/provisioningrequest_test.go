@@ -1,0 +1,264 @@
+package provisioningrequest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
+	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+)
+
+func request(name, class string, params map[string]v1.Parameter) *v1.ProvisioningRequest {
+	return &v1.ProvisioningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
+		Spec:       v1.ProvisioningRequestSpec{ProvisioningClassName: class, Parameters: params, PodSets: []v1.PodSet{{PodTemplateRef: v1.Reference{Name: "ppt-" + name + "-main"}, Count: 3}}},
+	}
+}
+
+var t0 = time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
+
+func TestSupported(t *testing.T) {
+	cc, atomic := v1.ProvisioningClassCheckCapacity, v1.ProvisioningClassBestEffortAtomicScaleUp
+	inst := map[string]v1.Parameter{ProcessorInstanceParameter: "a"}
+	cases := []struct {
+		name     string
+		class    string
+		params   map[string]v1.Parameter
+		instance string
+		want     bool
+	}{
+		{"check-capacity", cc, nil, "", true},
+		{"best-effort-atomic", atomic, nil, "", true},
+		{"another controller's class", "queued-provisioning.gke.io", nil, "", false},
+		{"check-capacity for another instance", cc, inst, "", false},
+		{"check-capacity for this instance", cc, inst, "a", true},
+		{"check-capacity for a different instance", cc, inst, "b", false},
+		{"check-capacity without instance, instance set", cc, nil, "a", false},
+		{"instance as class prefix (deprecated)", "a" + cc, nil, "a", true},
+		{"best-effort-atomic with an instance set", atomic, nil, "a", false},
+	}
+	for _, tc := range cases {
+		if got := Supported(request("r", tc.class, tc.params), tc.instance); got != tc.want {
+			t.Errorf("%s: Supported = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPodsForInvalidPodSets(t *testing.T) {
+	tmpl := &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns"}, Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c"}}}}}
+	empty := &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: "ns"}}
+	get := func(ns, name string) (*apiv1.PodTemplate, error) {
+		for _, t := range []*apiv1.PodTemplate{tmpl, empty} {
+			if t.Name == name {
+				return t, nil
+			}
+		}
+		return nil, &notFound{name}
+	}
+	cases := []struct {
+		sets    []v1.PodSet
+		wantErr string
+	}{
+		{nil, "spec.podSets is empty"},
+		{[]v1.PodSet{{PodTemplateRef: v1.Reference{Name: "t"}, Count: 0}}, "spec.podSets[0].count: 0"},
+		{[]v1.PodSet{{PodTemplateRef: v1.Reference{Name: "t"}, Count: 1}, {Count: 1}}, "spec.podSets[1].podTemplateRef.name is empty"},
+		{[]v1.PodSet{{PodTemplateRef: v1.Reference{Name: "missing"}, Count: 1}}, "spec.podSets[0].podTemplateRef: PodTemplate ns/missing"},
+		{[]v1.PodSet{{PodTemplateRef: v1.Reference{Name: "empty"}, Count: 1}}, "has no containers"},
+	}
+	for _, tc := range cases {
+		pr := request("r", v1.ProvisioningClassCheckCapacity, nil)
+		pr.Spec.PodSets = tc.sets
+		if _, err := podsFor(pr, get); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%v: error %v, want %q", tc.sets, err, tc.wantErr)
+		}
+	}
+	pr := request("r", v1.ProvisioningClassCheckCapacity, nil)
+	pr.Spec.PodSets = []v1.PodSet{{PodTemplateRef: v1.Reference{Name: "t"}, Count: 2}}
+	ps, err := podsFor(pr, get)
+	if err != nil || len(ps) != 2 || ps[1].Name != "r-0-1" || !pods.IsFake(ps[0]) || ps[0].Annotations[v1.ProvisioningRequestPodAnnotationKey] != "r" {
+		t.Fatalf("pods %v, err %v", ps, err)
+	}
+}
+
+type notFound struct{ name string }
+
+func (n *notFound) Error() string { return n.name + " not found" }
+
+// env is a Manager over fake clients holding the given requests and the
+// PodTemplate each names (3 pods of 1 cpu).
+type env struct {
+	m    *Manager
+	dyn  *dynfake.FakeDynamicClient
+	kube *fake.Clientset
+}
+
+func newEnv(t *testing.T, prs ...*v1.ProvisioningRequest) *env {
+	t.Helper()
+	var objs []runtime.Object
+	var kobjs []runtime.Object
+	for _, pr := range prs {
+		pr.APIVersion, pr.Kind = v1.SchemeGroupVersion.String(), v1.Kind
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: u})
+		kobjs = append(kobjs, &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: pr.Spec.PodSets[0].PodTemplateRef.Name, Namespace: "ns"},
+			Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c",
+				Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1")}}}}}}})
+	}
+	scheme := runtime.NewScheme()
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schemaGVR]string{v1.Resource: "ProvisioningRequestList"}, objs...)
+	kube := fake.NewClientset(kobjs...)
+	f := informers.NewSharedInformerFactory(kube, 0)
+	c := NewClient(dyn, f, time.Second)
+	podLister := f.Core().V1().Pods().Lister()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(ctx, c, podLister, record.NewFakeRecorder(100), Options{InitialBackoff: time.Minute, MaxBackoff: 10 * time.Minute, BackoffCacheSize: 10})
+	return &env{m: m, dyn: dyn, kube: kube}
+}
+
+func withCondition(pr *v1.ProvisioningRequest, typ string, status metav1.ConditionStatus, at time.Time) *v1.ProvisioningRequest {
+	setCondition(pr, typ, status, "r", "m", metav1.NewTime(at))
+	return pr
+}
+
+// The booking of a Provisioned request holds room (fake pods first, never
+// causing a scale-up) for BookingTime, then the request is BookingExpired
+// and holds none.
+func TestBookingLifetime(t *testing.T) {
+	pr := withCondition(request("job-prov-1", v1.ProvisioningClassCheckCapacity, nil), v1.Provisioned, metav1.ConditionTrue, t0)
+	e := newEnv(t, pr)
+	real := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+
+	out, err := e.m.Process(&pods.Context{Now: t0.Add(BookingTime - time.Second)}, []*apiv1.Pod{real})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 4 || out[3] != real || !pods.HoldsRoomOnly(out[0]) {
+		t.Fatalf("within the booking: got %d pods (last real: %v), want 3 booked first then the pending one", len(out), out[len(out)-1] == real)
+	}
+	if cc, at := e.m.Due(); cc || at {
+		t.Fatal("a Provisioned request is provisioned again")
+	}
+
+	out, _ = e.m.Process(&pods.Context{Now: t0.Add(BookingTime + time.Second)}, []*apiv1.Pod{real})
+	got := e.status(t, "job-prov-1")
+	if c := findCondition(got, v1.BookingExpired); c == nil || c.Status != metav1.ConditionTrue || c.Reason != CapacityReservationTimeExpiredReason || c.Message != CapacityReservationTimeExpiredMsg {
+		t.Fatalf("after the booking time: BookingExpired = %+v", c)
+	}
+	// The cache has not seen the update yet; the next iteration reads it.
+	e.waitCondition(t, "job-prov-1", v1.BookingExpired)
+	out, _ = e.m.Process(&pods.Context{Now: t0.Add(BookingTime + 2*time.Second)}, []*apiv1.Pod{real})
+	if len(out) != 1 {
+		t.Fatalf("after expiry %d pods hold room, want none", len(out)-1)
+	}
+}
+
+// Consumer pods bound to a node release booked pods one for one; pending
+// consumers are dropped from scale-up (their room is booked).
+func TestConsumersTakeOverTheBooking(t *testing.T) {
+	pr := withCondition(request("job-prov-1", v1.ProvisioningClassBestEffortAtomicScaleUp, nil), v1.Provisioned, metav1.ConditionTrue, t0)
+	e := newEnv(t, pr)
+	consumer := func(name, node string) *apiv1.Pod {
+		return &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("u-" + name),
+			Annotations: map[string]string{v1.ProvisioningRequestPodAnnotationKey: "job-prov-1", v1.ProvisioningClassPodAnnotationKey: v1.ProvisioningClassBestEffortAtomicScaleUp}},
+			Spec: apiv1.PodSpec{NodeName: node}}
+	}
+	for _, p := range []*apiv1.Pod{consumer("bound-1", "n1"), consumer("bound-2", "n2")} {
+		if _, err := e.kube.CoreV1().Pods("ns").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if ps, _ := e.m.pods.List(everything()); len(ps) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pendingConsumer := consumer("pending-3", "")
+	old := pendingConsumer.DeepCopy()
+	old.Annotations = map[string]string{v1.DeprecatedProvisioningRequestPodAnnotationKey: "job-prov-1"}
+	old.Name, old.UID = "older-spelling", "u-old"
+	out, _ := e.m.Process(&pods.Context{Now: t0.Add(time.Minute)}, []*apiv1.Pod{pendingConsumer, old})
+	if len(out) != 1 || !pods.HoldsRoomOnly(out[0]) {
+		t.Fatalf("got %d pods, want 1 booked pod (3 booked - 2 bound consumers) and no pending consumer", len(out))
+	}
+}
+
+// A request that does not fit is Provisioned=False and retried after the
+// initial backoff, then after twice that.
+func TestBackoff(t *testing.T) {
+	pr := withCondition(request("r", v1.ProvisioningClassCheckCapacity, nil), v1.Provisioned, metav1.ConditionFalse, t0)
+	e := newEnv(t, pr)
+	for _, tc := range []struct {
+		at   time.Duration
+		want bool
+	}{{30 * time.Second, false}, {61 * time.Second, true}, {90 * time.Second, false}, {121 * time.Second, true}} {
+		// Each retry bumps the backoff; the condition's time stays t0 here.
+		if got := e.m.available(pr, t0.Add(tc.at)); got != tc.want {
+			t.Errorf("at +%v available = %v, want %v", tc.at, got, tc.want)
+		}
+	}
+}
+
+type schemaGVR = schema.GroupVersionResource
+
+func everything() labels.Selector { return labels.Everything() }
+
+func findCondition(pr *v1.ProvisioningRequest, typ string) *metav1.Condition {
+	return apimeta.FindStatusCondition(pr.Status.Conditions, typ)
+}
+
+// status reads a request from the (fake) API server.
+func (e *env) status(t *testing.T, name string) *v1.ProvisioningRequest {
+	t.Helper()
+	u, err := e.dyn.Resource(v1.Resource).Namespace("ns").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &v1.ProvisioningRequest{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pr); err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
+// waitCondition waits for the client's cache to show the condition.
+func (e *env) waitCondition(t *testing.T, name, typ string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		prs, _ := e.m.client.List()
+		for _, pr := range prs {
+			if pr.Name == name && isTrue(pr, typ) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("cache never showed %s on %s", typ, name)
+}
