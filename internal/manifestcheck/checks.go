@@ -581,6 +581,10 @@ var clusterWriteAllowed = map[string][]string{
 	"/events":        {"create", "patch"},
 	// CapacityBuffer conditions (docs/capacity-buffers.md).
 	"autoscaling.x-k8s.io/capacitybuffers/status": {"update"},
+	// ProvisioningRequest conditions, and upstream's clean-up of requests
+	// finished more than a week ago (docs/provisioning-requests.md).
+	"autoscaling.x-k8s.io/provisioningrequests/status": {"update"},
+	"autoscaling.x-k8s.io/provisioningrequests":        {"delete"},
 }
 
 var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}

@@ -179,6 +179,11 @@ func TestRBACCoversTheAutoscaler(t *testing.T) {
 		{"resource.k8s.io", "resourceclaims", "list", "", "DRA: pods' claims"},
 		{"resource.k8s.io", "resourceclaimtemplates", "get", "", "DRA: claims not created yet"},
 		{"resource.k8s.io", "deviceclasses", "watch", "", "DRA: device classes"},
+		{"autoscaling.x-k8s.io", "provisioningrequests", "list", "", "ProvisioningRequest informer"},
+		{"autoscaling.x-k8s.io", "provisioningrequests", "watch", "", "ProvisioningRequest informer"},
+		{"autoscaling.x-k8s.io", "provisioningrequests", "delete", "r", "requests finished a week ago"},
+		{"autoscaling.x-k8s.io", "provisioningrequests/status", "update", "r", "conditions"},
+		{"", "podtemplates", "list", "", "ProvisioningRequest pod sets"},
 	}
 	for _, n := range cluster {
 		if !Allows(b.ClusterRole.Rules, n.group, n.resource, n.verb, n.name) {
@@ -217,6 +222,8 @@ func TestRBACDeniesTheRest(t *testing.T) {
 		{b.ClusterRole.Rules, "apps", "deployments", "update", "d"},
 		{b.ClusterRole.Rules, "autoscaling.x-k8s.io", "capacitybuffers", "update", "b"},
 		{b.ClusterRole.Rules, "", "podtemplates", "create", ""},
+		{b.ClusterRole.Rules, "autoscaling.x-k8s.io", "provisioningrequests", "update", "r"},
+		{b.ClusterRole.Rules, "autoscaling.x-k8s.io", "provisioningrequests", "create", ""},
 		{b.ClusterRole.Rules, "", "pods", "create", ""},
 		{b.ClusterRole.Rules, "", "configmaps", "list", ""},
 		{b.ClusterRole.Rules, "resource.k8s.io", "resourceclaims", "update", "c"},
