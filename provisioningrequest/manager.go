@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -32,6 +33,11 @@ const (
 	// it triggers no scale-up of its own.
 	consumerEventInterval = 10 * time.Minute
 )
+
+// TemplateGrace is how long a new request may name a PodTemplate that does
+// not exist yet before it is Failed (FailedToCreatePods); upstream fails it
+// at once.
+const TemplateGrace = time.Minute
 
 // Options are the --provisioning-request-* and --check-capacity-* flags.
 type Options struct {
@@ -238,6 +244,12 @@ func (m *Manager) pickDue(prs []*v1.ProvisioningRequest, now time.Time) {
 			continue
 		}
 		ps, err := podsFor(pr, m.client.PodTemplate)
+		if err != nil && apierrors.IsNotFound(err) && now.Sub(pr.CreationTimestamp.Time) < TemplateGrace {
+			// Kueue creates the request first and its PodTemplates right
+			// after; the request's event may wake the loop in between.
+			klog.V(2).InfoS("ProvisioningRequest: PodTemplate not there yet; waiting for it", "request", klog.KObj(pr), "err", err)
+			continue
+		}
 		if err != nil {
 			klog.InfoS("ProvisioningRequest: invalid pod sets", "request", klog.KObj(pr), "err", err)
 			m.update(pr, now, condition{v1.Failed, metav1.ConditionTrue, FailedToCreatePodsReason, err.Error()})

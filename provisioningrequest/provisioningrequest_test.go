@@ -262,3 +262,31 @@ func (e *env) waitCondition(t *testing.T, name, typ string) {
 	}
 	t.Fatalf("cache never showed %s on %s", typ, name)
 }
+
+// Kueue creates a request before its PodTemplates: a new request naming a
+// PodTemplate not there yet waits for it (not Failed, not provisioned);
+// past TemplateGrace it is Failed with FailedToCreatePods, as upstream.
+func TestMissingPodTemplate(t *testing.T) {
+	young := request("young", v1.ProvisioningClassCheckCapacity, nil)
+	old := request("old", v1.ProvisioningClassCheckCapacity, nil)
+	for _, pr := range []*v1.ProvisioningRequest{young, old} {
+		pr.Spec.PodSets = append(pr.Spec.PodSets, v1.PodSet{PodTemplateRef: v1.Reference{Name: "ppt-" + pr.Name + "-workers"}, Count: 1})
+	}
+	now := t0
+	young.CreationTimestamp = metav1.NewTime(now.Add(-TemplateGrace / 2))
+	old.CreationTimestamp = metav1.NewTime(now.Add(-TemplateGrace - time.Second))
+	e := newEnv(t, young, old)
+	if _, err := e.m.Process(&pods.Context{Now: now}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cc, at := e.m.Due(); cc || at {
+		t.Error("a request without its PodTemplates is due")
+	}
+	if c := findCondition(e.status(t, "young"), v1.Failed); c != nil {
+		t.Errorf("young request: Failed = %+v, want none while its PodTemplate may still come", c)
+	}
+	c := findCondition(e.status(t, "old"), v1.Failed)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != FailedToCreatePodsReason || !strings.Contains(c.Message, "ppt-old-workers") {
+		t.Errorf("old request: Failed = %+v, want True FailedToCreatePods naming the PodTemplate", c)
+	}
+}

@@ -207,10 +207,11 @@ func (s *scenario) backdateProvisioned(name string, d time.Duration) {
 // pods run on the booked nodes with no further scale-up.
 func TestProvisioningRequestAtomicScaleUp(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("train", 0, 0, 8)}, bootDelay: 3 * time.Second})
+	s.startAutoscaler("--enable-provisioning-requests")
+	// The request's event wakes the loop before its PodTemplate exists.
 	job := s.suspendedJob(6, bigPod, "train")
 	class := v1.ProvisioningClassBestEffortAtomicScaleUp
 	pr := s.kueueRequest(job, class, nil, 6)
-	s.startAutoscaler("--enable-provisioning-requests")
 
 	s.eventually("Provisioned=True", 60*time.Second, s.conditionIs(pr, v1.Provisioned, metav1.ConditionTrue, "CapacityIsProvisioned"))
 	if err := s.conditionIs(pr, v1.Accepted, metav1.ConditionTrue, "Accepted")(); err != nil {
@@ -246,9 +247,9 @@ func TestProvisioningRequestAtomicScaleUp(t *testing.T) {
 // the request is Provisioned=False.
 func TestProvisioningRequestAtomicCannotFit(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("train", 0, 0, 4)}})
+	s.startAutoscaler("--enable-provisioning-requests")
 	job := s.suspendedJob(6, bigPod, "train")
 	pr := s.kueueRequest(job, v1.ProvisioningClassBestEffortAtomicScaleUp, nil, 6)
-	s.startAutoscaler("--enable-provisioning-requests")
 
 	s.eventually("Provisioned=False", 60*time.Second, s.conditionIs(pr, v1.Provisioned, metav1.ConditionFalse, "CapacityIsNotFound"))
 	if c := apimeta.FindStatusCondition(s.provisioningRequest(pr).Status.Conditions, v1.Provisioned); c.Message != "Capacity is not found, CA will try to find it later." {
@@ -267,6 +268,7 @@ func TestProvisioningRequestAtomicCannotFit(t *testing.T) {
 func TestProvisioningRequestCheckCapacityBooksRoom(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("batch", 2, 0, 4)}})
 	s.waitNodes("batch", 2, 60*time.Second)
+	// The request comes first here: the empty nodes would go before it.
 	job := s.suspendedJob(2, bigPod, "batch")
 	pr := s.kueueRequest(job, v1.ProvisioningClassCheckCapacity, map[string]v1.Parameter{"ValidUntilSeconds": "600"}, 2)
 	s.startAutoscaler("--enable-provisioning-requests")
@@ -294,9 +296,9 @@ func TestProvisioningRequestCheckCapacityNoRoom(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("batch", 1, 1, 4)}})
 	s.deploy("fill", 1, bigPod, withNodeSelector(nodeagent.LabelNodePool, "batch"))
 	s.waitRunning("fill", 1, 60*time.Second)
+	s.startAutoscaler("--enable-provisioning-requests")
 	job := s.suspendedJob(2, bigPod, "batch")
 	pr := s.kueueRequest(job, v1.ProvisioningClassCheckCapacity, nil, 2)
-	s.startAutoscaler("--enable-provisioning-requests")
 
 	s.eventually("Provisioned=False", 60*time.Second, s.conditionIs(pr, v1.Provisioned, metav1.ConditionFalse, "CapacityIsNotFound"))
 	s.holds("no scale-up", 4*time.Second, func() error {
