@@ -46,6 +46,9 @@ type config struct {
 	scaleDown                         bool
 	sdPools, sdNodesPerPool           int
 	sdDrainPools, sdDrainNodesPerPool int
+	// Warm-capacity run (--buffer).
+	buffer          bool
+	bufferBootDelay time.Duration
 	// Burst run (--burst).
 	burst                      bool
 	burstPools, pods, maxPerPl int
@@ -92,6 +95,8 @@ func main() {
 	flag.IntVar(&c.largePods, "large-pods", 10000, "large: running pods of 900m (two fill a node)")
 	flag.IntVar(&c.largePending, "large-pending", 5000, "large: pending pods of 500m created at once after the steady window")
 	flag.DurationVar(&c.largeTimeout, "large-timeout", 20*time.Minute, "large: give up registering the nodes or running the pods after this long")
+	flag.BoolVar(&c.buffer, "buffer", true, "run the warm-capacity figure: a Deployment's new pods to Running, without and with a CapacityBuffer")
+	flag.DurationVar(&c.bufferBootDelay, "buffer-boot-delay", 20*time.Second, "buffer: simulated droplet boot time")
 	flag.StringVar(&c.dir, "dir", "", "directory for sandbox files and autoscaler logs (default: a temp dir)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -130,6 +135,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if c.large {
 		if err := runLarge(ctx, c, out); err != nil {
+			return err
+		}
+	}
+	if c.buffer {
+		if err := runBuffer(ctx, c, out); err != nil {
 			return err
 		}
 	}
