@@ -158,7 +158,9 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		opts = append(opts, schedruntime.WithSharedCSIManager(csiManager{factory.Storage().V1().CSINodes().Lister()}))
 	}
 	ctx := context.Background()
-	f, err := schedruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), profile, opts...)
+	registry := plugins.NewInTreeRegistry()
+	withCheapDRASkip(registry)
+	f, err := schedruntime.NewFramework(ctx, registry, profile, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("building scheduler framework: %w", err)
 	}
