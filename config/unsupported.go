@@ -34,8 +34,6 @@ var DefaultOnlyFlags = map[string]string{
 	"max-allocatable-difference-ratio":                   "similar node groups are compared with upstream's default tolerances",
 	"memory-difference-ratio":                            "similar node groups are compared with upstream's default tolerances",
 	"record-duplicated-events":                           "events are always deduplicated by client-go's event correlator",
-	"max-bulk-soft-taint-count":                          "unneeded nodes are not soft-tainted (PreferNoSchedule) in this build",
-	"max-bulk-soft-taint-time":                           "unneeded nodes are not soft-tainted (PreferNoSchedule) in this build",
 	"ignore-mirror-pods-utilization":                     "mirror (static) pods always count toward a node's utilization",
 	"force-delete-unregistered-nodes":                    "DOKS nodes that never register are deleted through the DOKS API after --max-node-provision-time, within the pool's limits",
 	"force-delete-failed-nodes":                          "failed nodes are deleted within the pool's limits only",

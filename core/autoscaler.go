@@ -360,7 +360,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	if err := a.provider.Refresh(); err != nil {
 		klog.Errorf("Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown: %v", err)
 		metrics.RegisterError(metrics.CloudProviderError)
-	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, actuation.DeletingInstances(a.provider)); err != nil {
+	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, actuation.DeletingInstances(a.provider), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
 		// Not fatal: the nodes stay tainted, which an operator can see, and
 		// the next restart tries again.
 		klog.Errorf("Start-up: stale taint clean-up incomplete: %v", err)

@@ -3,10 +3,12 @@ package scaledown
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
@@ -104,6 +106,10 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	if err := s.planner.Update(in); err != nil {
 		return res, err
 	}
+	// Whatever this pass decides (cooldown included, as upstream), the
+	// soft taints follow the unneeded nodes, once the removals it starts
+	// are known.
+	defer func() { s.softTaint(ctx, in.Nodes, res.Empty, res.Drained) }()
 	// Counted after the removals are chosen, which add their own reasons
 	// (not unneeded long enough, min size, cluster minimums), as upstream.
 	defer func() { metrics.UpdateUnremovableNodesCount(s.planner.UnremovableCounts()) }()
@@ -140,6 +146,40 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 		s.lastDelete = in.Now
 	}
 	return res, nil
+}
+
+// softTaint hands the actuator the nodes of the autoscaled groups, split
+// into unneeded and needed; nodes being removed, or whose removal this
+// pass started (and maybe already ended), are left alone.
+func (s *ScaleDown) softTaint(ctx context.Context, nodes []*apiv1.Node, started ...[]string) {
+	if s.opts.MaxBulkSoftTaintCount == 0 {
+		return
+	}
+	unneeded := map[string]bool{}
+	for _, u := range s.planner.Unneeded() {
+		unneeded[u.Node.Name] = true
+	}
+	beingDeleted := maps.Clone(s.removals.BeingDeleted())
+	if beingDeleted == nil {
+		beingDeleted = map[string]bool{}
+	}
+	for _, names := range started {
+		for _, n := range names {
+			beingDeleted[n] = true
+		}
+	}
+	var taint, untaint []*apiv1.Node
+	for _, n := range nodes {
+		if beingDeleted[n.Name] || s.registry.NodeGroupIDForNode(n.Name) == "" {
+			continue
+		}
+		if unneeded[n.Name] {
+			taint = append(taint, n)
+		} else {
+			untaint = append(untaint, n)
+		}
+	}
+	s.actuator.SoftTaint(ctx, taint, untaint)
 }
 
 // groupFacts reads, for the groups of the unneeded nodes, what choose needs:

@@ -89,6 +89,9 @@ type Actuator interface {
 	DeleteEmpty(ctx context.Context, nodes []*UnneededNode)
 	// Drain evicts the nodes' pods, then deletes them.
 	Drain(ctx context.Context, nodes []*UnneededNode)
+	// SoftTaint puts the PreferNoSchedule DeletionCandidate taint on the
+	// unneeded nodes and takes it off the needed ones, within its budget.
+	SoftTaint(ctx context.Context, unneeded, needed []*apiv1.Node)
 }
 
 // Removals says which removals are in flight (deletiontracker.Tracker).

@@ -123,8 +123,11 @@ func DeletingInstances(provider cloudprovider.CloudProvider) map[string]bool {
 // nodes unschedulable forever. A node whose instance is in deleting (its
 // provider ID in deleting) keeps its ToBeDeleted taint: the cloud is
 // removing it, and since the drain is already done (deletes skip the
-// cloud's drain), pods scheduled there would be killed without one.
-func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, deleting map[string]bool) error {
+// cloud's drain), pods scheduled there would be killed without one. With
+// keepSoftTaints (soft tainting on), a node carrying only the
+// DeletionCandidate taint keeps it, as upstream's clean-up does: the first
+// loop takes it off the nodes that are needed.
+func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, deleting map[string]bool, keepSoftTaints bool) error {
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing nodes to clean up stale taints: %w", err)
@@ -134,7 +137,7 @@ func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, deleting
 		n := &nodes.Items[i]
 		stale := false
 		for _, t := range n.Spec.Taints {
-			if t.Key == clusterstate.ToBeDeletedTaint || t.Key == clusterstate.DeletionCandidateTaint {
+			if t.Key == clusterstate.ToBeDeletedTaint || (t.Key == clusterstate.DeletionCandidateTaint && !keepSoftTaints) {
 				stale = true
 			}
 		}

@@ -24,7 +24,7 @@ func TestCleanUpStaleTaintsKeepsDeletingNodes(t *testing.T) {
 		}
 	}
 	kube := fake.NewSimpleClientset(tainted("leaving", "digitalocean://1"), tainted("stale", "digitalocean://2"))
-	if err := CleanUpStaleTaints(context.Background(), kube, map[string]bool{"digitalocean://1": true}); err != nil {
+	if err := CleanUpStaleTaints(context.Background(), kube, map[string]bool{"digitalocean://1": true}, false); err != nil {
 		t.Fatal(err)
 	}
 	has := func(name string) bool {
