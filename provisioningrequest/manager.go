@@ -335,7 +335,12 @@ func (m *Manager) CheckCapacity(sim Simulation, now time.Time) {
 		default:
 			sim.Revert()
 			klog.InfoS("ProvisioningRequest: capacity not found", "request", klog.KObj(d.pr), "pods", len(d.pods), "notFitting", len(unplaced))
-			if d.pr.Spec.Parameters[NoRetryParameter] == "true" {
+			noRetry, set := d.pr.Spec.Parameters[NoRetryParameter]
+			if set && noRetry != "true" && noRetry != "false" {
+				klog.ErrorS(nil, "ProvisioningRequest: parameter ignored; supported values are \"true\" and \"false\"",
+					"request", klog.KObj(d.pr), "parameter", NoRetryParameter, "value", noRetry)
+			}
+			if noRetry == "true" {
 				m.update(d.pr, now, accepted, condition{v1.Failed, metav1.ConditionTrue, CapacityIsNotFoundReason, CapacityIsNotFoundNoRetryMsg})
 			} else {
 				m.update(d.pr, now, accepted, condition{v1.Provisioned, metav1.ConditionFalse, CapacityIsNotFoundReason, CapacityIsNotFoundMsg})

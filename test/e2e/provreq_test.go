@@ -308,3 +308,20 @@ func TestProvisioningRequestCheckCapacityNoRoom(t *testing.T) {
 		return s.targetIs("batch", 1)()
 	})
 }
+
+// Without --enable-provisioning-requests a request is left alone (no
+// status) and its consumer pods are ordinary pending pods: they scale up
+// as any others.
+func TestProvisioningRequestIgnoredWithoutTheFlag(t *testing.T) {
+	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("train", 0, 0, 8)}})
+	s.startAutoscaler()
+	job := s.suspendedJob(2, bigPod, "train")
+	class := v1.ProvisioningClassBestEffortAtomicScaleUp
+	pr := s.kueueRequest(job, class, nil, 2)
+	s.admitJob("train", pr, class)
+	s.waitTarget("train", 2, 60*time.Second)
+	s.eventually("the Job's 2 pods running", 60*time.Second, s.jobRunning("train", 2))
+	if c := s.provisioningRequest(pr).Status.Conditions; len(c) > 0 {
+		t.Errorf("conditions written without the flag: %+v", c)
+	}
+}
