@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
@@ -18,27 +19,35 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
 )
 
-// buffers is the scenario's CapacityBuffer client (the CRD is installed by
-// the sandbox).
-func (s *scenario) buffers() dynamic.ResourceInterface {
+// resource is the scenario's namespaced client of a custom resource (the
+// CRDs of deploy/crds are installed by the sandbox).
+func (s *scenario) resource(gvr schema.GroupVersionResource) dynamic.ResourceInterface {
 	s.t.Helper()
 	dyn, err := dynamic.NewForConfig(sharedCP.Config)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return dyn.Resource(v1beta1.Resource).Namespace(s.ns)
+	return dyn.Resource(gvr).Namespace(s.ns)
 }
 
-func (s *scenario) buffer(name string) *v1beta1.CapacityBuffer {
+// getInto reads the named object of ri into out (a typed API object).
+func (s *scenario) getInto(ri dynamic.ResourceInterface, name string, out any) {
 	s.t.Helper()
-	u, err := s.buffers().Get(s.ctx, name, metav1.GetOptions{})
+	u, err := ri.Get(s.ctx, name, metav1.GetOptions{})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	b := &v1beta1.CapacityBuffer{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+func (s *scenario) buffers() dynamic.ResourceInterface { return s.resource(v1beta1.Resource) }
+
+func (s *scenario) buffer(name string) *v1beta1.CapacityBuffer {
+	s.t.Helper()
+	b := &v1beta1.CapacityBuffer{}
+	s.getInto(s.buffers(), name, b)
 	return b
 }
 

@@ -38,25 +38,12 @@ const (
 	provreqPodSet   = "main"
 )
 
-func (s *scenario) provisioningRequests() dynamic.ResourceInterface {
-	s.t.Helper()
-	dyn, err := dynamic.NewForConfig(sharedCP.Config)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return dyn.Resource(v1.Resource).Namespace(s.ns)
-}
+func (s *scenario) provisioningRequests() dynamic.ResourceInterface { return s.resource(v1.Resource) }
 
 func (s *scenario) provisioningRequest(name string) *v1.ProvisioningRequest {
 	s.t.Helper()
-	u, err := s.provisioningRequests().Get(s.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	pr := &v1.ProvisioningRequest{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pr); err != nil {
-		s.t.Fatal(err)
-	}
+	s.getInto(s.provisioningRequests(), name, pr)
 	return pr
 }
 
