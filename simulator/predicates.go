@@ -83,6 +83,8 @@ type PredicateChecker struct {
 	fw      schedframework.Framework
 	lister  *frameworkLister
 	plugins []string
+	// hints caches the removal simulation's pod hashes across loops.
+	hints hintHashes
 }
 
 // NewPredicateChecker builds a framework with BasePlugins. Plugins that read
