@@ -150,7 +150,11 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 		klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
 		return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 	}
-	klog.V(2).Infof("Node %s can be removed: its %d pods to move fit elsewhere", nodeName, len(toMove))
+	// Every loop re-checks every unneeded node: the planner logs the
+	// changes at --v=2 (newly unneeded, needed again).
+	if v := klog.V(4); v.Enabled() {
+		v.Infof("Node %s can be removed: its %d pods to move fit elsewhere", nodeName, len(toMove))
+	}
 	return &NodeToBeRemoved{Node: node, PodsToReschedule: toMove}, nil
 }
 

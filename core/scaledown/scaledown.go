@@ -31,6 +31,9 @@ type ScaleDown struct {
 	removals Removals
 
 	lastDelete, lastFailure time.Time
+	// keptFor is why each unneeded node waited last loop: a node's wait is
+	// logged at --v=2 when it starts or its reason changes, not every loop.
+	keptFor map[string]keptKind
 	// deleted and failed are set when a removal ends (from its goroutine)
 	// and turned into cooldown start times on the loop's clock by observe.
 	deleted, failed atomic.Bool
@@ -206,9 +209,23 @@ func (s *ScaleDown) groupFacts(unneeded []*UnneededNode) map[string]GroupFacts {
 	return out
 }
 
+// keptKind is what a node waits for: a reason, or for NoReason (a removal
+// budget) the words of the wait.
+type keptKind struct {
+	reason simulator.UnremovableReason
+	budget string
+}
+
 // recordKept tells the planner why unneeded nodes stay, logs it and counts
-// the removals a cluster-wide minimum prevented.
+// the removals a cluster-wide minimum prevented. A node's line is at --v=2
+// when it starts waiting or waits for something else than last loop, at
+// --v=4 otherwise ("unneeded for 3m0s of 10m0s" would otherwise be a line
+// per node per loop: a thousand at 1,000 idle nodes); one --v=2 line per
+// loop counts them.
 func (s *ScaleDown) recordKept(kept []Kept) {
+	last := s.keptFor
+	s.keptFor = make(map[string]keptKind, len(kept))
+	timers := 0
 	for _, k := range kept {
 		if k.Reason != simulator.NoReason {
 			s.planner.RecordUnremovable(k.Node.Node.Name, k.Reason)
@@ -216,7 +233,25 @@ func (s *ScaleDown) recordKept(kept []Kept) {
 		if k.Minimum != "" {
 			metrics.RegisterSkippedScaleDown(skippedLabel(k.Minimum))
 		}
-		klog.V(2).InfoS("Scale-down: unneeded node waits", "node", klog.KObj(k.Node.Node), "nodeGroup", k.Node.GroupID, "why", k.Why)
+		kind := keptKind{reason: k.Reason}
+		if k.Reason == simulator.NoReason {
+			kind.budget = k.Why
+		}
+		if k.Reason == simulator.NotUnneededLongEnough || k.Reason == simulator.NotUnreadyLongEnough {
+			timers++
+		}
+		prev, seen := last[k.Node.Node.Name]
+		s.keptFor[k.Node.Node.Name] = kind
+		v := klog.Level(4)
+		if !seen || prev != kind {
+			v = 2
+		}
+		if logger := klog.V(v); logger.Enabled() {
+			logger.InfoS("Scale-down: unneeded node waits", "node", klog.KObj(k.Node.Node), "nodeGroup", k.Node.GroupID, "why", k.Why)
+		}
+	}
+	if len(kept) > 0 {
+		klog.V(2).InfoS("Scale-down: unneeded nodes wait", "count", len(kept), "forUnneededTime", timers)
 	}
 }
 

@@ -180,6 +180,9 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 		since := in.Now
 		if prev := p.unneeded[c.node.Name]; prev != nil {
 			since = prev.Since
+		} else {
+			klog.V(2).InfoS("Scale-down: node is unneeded", "node", klog.KObj(c.node), "nodeGroup", c.groupID,
+				"podsToMove", len(removal.PodsToReschedule))
 		}
 		next[c.node.Name] = &scaledown.UnneededNode{Node: c.node, GroupID: c.groupID, Since: since, Empty: len(removal.PodsToReschedule) == 0,
 			Unready: c.unready, PodsToEvict: removal.PodsToReschedule, Utilization: c.util, DRADrivers: draDrivers(snap, c.node.Name)}
