@@ -44,6 +44,11 @@ const (
 	KubeletVersion = "v1.37.2"
 )
 
+// apiWorkers bounds the API calls the agent makes at once when many nodes
+// register or heartbeat together (the control plane's client allows 500 per
+// second).
+const apiWorkers = 16
+
 // Options configures an Agent.
 type Options struct {
 	// Region fills the region labels; doks.DefaultRegion when empty.
@@ -360,11 +365,15 @@ func (a *Agent) reconcile(ctx context.Context) {
 	}
 	a.mu.Unlock()
 
-	for _, c := range toCreate {
+	// Kubelets join at once, not one after another: each registration is
+	// four API calls, so serially a 5,000-node pool took longer to appear
+	// than the scenario could wait.
+	workqueue.ParallelizeUntil(ctx, apiWorkers, len(toCreate), func(i int) {
+		c := toCreate[i]
 		if err := a.register(ctx, c.pool, c.node); err != nil {
 			klog.Errorf("node agent: registering node %s of pool %s: %v", c.node.Name, c.pool.Name, err)
 		}
-	}
+	})
 	for _, name := range toCordon {
 		a.cordon(ctx, name)
 	}
@@ -540,16 +549,18 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		names = append(names, name)
 	}
 	a.mu.Unlock()
-	for _, name := range names {
-		node, err := a.nodeLister.Get(name)
+	// In parallel, as every kubelet renews its own: serially, thousands of
+	// nodes would not all be renewed within one interval.
+	workqueue.ParallelizeUntil(ctx, apiWorkers, len(names), func(i int) {
+		node, err := a.nodeLister.Get(names[i])
 		if err != nil {
-			continue
+			return
 		}
 		if err := a.renewLease(ctx, node); err != nil && ctx.Err() == nil {
-			klog.V(2).Infof("node agent: renewing lease of %s: %v", name, err)
+			klog.V(2).Infof("node agent: renewing lease of %s: %v", names[i], err)
 		}
 		a.touchReady(ctx, node)
-	}
+	})
 }
 
 func (a *Agent) touchReady(ctx context.Context, node *apiv1.Node) {
