@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
 )
@@ -265,6 +266,11 @@ func TestProvisioningRequestCheckCapacityBooksRoom(t *testing.T) {
 		if tainted := s.taintedNodes(); len(tainted) > 0 {
 			return fmt.Errorf("nodes tainted for deletion: %v", tainted)
 		}
+		// Nor marked a deletion candidate: PreferNoSchedule would steer the
+		// Job's pods away from their room.
+		if soft := s.softTaintedNodes(); len(soft) > 0 {
+			return fmt.Errorf("booked nodes soft-tainted: %v", soft)
+		}
 		if err := s.updatesAre(0)(); err != nil {
 			return err
 		}
@@ -311,4 +317,23 @@ func TestProvisioningRequestIgnoredWithoutTheFlag(t *testing.T) {
 	if c := s.provisioningRequest(pr).Status.Conditions; len(c) > 0 {
 		t.Errorf("conditions written without the flag: %+v", c)
 	}
+}
+
+// softTaintedNodes: Nodes carrying the autoscaler's deletion-candidate
+// (PreferNoSchedule) taint.
+func (s *scenario) softTaintedNodes() []string {
+	s.t.Helper()
+	l, err := s.kube.CoreV1().Nodes().List(s.ctx, metav1.ListOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var out []string
+	for _, n := range l.Items {
+		for _, t := range n.Spec.Taints {
+			if t.Key == clusterstate.DeletionCandidateTaint {
+				out = append(out, n.Name)
+			}
+		}
+	}
+	return out
 }
