@@ -169,7 +169,7 @@ func TestUnsupportedUpstreamFlagsAreRefused(t *testing.T) {
 		{[]string{"--cloud_provider_gce_lb_src_cidrs=x"}, "--cloud-provider-gce-lb-src-cidrs"},
 		{[]string{"--ginkgo.v"}, "--ginkgo.v"},
 		{[]string{"--max-node-startup-time=10m"}, "--max-node-startup-time=10m0s is refused: this build supports only upstream's default (15m0s)"},
-		{[]string{"--node-deletion-delay-timeout=3m"}, "--node-deletion-delay-timeout=3m0s is refused"},
+		{[]string{"--node-deletion-batcher-interval=3s"}, "--node-deletion-batcher-interval=3s is refused"},
 		{[]string{"--balancing-ignore-label=a"}, "--balancing-ignore-label=[a] is refused"},
 		{[]string{"--bypassed-scheduler-names=a,b"}, "--bypassed-scheduler-names=[a,b] is refused"},
 		// Refused as upstream refuses it (klog.Fatalf there), with its words.
@@ -243,12 +243,12 @@ func TestDefaultOnlyFlagsAcceptUpstreamDefault(t *testing.T) {
 
 // One start reports every problem of the command line, not only the first.
 func TestEveryProblemIsReportedAtOnce(t *testing.T) {
-	_, err := parse(t, "--nodes=1:3:p", "--node-deletion-delay-timeout=4m", "--scan-interval=soon", "--cores-total=8", "--scale-down-utilization-threshold=2", "--user_agent=x")
+	_, err := parse(t, "--nodes=1:3:p", "--node-deletion-batcher-interval=4s", "--scan-interval=soon", "--cores-total=8", "--scale-down-utilization-threshold=2", "--user_agent=x")
 	var problems FlagErrors
 	if !errors.As(err, &problems) {
 		t.Fatalf("got %v, want FlagErrors", err)
 	}
-	for _, want := range []string{"--nodes", "--node-deletion-delay-timeout=4m", "--scan-interval=soon", "--cores-total", "--scale-down-utilization-threshold", "--user-agent"} {
+	for _, want := range []string{"--nodes", "--node-deletion-batcher-interval=4s", "--scan-interval=soon", "--cores-total", "--scale-down-utilization-threshold", "--user-agent"} {
 		found := false
 		for _, p := range problems {
 			found = found || strings.Contains(p.Error(), want)

@@ -232,7 +232,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	a.removals = deletiontracker.New(func(string, string, deletiontracker.Outcome) { a.trigger.Kick() })
 	a.actuator = actuation.New(a.opts, actuation.Deps{
 		Kube: a.kube, Provider: a.provider, Recorder: a.recorder, StatusRef: scaleup.StatusConfigMapRef(a.opts),
-		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals,
+		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals, Nodes: a.nodes,
 	}, actuatorOptions...)
 	a.scaleDown = scaledown.New(a.opts, a.registry, a.planner, a.actuator, a.removals)
 	// Cooldowns start from the removals' ends.

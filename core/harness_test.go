@@ -57,17 +57,23 @@ type harness struct {
 // RunOnce returns.
 func newHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, objs ...runtime.Object) *harness {
 	t.Helper()
-	return buildHarness(t, opts, provider, false, objs...)
+	return buildHarness(t, opts, provider, false, nil, objs...)
+}
+
+// newHarnessWith is newHarness with more actuator options.
+func newHarnessWith(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, actuatorOptions []actuation.Option, objs ...runtime.Object) *harness {
+	t.Helper()
+	return buildHarness(t, opts, provider, false, actuatorOptions, objs...)
 }
 
 // newAsyncHarness is newHarness with node removals in their own goroutines,
 // as in production: for tests of what happens while a drain runs.
 func newAsyncHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, objs ...runtime.Object) *harness {
 	t.Helper()
-	return buildHarness(t, opts, provider, true, objs...)
+	return buildHarness(t, opts, provider, true, nil, objs...)
 }
 
-func buildHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, async bool, objs ...runtime.Object) *harness {
+func buildHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, async bool, extra []actuation.Option, objs ...runtime.Object) *harness {
 	t.Helper()
 	kube := fake.NewClientset(withReplicaSets(objs)...)
 	rec := record.NewFakeRecorder(100000)
@@ -100,6 +106,7 @@ func buildHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.P
 	if !async {
 		actuatorOptions = append(actuatorOptions, actuation.Synchronous())
 	}
+	actuatorOptions = append(actuatorOptions, extra...)
 	a, err := newAutoscaler(opts, kube, provider, rec, nil, clock.RealClock{}, actuatorOptions...)
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +128,9 @@ func testOptions() config.AutoscalingOptions {
 	o.ExpanderNames = []string{"least-waste"}
 	o.MaxPodEvictionTime = 200 * time.Millisecond
 	o.MaxGracefulTerminationSec = 1
+	// Upstream's 5 s wait after tainting is tested on its own
+	// (TestDelayAfterTaint...); elsewhere it would only slow tests down.
+	o.NodeDeleteDelayAfterTaint = 0
 	return o
 }
 

@@ -217,6 +217,8 @@ func (s *scenario) baseArgs() []string {
 		"--scale-down-delay-after-add=5s",
 		"--scale-down-delay-after-delete=0s",
 		"--scale-down-delay-after-failure=3s",
+		// Upstream waits 5s after tainting; a scenario needs only the race covered.
+		"--node-delete-delay-after-taint=200ms",
 		"--max-node-provision-time=2m",
 		"--new-pod-scale-up-delay=0s",
 		"--address=127.0.0.1:"+strconv.Itoa(freePort(s.t)),

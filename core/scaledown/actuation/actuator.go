@@ -8,6 +8,7 @@ package actuation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -48,6 +50,9 @@ type Actuator struct {
 	evictionRetryInterval time.Duration
 	podGoneCheckInterval  time.Duration
 	async                 bool
+	// onDelayAfterTaint, when set, hears each wait after tainting.
+	onDelayAfterTaint func(time.Duration)
+	latencies         latencies
 
 	wg sync.WaitGroup
 }
@@ -67,6 +72,9 @@ type Deps struct {
 	PDBs func() ([]*policyv1.PodDisruptionBudget, error)
 	// Removals is told of every removal's start and end.
 	Removals *deletiontracker.Tracker
+	// Nodes reads nodes from the informer: their delay-deletion
+	// annotations, and how soon a taint shows there.
+	Nodes corelisters.NodeLister
 }
 
 // Option changes how an actuator paces its work.
@@ -76,6 +84,12 @@ type Option func(*Actuator)
 // evicted pod is checked for being gone (5s each by default).
 func WithPacing(evictionRetry, podGoneCheck time.Duration) Option {
 	return func(a *Actuator) { a.evictionRetryInterval, a.podGoneCheckInterval = evictionRetry, podGoneCheck }
+}
+
+// OnDelayAfterTaint calls f with each wait between tainting nodes and
+// checking and deleting them, as it starts.
+func OnDelayAfterTaint(f func(time.Duration)) Option {
+	return func(a *Actuator) { a.onDelayAfterTaint = f }
 }
 
 // Synchronous runs each removal in the caller's goroutine instead of its
@@ -153,24 +167,48 @@ func (a *Actuator) DeleteEmpty(ctx context.Context, nodes []*scaledown.UnneededN
 	a.run(func() { a.deleteEmpty(ctx, nodes) })
 }
 
-// deleteEmpty prepares each node (taint, check still empty, evict its
-// DaemonSet pods), then deletes the prepared ones group by group. The
-// tracker hears every outcome once the whole batch is done.
+// deleteEmpty taints the nodes, waits --node-delete-delay-after-taint,
+// prepares each node (check still empty, evict its DaemonSet pods, wait for
+// its delay-deletion annotations), then deletes the prepared ones group by
+// group. The tracker hears every outcome once the whole batch is done.
 func (a *Actuator) deleteEmpty(ctx context.Context, nodes []*scaledown.UnneededNode) {
-	outcomes := make(map[string]deletiontracker.Outcome, len(nodes))
+	tainted, delay := a.markNodes(ctx, nodes)
+	outcomes := make(map[string]deletiontracker.Outcome, len(tainted))
 	defer func() {
-		for _, u := range nodes {
+		for _, u := range tainted {
 			a.deps.Removals.Ended(u.Node.Name, outcomes[u.Node.Name])
 		}
 	}()
-	var ready []*scaledown.UnneededNode
-	for _, u := range nodes {
-		if outcome, ok := a.prepareEmpty(ctx, u); ok {
-			ready = append(ready, u)
-		} else {
-			outcomes[u.Node.Name] = outcome
+	if !a.waitAfterTaint(ctx, delay, names(tainted)) {
+		for _, u := range tainted {
+			a.fail(ctx, u.Node, metrics.InternalError, ctx.Err())
+			outcomes[u.Node.Name] = deletiontracker.Failed
 		}
+		return
 	}
+	var mu sync.Mutex
+	var ready []*scaledown.UnneededNode
+	var wg sync.WaitGroup
+	// In parallel: a node's delay-deletion wait must not hold the others.
+	for _, u := range tainted {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outcome, ok := a.prepareEmpty(ctx, u)
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				ready = append(ready, u)
+			} else {
+				outcomes[u.Node.Name] = outcome
+			}
+		}()
+	}
+	wg.Wait()
+	// Deleted in the order planned.
+	slices.SortFunc(ready, func(x, y *scaledown.UnneededNode) int {
+		return slices.Index(tainted, x) - slices.Index(tainted, y)
+	})
 	for _, group := range byGroup(ready) {
 		for name, outcome := range a.deleteGroup(ctx, group) {
 			outcomes[name] = outcome
@@ -178,17 +216,15 @@ func (a *Actuator) deleteEmpty(ctx context.Context, nodes []*scaledown.UnneededN
 	}
 }
 
-// prepareEmpty taints an empty node, checks it is still empty and evicts
-// its DaemonSet pods (best effort). When the node is not to be deleted it
-// returns why the removal ended, and false.
+// prepareEmpty checks a tainted empty node is still empty, evicts its
+// DaemonSet pods (best effort) and waits for its delay-deletion
+// annotations. When the node is not to be deleted it returns why the
+// removal ended, and false.
 func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode) (deletiontracker.Outcome, bool) {
-	if err := a.markNode(ctx, u.Node); err != nil {
-		a.fail(ctx, u.Node, metrics.APICallError, err)
-		return deletiontracker.Failed, false
-	}
 	// A pod may have been bound since the simulation. The check reads the
 	// API server, not the informer cache, which may lag the binding; with
-	// the taint on, nothing new can arrive, so its answer is final. No
+	// the taint on (and seen by the scheduler after the delay after
+	// taint), nothing new can arrive, so its answer is final. No
 	// drain rules apply: any pod to move or blocking one means a pod
 	// arrived, so the node is not empty either way.
 	pods, err := a.podsOnNode(ctx, u.Node.Name)
@@ -205,6 +241,10 @@ func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode) 
 	}
 	// Best effort, as upstream: the node goes whatever the answers.
 	a.evictBestEffort(ctx, u.Node, daemonSetPodsToEvict(pods, a.opts.DaemonSetEvictionForEmptyNodes))
+	if err := a.waitForDelayDeletion(ctx, u.Node); err != nil {
+		a.fail(ctx, u.Node, metrics.APICallError, err)
+		return deletiontracker.Failed, false
+	}
 	return deletiontracker.Deleted, true
 }
 
@@ -313,26 +353,40 @@ func (a *Actuator) deleteNodes(nodes []*apiv1.Node) (deleted map[string]bool, er
 // then each node drains in its own goroutine.
 func (a *Actuator) Drain(ctx context.Context, cands []*scaledown.UnneededNode) {
 	a.started(cands, true)
-	var tainted []*scaledown.UnneededNode
-	for _, c := range cands {
-		if err := a.markNode(ctx, c.Node); err != nil {
-			a.fail(ctx, c.Node, metrics.APICallError, err)
-			a.deps.Removals.Ended(c.Node.Name, deletiontracker.Failed)
-			continue
-		}
+	tainted, delay := a.markNodes(ctx, cands)
+	for _, c := range tainted {
 		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %s, pods to reschedule: %s",
 			c.Node.Name, describeUtilization(c.Utilization), framework.PodNames(c.PodsToEvict, 0))
-		tainted = append(tainted, c)
 	}
+	// One wait for the batch, then each node drains in its own goroutine.
+	if len(tainted) == 0 {
+		return
+	}
+	waited := make(chan bool, 1)
+	go func() { waited <- a.waitAfterTaint(ctx, delay, names(tainted)) }()
+	waitedAfterTaint := sync.OnceValue(func() bool { return <-waited })
 	for _, c := range tainted {
-		a.run(func() { a.drain(ctx, c) })
+		a.run(func() { a.drain(ctx, c, waitedAfterTaint) })
 	}
 }
 
-func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode) {
+// names lists the nodes' names.
+func names(nodes []*scaledown.UnneededNode) []string {
+	out := make([]string, len(nodes))
+	for i, u := range nodes {
+		out[i] = u.Node.Name
+	}
+	return out
+}
+
+func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedAfterTaint func() bool) {
 	n := c.Node
 	outcome := deletiontracker.Failed
 	defer func() { a.deps.Removals.Ended(n.Name, outcome) }()
+	if !waitedAfterTaint() {
+		a.fail(ctx, n, metrics.InternalError, fmt.Errorf("waiting after the taint: %w", ctx.Err()))
+		return
+	}
 
 	start := a.clock.Now()
 	// Re-read the node's pods from the API server now that it is tainted:
@@ -363,6 +417,10 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode) {
 		n.Name, c.GroupID, c.Since.Format(time.RFC3339), len(pods), framework.PodNames(pods, 5), len(ds))
 
 	if err := a.evictAll(ctx, n, pods, ds); err != nil {
+		a.fail(ctx, n, metrics.APICallError, err)
+		return
+	}
+	if err := a.waitForDelayDeletion(ctx, n); err != nil {
 		a.fail(ctx, n, metrics.APICallError, err)
 		return
 	}

@@ -104,3 +104,19 @@ func TestUpdateSoftTaintsWithinTime(t *testing.T) {
 		t.Fatalf("tainted %v, skipped %d; want 2 tainted (at +1s and +2s), 3 skipped", res.Tainted, res.Skipped)
 	}
 }
+
+// --dynamic-node-delete-delay-after-taint-enabled: the delay is twice the
+// longest taint latency measured over the past hour.
+func TestTaintLatenciesKeepTheLongestOfThePastHour(t *testing.T) {
+	var l latencies
+	t0 := time.Unix(1_700_000_000, 0)
+	if got := l.add(t0, 300*time.Millisecond); got != 300*time.Millisecond {
+		t.Fatalf("first measurement: longest = %v", got)
+	}
+	if got := l.add(t0.Add(30*time.Minute), 100*time.Millisecond); got != 300*time.Millisecond {
+		t.Fatalf("within the hour: longest = %v, want the earlier 300ms", got)
+	}
+	if got := l.add(t0.Add(time.Hour), 50*time.Millisecond); got != 100*time.Millisecond {
+		t.Fatalf("an hour later: longest = %v, want 100ms (the 300ms expired)", got)
+	}
+}
