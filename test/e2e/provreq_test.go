@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,6 +245,19 @@ func TestProvisioningRequestAtomicCannotFit(t *testing.T) {
 		t.Errorf("Provisioned message %q, want upstream's", c.Message)
 	}
 	s.holds("no UpdateNodePool", 4*time.Second, s.updatesAre(0))
+	// The request's events say why: the outcome, and for its pods that the
+	// pool cannot host them all.
+	var why []string
+	for _, reason := range []string{"CapacityIsNotFound", "NotTriggerScaleUp"} {
+		for _, e := range s.events(reason) {
+			if e.InvolvedObject.Kind == v1.Kind && e.InvolvedObject.Name == pr {
+				why = append(why, reason+": "+e.Message)
+			}
+		}
+	}
+	if all := strings.Join(why, "\n"); !strings.Contains(all, "CapacityIsNotFound: Provisioned=False") || !strings.Contains(all, "all-or-nothing") {
+		t.Errorf("events on the request:\n%s\nwant the CapacityIsNotFound outcome and the all-or-nothing reason", all)
+	}
 	if m := s.maxTarget("train"); m != 0 {
 		t.Errorf("pool reached %d nodes, want 0", m)
 	}
