@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
 func TestPlanGiveUp(t *testing.T) {
@@ -31,7 +30,7 @@ func TestPlanGiveUp(t *testing.T) {
 		mismatch  mismatchClock
 		instances []string
 		decrease  int
-		reason    string
+		reason    GiveUpReason
 		backOff   bool
 		errorCode string
 		timedOut  bool
@@ -50,7 +49,7 @@ func TestPlanGiveUp(t *testing.T) {
 			f.Errored = []cloudprovider.Instance{failed("e1", "quota")}
 			f.LongUnregistered = []cloudprovider.Instance{inst("l1")}
 		}), want{giveUp: true, instances: []string{"e1", "l1", "u1", "u2"}, decrease: 2,
-			reason: metrics.FailedScaleUpTimeout, backOff: true, errorCode: "timeout", timedOut: true}},
+			reason: GiveUpTimeout, backOff: true, errorCode: "timeout", timedOut: true}},
 		{"request past its deadline, all registered: not a timeout", base(func(f *giveUpFacts) {
 			f.Request, f.UpcomingUnregistered, f.Unregistered, f.AllUnregistered = late, 0, nil, 0
 		}), want{mismatch: mismatchClear}},
@@ -58,26 +57,26 @@ func TestPlanGiveUp(t *testing.T) {
 			f.Errored = []cloudprovider.Instance{failed("e1", "quota"), failed("e2", "other")}
 			f.LongUnregistered = []cloudprovider.Instance{inst("l1")}
 		}), want{giveUp: true, instances: []string{"e1", "e2", "l1"}, decrease: 2,
-			reason: metrics.FailedScaleUpCloudProviderError, backOff: true, errorCode: "quota"}},
+			reason: GiveUpCloudError, backOff: true, errorCode: "quota"}},
 		{"instance in error, room for one: decrease capped at the registered nodes", base(func(f *giveUpFacts) {
 			f.Target = 3
 			f.Errored = []cloudprovider.Instance{failed("e1", "quota"), failed("e2", "quota")}
 		}), want{giveUp: true, instances: []string{"e1", "e2"}, decrease: 1,
-			reason: metrics.FailedScaleUpCloudProviderError, backOff: true, errorCode: "quota"}},
+			reason: GiveUpCloudError, backOff: true, errorCode: "quota"}},
 		{"long unregistered, no request: give up, no backoff", base(func(f *giveUpFacts) {
 			f.LongUnregistered = []cloudprovider.Instance{inst("l1")}
 		}), want{giveUp: true, instances: []string{"l1"}, decrease: 1,
-			reason: metrics.FailedScaleUpTimeout, errorCode: "timeout"}},
+			reason: GiveUpTimeout, errorCode: "timeout"}},
 		{"long unregistered awaited by a request: back off", base(func(f *giveUpFacts) {
 			f.Request = onTime
 			f.LongUnregistered = []cloudprovider.Instance{inst("l1")}
 		}), want{giveUp: true, instances: []string{"l1"}, decrease: 1,
-			reason: metrics.FailedScaleUpTimeout, backOff: true, errorCode: "timeout"}},
+			reason: GiveUpTimeout, backOff: true, errorCode: "timeout"}},
 		{"long unregistered of a late request that has all nodes listed: request ends", base(func(f *giveUpFacts) {
 			f.Request, f.UpcomingUnregistered = late, 0
 			f.LongUnregistered = []cloudprovider.Instance{inst("l1")}
 		}), want{giveUp: true, instances: []string{"l1"}, decrease: 1,
-			reason: metrics.FailedScaleUpTimeout, backOff: true, errorCode: "timeout", timedOut: true}},
+			reason: GiveUpTimeout, backOff: true, errorCode: "timeout", timedOut: true}},
 		{"target above the listed nodes, first seen: start the clock", base(func(f *giveUpFacts) {
 			f.Unregistered, f.AllUnregistered = nil, 0
 		}), want{mismatch: mismatchStart}},
@@ -88,7 +87,7 @@ func TestPlanGiveUp(t *testing.T) {
 		{"target above the listed nodes past the provision time: lower it", base(func(f *giveUpFacts) {
 			f.Unregistered, f.AllUnregistered = []cloudprovider.Instance{inst("u1")}, 1
 			f.MismatchSeen, f.MismatchSince = true, now.Add(-provision-time.Second)
-		}), want{giveUp: true, decrease: 1, reason: metrics.FailedScaleUpTimeout}},
+		}), want{giveUp: true, decrease: 1, reason: GiveUpTimeout}},
 		{"given-up instances still listed: no mismatch", base(func(f *giveUpFacts) {
 			f.Unregistered = nil // both given up earlier, the cloud lists them
 			f.MismatchSeen, f.MismatchSince = true, now.Add(-time.Hour)
@@ -109,7 +108,7 @@ func TestPlanGiveUp(t *testing.T) {
 			for _, in := range p.Instances {
 				ids = append(ids, in.Id)
 			}
-			got := want{giveUp: p.GiveUp, mismatch: p.Mismatch, instances: ids, decrease: p.Decrease,
+			got := want{giveUp: p.giveUp, mismatch: p.mismatch, instances: ids, decrease: p.Decrease,
 				reason: p.Reason, backOff: p.BackOff, errorCode: p.Info.ErrorCode, timedOut: p.RequestTimedOut}
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("plan = %+v (why: %q)\nwant %+v", got, p.Why, c.want)

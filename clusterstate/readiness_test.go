@@ -105,7 +105,7 @@ func TestGPUNodeWithoutGPUIsNotReady(t *testing.T) {
 // Whether an instance has a Node is decided by provider ID alone. While
 // NodeGroupForNode fails, the group's running nodes stay registered (found
 // by provider ID in the group's instances): 15 minutes of errors neither
-// delete them nor lower the target.
+// plan to delete them nor to lower the target.
 func TestNodeGroupForNodeErrorsKeepNodesRegistered(t *testing.T) {
 	p, g, nodes := cluster(t, 3)
 	p.InjectError("NodeGroupForNode", errTest("provider unavailable"))
@@ -119,9 +119,11 @@ func TestNodeGroupForNodeErrorsKeepNodesRegistered(t *testing.T) {
 		if id := r.NodeGroupIDForNode(nodes[0].Name); id != "g1" {
 			t.Fatalf("at +%s: group of %s = %q", at, nodes[0].Name, id)
 		}
-		gave, err := r.FixNodeGroupSizes(t0.Add(at))
-		if err != nil || len(gave) != 0 {
-			t.Fatalf("at +%s: gave up %+v (%v)", at, gave, err)
+		if p, ok := r.PlanRetryDelete("g1", t0.Add(at)); ok {
+			t.Fatalf("at +%s: retry planned %+v", at, p)
+		}
+		if p, ok := r.PlanGiveUp("g1", t0.Add(at)); ok {
+			t.Fatalf("at +%s: give-up planned %+v", at, p)
 		}
 	}
 	if calls := p.Calls(); len(calls) != 0 {
@@ -131,3 +133,7 @@ func TestNodeGroupForNodeErrorsKeepNodesRegistered(t *testing.T) {
 		t.Fatalf("target = %d", ts)
 	}
 }
+
+type errTest string
+
+func (e errTest) Error() string { return string(e) }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
 // Readiness counts nodes of a group or of the cluster.
@@ -93,10 +91,10 @@ type condition struct {
 	since  time.Time
 }
 
-// Registry is the cluster state. Methods are safe for concurrent use, but the
-// core calls them from its loop only.
+// Registry is the cluster state. It has no lock: only the core's loop
+// goroutine calls it (scale-down's removals report to the deletion tracker,
+// not here), so its methods are not safe for concurrent use.
 type Registry struct {
-	mu       sync.Mutex
 	provider cloudprovider.CloudProvider
 	opts     config.AutoscalingOptions
 	backoff  *Backoff
@@ -148,8 +146,6 @@ func instanceKey(group, id string) string { return group + "/" + id }
 // is ready for its pods once it advertises its GPU either way (see
 // ResourceUnready).
 func (r *Registry) SetDevicePublishers(publishes func(nodeName string) bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.publishesDevices = publishes
 }
 
@@ -157,8 +153,6 @@ func (r *Registry) SetDevicePublishers(publishes func(nodeName string) bool) {
 // Refresh) and the cluster's nodes. An error means the provider could not
 // say what a group's target is; the loop should not act on stale state.
 func (r *Registry) UpdateNodes(nodes []*apiv1.Node, now time.Time) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.lastUpdate = now
 
 	u, err := r.collectGroups()
@@ -331,7 +325,7 @@ func upcomingNodes(target, inTarget, longUnregistered, notStarted int) (unregist
 }
 
 // settleGroups derives each group's upcoming nodes and health from its
-// counts, and exports its size metrics.
+// counts.
 func (r *Registry) settleGroups(u *update, nodes []*apiv1.Node) {
 	for _, id := range u.order {
 		gs := u.groups[id]
@@ -339,46 +333,16 @@ func (r *Registry) settleGroups(u *update, nodes []*apiv1.Node) {
 		gs.inTarget = rd.Ready + rd.Unready + rd.NotStarted + beingDeletedInTarget(gs, nodes, u.nodeGroup)
 		gs.UpcomingUnregistered, gs.Upcoming = upcomingNodes(gs.Target, gs.inTarget, rd.LongUnregistered, rd.NotStarted)
 		gs.Healthy = r.groupHealthy(gs)
-		metrics.UpdateNodeGroupMetrics(id, gs.Group.MinSize(), gs.Group.MaxSize(), gs.Target)
-	}
-	for id := range r.groups {
-		if u.groups[id] == nil {
-			metrics.DeleteNodeGroupMetrics(id)
-		}
 	}
 }
 
 // publish makes the update the registry's state, then ends the scale-up
-// requests it shows complete, drops stale backoffs and exports the
-// cluster's counts.
+// requests it shows complete and drops stale backoffs.
 func (r *Registry) publish(u *update, now time.Time) {
 	r.groups, r.groupOrder, r.nodeGroup, r.total = u.groups, u.order, u.nodeGroup, u.total
 	r.healthy = r.clusterHealthy()
 	r.updateRequests(now)
 	r.backoff.Cleanup(now)
-	r.updateGroupHealthMetrics(now)
-
-	total := u.total
-	metrics.UpdateNodesCount(total.Ready, total.Unready, total.NotStarted, total.LongUnregistered, total.Unregistered)
-	metrics.UpdateNodeGroupsCount(len(u.order))
-	maxSizes := make([]int, 0, len(u.order))
-	for _, id := range u.order {
-		maxSizes = append(maxSizes, u.groups[id].Group.MaxSize())
-	}
-	metrics.UpdateMaxNodesCount(maxNodes(maxSizes, r.opts.MaxNodesTotal))
-}
-
-// maxNodes is how many nodes the cluster may grow to: the groups' maxima,
-// bounded by --max-nodes-total when set.
-func maxNodes(groupMax []int, maxNodesTotal int) int {
-	n := 0
-	for _, m := range groupMax {
-		n += m
-	}
-	if maxNodesTotal > 0 && n > maxNodesTotal {
-		n = maxNodesTotal
-	}
-	return n
 }
 
 // groupOfNode returns the id of the node's group, "" for none. The
@@ -499,15 +463,6 @@ func add(r *Readiness, k nodeKind) {
 	}
 }
 
-// updateGroupHealthMetrics exports each group's health and backoff
-// (--emit-per-nodegroup-metrics).
-func (r *Registry) updateGroupHealthMetrics(now time.Time) {
-	for _, id := range r.groupOrder {
-		off, info, _ := r.backedOffLocked(id, now)
-		metrics.UpdateNodeGroupHealth(id, r.groups[id].Healthy, off, info.ErrorCode)
-	}
-}
-
 // tooManyUnready applies --ok-total-unready-count and
 // --max-total-unready-percentage.
 func (r *Registry) tooManyUnready(unready, total int) bool {
@@ -570,22 +525,16 @@ func (r *Registry) notGivenUp(groupID string, ins []cloudprovider.Instance) []cl
 
 // IsClusterHealthy reports whether few enough nodes are unready to scale.
 func (r *Registry) IsClusterHealthy() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	return r.healthy
 }
 
 // TotalReadiness returns the cluster-wide counts.
 func (r *Registry) TotalReadiness() Readiness {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	return r.total
 }
 
 // NodeGroups returns the groups' states in the provider's order.
 func (r *Registry) NodeGroups() []NodeGroupState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	out := make([]NodeGroupState, 0, len(r.groupOrder))
 	for _, id := range r.groupOrder {
 		out = append(out, r.groups[id].NodeGroupState)
@@ -595,8 +544,6 @@ func (r *Registry) NodeGroups() []NodeGroupState {
 
 // NodeGroup returns one group's state.
 func (r *Registry) NodeGroup(id string) (NodeGroupState, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	gs := r.groups[id]
 	if gs == nil {
 		return NodeGroupState{}, false
@@ -606,52 +553,24 @@ func (r *Registry) NodeGroup(id string) (NodeGroupState, bool) {
 
 // NodeGroupIDForNode returns the id of the node's group, "" if none.
 func (r *Registry) NodeGroupIDForNode(nodeName string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	return r.nodeGroup[nodeName]
 }
 
 // BackedOff reports whether the group is backed off at now, and why: its
 // own failures, or an account-wide limit that holds every group.
 func (r *Registry) BackedOff(id string, now time.Time) (bool, BackoffInfo, time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.backedOffLocked(id, now)
-}
-
-// accountBackoffKey keys, in the backoff, the account-wide limit that holds
-// every node group; no group ID is empty.
-const accountBackoffKey = ""
-
-func (r *Registry) backedOffLocked(id string, now time.Time) (bool, BackoffInfo, time.Time) {
 	if off, info, until := r.backoff.BackedOff(accountBackoffKey, now); off {
 		return off, info, until
 	}
 	return r.backoff.BackedOff(id, now)
 }
 
-// ScaleUpInProgress reports whether any requested node has not arrived yet.
-func (r *Registry) ScaleUpInProgress() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.requests) > 0
-}
-
-// ScaleUpRequests returns the requests in progress, by group id.
-func (r *Registry) ScaleUpRequests() map[string]ScaleUpRequest {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]ScaleUpRequest, len(r.requests))
-	for id, req := range r.requests {
-		out[id] = *req
-	}
-	return out
-}
+// accountBackoffKey keys, in the backoff, the account-wide limit that holds
+// every node group; no group ID is empty.
+const accountBackoffKey = ""
 
 // RegisterScaleUp records that the group's target was raised by delta.
 func (r *Registry) RegisterScaleUp(g cloudprovider.NodeGroup, delta int, now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	id := g.Id()
 	provision := r.opts.NodeGroupDefaults.MaxNodeProvisionTime
 	if gs := r.groups[id]; gs != nil {
@@ -674,32 +593,22 @@ func (r *Registry) RegisterScaleUp(g cloudprovider.NodeGroup, delta int, now tim
 // RegisterFailedScaleUp records a failed scale-up of the group (the cloud
 // refused it, or its nodes did not come) and backs the group off.
 func (r *Registry) RegisterFailedScaleUp(g cloudprovider.NodeGroup, reason string, info BackoffInfo, now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failedLocked(g.Id(), reason, info, now)
+	r.backOff(g.Id(), reason, info, now)
 }
 
 // RegisterAccountLimit records a scale-up the cloud refused at an
 // account-wide limit: every node group, those the provider lists later too,
 // is backed off (the pause doubling as a group's does), since each would get
-// the same answer. It is counted once, under reason, and returns when the
-// backoff ends.
+// the same answer. It returns when the backoff ends.
 func (r *Registry) RegisterAccountLimit(reason string, info BackoffInfo, now time.Time) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	metrics.RegisterFailedScaleUp(reason, "", "")
 	until := r.backoff.Backoff(accountBackoffKey, info, now)
-	r.updateGroupHealthMetrics(now)
 	klog.Warningf("Scale-up of every node group backed off until %s (%s): %s", until.Format(time.RFC3339), reason, info.ErrorMessage)
 	return until
 }
 
-func (r *Registry) failedLocked(id, reason string, info BackoffInfo, now time.Time) {
-	metrics.RegisterFailedScaleUp(reason, "", "")
+// backOff backs the group off; reason is for the log line.
+func (r *Registry) backOff(id, reason string, info BackoffInfo, now time.Time) {
 	until := r.backoff.Backoff(id, info, now)
-	if gs := r.groups[id]; gs != nil {
-		metrics.UpdateNodeGroupHealth(id, gs.Healthy, true, info.ErrorCode)
-	}
 	if req := r.requests[id]; req != nil {
 		req.failed = true
 	}
@@ -710,15 +619,11 @@ func (r *Registry) failedLocked(id, reason string, info BackoffInfo, now time.Ti
 
 // SetMessage sets the status ConfigMap's message ("" for none).
 func (r *Registry) SetMessage(msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.message = msg
 }
 
 // SetScaleDownCandidates records the unneeded nodes per group, for status.
 func (r *Registry) SetScaleDownCandidates(byGroup map[string]int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.candidates = maps.Clone(byGroup)
 }
 

@@ -73,7 +73,7 @@ func TestUpcomingAndRequestCompletion(t *testing.T) {
 	if gs.Upcoming != 2 || gs.UpcomingUnregistered != 2 || gs.Readiness.Unregistered != 2 {
 		t.Fatalf("after scale-up: %+v", gs)
 	}
-	if !r.ScaleUpInProgress() {
+	if r.GetStatus(t0.Add(time.Minute)).ClusterWide.ScaleUp.Status != api.ClusterScaleUpInProgress {
 		t.Fatal("scale-up not in progress")
 	}
 	// Nodes register but are not ready yet: still upcoming for the
@@ -85,7 +85,7 @@ func TestUpcomingAndRequestCompletion(t *testing.T) {
 	if gs.Upcoming != 2 || gs.UpcomingUnregistered != 0 || gs.Readiness.NotStarted != 2 {
 		t.Fatalf("registered, not ready: %+v", gs)
 	}
-	if r.ScaleUpInProgress() {
+	if r.GetStatus(t0.Add(3*time.Minute)).ClusterWide.ScaleUp.Status == api.ClusterScaleUpInProgress {
 		t.Fatal("request not completed once nodes registered")
 	}
 	for _, n := range newNodes {
@@ -95,130 +95,6 @@ func TestUpcomingAndRequestCompletion(t *testing.T) {
 	gs, _ = r.NodeGroup("g1")
 	if gs.Upcoming != 0 || gs.Readiness.Ready != 3 {
 		t.Fatalf("ready: %+v", gs)
-	}
-}
-
-func TestProvisionTimeoutGivesUpAndBacksOff(t *testing.T) {
-	p, g, nodes := cluster(t, 1)
-	o := opts()
-	r := NewRegistry(p, o)
-	mustUpdate(t, r, nodes, t0)
-	_ = g.IncreaseSize(3)
-	r.RegisterScaleUp(g, 3, t0)
-	// One node arrives, two never do.
-	ins, _ := g.Nodes()
-	arrived := test.BuildNode("arrived", 2000, 4*test.GiB)
-	arrived.Spec.ProviderID = ins[1].Id
-	all := append(append([]*apiv1.Node(nil), nodes...), arrived)
-
-	mustUpdate(t, r, all, t0.Add(14*time.Minute))
-	if gu, err := r.FixNodeGroupSizes(t0.Add(14 * time.Minute)); err != nil || len(gu) != 0 {
-		t.Fatalf("gave up before the deadline: %+v %v", gu, err)
-	}
-	now := t0.Add(16 * time.Minute)
-	mustUpdate(t, r, all, now)
-	p.ResetCalls()
-	gu, err := r.FixNodeGroupSizes(now)
-	if err != nil || len(gu) != 1 || gu[0].Decreased != 2 || !gu[0].BackedOff || len(gu[0].Instances) != 2 {
-		t.Fatalf("give-up = %+v, %v", gu, err)
-	}
-	if calls := p.CallsOf("DeleteNodes"); len(calls) != 1 || len(calls[0].Nodes) != 2 {
-		t.Fatalf("DeleteNodes calls = %+v", calls)
-	}
-	if ts, _ := g.TargetSize(); ts != 2 {
-		t.Fatalf("target = %d, want 2", ts)
-	}
-	if off, info, until := r.BackedOff("g1", now); !off || info.ErrorCode != "timeout" || until != now.Add(5*time.Minute) {
-		t.Fatalf("backoff = %v %+v %v", off, info, until)
-	}
-	mustUpdate(t, r, all, now)
-	if gs, _ := r.NodeGroup("g1"); gs.Upcoming != 0 || r.ScaleUpInProgress() {
-		t.Fatalf("after give-up: %+v inProgress=%v", gs, r.ScaleUpInProgress())
-	}
-	if gu, _ := r.FixNodeGroupSizes(now); len(gu) != 0 {
-		t.Fatalf("gave up twice: %+v", gu)
-	}
-}
-
-// The registry first sees the new instances a loop after the scale-up, so
-// they pass --max-node-provision-time a little after the request does; when
-// no loop falls in between, they are given up all the same, and the group
-// is backed off.
-func TestProvisionTimeoutBacksOffWhenInstancesTimeOutLast(t *testing.T) {
-	p, g, nodes := cluster(t, 1)
-	r := NewRegistry(p, opts())
-	mustUpdate(t, r, nodes, t0)
-	_ = g.IncreaseSize(2)
-	r.RegisterScaleUp(g, 2, t0)
-	mustUpdate(t, r, nodes, t0.Add(time.Second))
-	// The next loop comes after both deadlines.
-	now := t0.Add(15*time.Minute + 5*time.Second)
-	mustUpdate(t, r, nodes, now)
-	if _, err := r.FixNodeGroupSizes(now); err != nil {
-		t.Fatal(err)
-	}
-	if ts, _ := g.TargetSize(); ts != 1 {
-		t.Errorf("target = %d, want 1", ts)
-	}
-	if off, info, _ := r.BackedOff("g1", now); !off || info.ErrorCode != "timeout" {
-		t.Errorf("backoff = %v %+v, want backed off for a timeout", off, info)
-	}
-}
-
-func TestDeleteRefusedLowersTarget(t *testing.T) {
-	p, g, nodes := cluster(t, 1)
-	r := NewRegistry(p, opts())
-	_ = g.IncreaseSize(2)
-	r.RegisterScaleUp(g, 2, t0)
-	g.InjectError("DeleteNodes", errTest("placeholder nodes not supported"))
-	now := t0.Add(20 * time.Minute)
-	mustUpdate(t, r, nodes, now)
-	gu, err := r.FixNodeGroupSizes(now)
-	if err != nil || len(gu) != 1 || gu[0].Decreased != 2 {
-		t.Fatalf("give-up = %+v, %v", gu, err)
-	}
-	if c := p.CallsOf("DecreaseTargetSize"); len(c) != 1 || c[0].Delta != -2 {
-		t.Fatalf("DecreaseTargetSize calls = %+v", c)
-	}
-}
-
-type errTest string
-
-func (e errTest) Error() string { return string(e) }
-
-func TestErrorInstancesBackOffAtOnce(t *testing.T) {
-	p, g, nodes := cluster(t, 1)
-	r := NewRegistry(p, opts())
-	_ = g.IncreaseSize(2)
-	r.RegisterScaleUp(g, 2, t0)
-	ins, _ := g.Nodes()
-	g.SetInstanceError(ins[2].Id, &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OutOfResourcesErrorClass, ErrorCode: "quota", ErrorMessage: "droplet limit reached"})
-	now := t0.Add(time.Minute)
-	mustUpdate(t, r, nodes, now)
-	gs, _ := r.NodeGroup("g1")
-	if gs.Upcoming != 1 || gs.Readiness.LongUnregistered != 1 {
-		t.Fatalf("state = %+v", gs)
-	}
-	gu, err := r.FixNodeGroupSizes(now)
-	if err != nil || len(gu) != 1 || gu[0].Decreased != 1 || gu[0].Reason != "cloudProviderError" {
-		t.Fatalf("give-up = %+v %v", gu, err)
-	}
-	if off, info, _ := r.BackedOff("g1", now); !off || info.ErrorCode != "quota" {
-		t.Fatalf("not backed off: %v %+v", off, info)
-	}
-	// The other node is still expected.
-	reqs := r.ScaleUpRequests()
-	if reqs["g1"].Increase != 1 {
-		t.Fatalf("request = %+v", reqs)
-	}
-	// When it arrives the request completes but the backoff stays.
-	all := append(nodes, registerNew(g, now, true)...)
-	mustUpdate(t, r, all, now.Add(time.Minute))
-	if r.ScaleUpInProgress() {
-		t.Fatal("request still in progress")
-	}
-	if off, _, _ := r.BackedOff("g1", now.Add(time.Minute)); !off {
-		t.Fatal("partial failure's backoff was cleared")
 	}
 }
 
@@ -242,37 +118,6 @@ func TestBackoffExponentialAndReset(t *testing.T) {
 	now = now.Add(3 * time.Hour)
 	if until := b.Backoff("g", BackoffInfo{}, now); until.Sub(now) != 5*time.Minute {
 		t.Fatalf("after reset timeout: %s, want 5m", until.Sub(now))
-	}
-}
-
-func TestSizeMismatchWithoutRequest(t *testing.T) {
-	p, g, nodes := cluster(t, 1)
-	g.SetProvisionInstances(false)
-	g.SetTargetSize(3) // e.g. set before a restart; the cloud lists no instances
-	r := NewRegistry(p, opts())
-	mustUpdate(t, r, nodes, t0)
-	if gu, _ := r.FixNodeGroupSizes(t0); len(gu) != 0 {
-		t.Fatal("gave up at first sight")
-	}
-	now := t0.Add(16 * time.Minute)
-	mustUpdate(t, r, nodes, now)
-	gu, _ := r.FixNodeGroupSizes(now)
-	if len(gu) != 1 || gu[0].Decreased != 2 || gu[0].BackedOff {
-		t.Fatalf("give-up = %+v", gu)
-	}
-}
-
-func TestPerGroupProvisionTime(t *testing.T) {
-	p, g, nodes := cluster(t, 1)
-	g.SetOptions(&config.NodeGroupAutoscalingOptions{MaxNodeProvisionTime: 2 * time.Minute})
-	r := NewRegistry(p, opts())
-	mustUpdate(t, r, nodes, t0)
-	_ = g.IncreaseSize(1)
-	r.RegisterScaleUp(g, 1, t0)
-	now := t0.Add(3 * time.Minute)
-	mustUpdate(t, r, nodes, now)
-	if gu, _ := r.FixNodeGroupSizes(now); len(gu) != 1 {
-		t.Fatalf("per-group provision time ignored: %+v", gu)
 	}
 }
 

@@ -25,8 +25,6 @@ func nodeCount(rd Readiness) api.NodeCount {
 // GetStatus builds the status published in the status ConfigMap, in
 // upstream's format, with autoscalerStatus Running.
 func (r *Registry) GetStatus(now time.Time) *api.ClusterAutoscalerStatus {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	probe := metav1.NewTime(now)
 	used := map[string]bool{}
 	tt := func(key, status string) metav1.Time {
@@ -75,7 +73,7 @@ func (r *Registry) GetStatus(now time.Time) *api.ClusterAutoscalerStatus {
 		}
 		su := api.NodeGroupScaleUpNoActivity
 		var bi api.BackoffInfo
-		if off, info, _ := r.backedOffLocked(id, now); off {
+		if off, info, _ := r.BackedOff(id, now); off {
 			su = api.NodeGroupScaleUpBackoff
 			bi = api.BackoffInfo{ErrorCode: info.ErrorCode, ErrorMessage: info.ErrorMessage}
 		} else if _, ok := r.requests[id]; ok {

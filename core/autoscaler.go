@@ -43,6 +43,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/planner"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/statemetrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
@@ -111,6 +112,8 @@ type Autoscaler struct {
 	processors pods.Combined
 	// requests serves ProvisioningRequests (nil: not enabled).
 	requests *provisioningrequest.Manager
+	// stateMetrics exports the registry's gauges after each update.
+	stateMetrics *statemetrics.Reporter
 
 	lastScaleUp time.Time
 	acted       bool // the last iteration changed the cluster
@@ -216,6 +219,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 // scale-down planner and actuator.
 func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error {
 	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
+	a.stateMetrics = statemetrics.NewReporter(a.opts.MaxNodesTotal)
 	cms := a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
 	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
 	if err != nil {

@@ -118,9 +118,8 @@ func (a *Autoscaler) observe(now time.Time) (clusterView, error) {
 	csStart := time.Now()
 	c.dra = c.newDRA()
 	a.registry.SetDevicePublishers(c.dra.HasNodeSlices)
-	if err := a.registry.UpdateNodes(c.nodes, now); err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		return clusterView{}, fmt.Errorf("updating cluster state: %w", err)
+	if err := a.updateClusterState(c.nodes, now); err != nil {
+		return clusterView{}, err
 	}
 	metrics.UpdateDurationFromStart(metrics.UpdateClusterState, csStart)
 	return c, nil
@@ -138,7 +137,7 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 		metrics.UpdateClusterSafeToAutoscale(true)
 		return nil, nil
 	}
-	gaveUp, err := a.registry.FixNodeGroupSizes(now)
+	gaveUp, err := fixNodeGroupSizes(a.registry, now)
 	if err != nil {
 		metrics.RegisterError(metrics.CloudProviderError)
 		klog.Errorf("%v", err)
@@ -149,11 +148,21 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 	a.acted = true
 	a.reportGiveUps(gaveUp)
 	// The targets changed: recount upcoming nodes before scaling up.
-	if err := a.registry.UpdateNodes(c.nodes, now); err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		return nil, fmt.Errorf("updating cluster state: %w", err)
+	if err := a.updateClusterState(c.nodes, now); err != nil {
+		return nil, err
 	}
 	return a.registry.NodeGroups(), nil
+}
+
+// updateClusterState updates the cluster state registry with the nodes and
+// exports its gauges.
+func (a *Autoscaler) updateClusterState(nodes []*apiv1.Node, now time.Time) error {
+	if err := a.registry.UpdateNodes(nodes, now); err != nil {
+		metrics.RegisterError(metrics.CloudProviderError)
+		return fmt.Errorf("updating cluster state: %w", err)
+	}
+	a.stateMetrics.Report(a.registry, now)
+	return nil
 }
 
 // healthCheck says whether the cluster is healthy enough to scale, as
@@ -400,30 +409,31 @@ func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, temp
 	return stillPending, nil
 }
 
-// reportGiveUps logs what the registry gave up on and records upstream's
-// events on the status ConfigMap: ScaleUpTimedOut for a scale-up whose nodes
-// did not register in time, DeleteUnregistered / DeleteUnregisteredFailed
-// for each never-registered instance whose deletion was asked for.
-func (a *Autoscaler) reportGiveUps(gaveUp []clusterstate.GiveUp) {
+// reportGiveUps logs what was given up on and records upstream's events on
+// the status ConfigMap: ScaleUpTimedOut for a scale-up whose nodes did not
+// register in time, DeleteUnregistered / DeleteUnregisteredFailed for each
+// never-registered instance whose deletion was asked for.
+func (a *Autoscaler) reportGiveUps(gaveUp []gaveUp) {
 	ref := scaleup.StatusConfigMapRef(a.opts)
 	for _, g := range gaveUp {
-		if g.Retried {
-			klog.Infof("Node group %s: asked again to delete %d given-up instance(s)", g.GroupID, len(g.Deleting))
+		p := g.plan
+		if p.Retry {
+			klog.Infof("Node group %s: asked again to delete %d given-up instance(s)", p.GroupID, len(p.Instances))
 		} else {
-			klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", g.GroupID, g.Decreased, g.Reason,
-				map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[g.BackedOff])
+			klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", p.GroupID, g.decreased, p.Reason,
+				map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[p.BackOff])
 		}
-		if g.TimedOutAfter > 0 {
+		if p.TimedOutAfter > 0 {
 			a.recorder.Eventf(ref, apiv1.EventTypeWarning, "ScaleUpTimedOut",
-				"Nodes added to group %s failed to register within %v", g.GroupID, g.TimedOutAfter)
+				"Nodes added to group %s failed to register within %v", p.GroupID, p.TimedOutAfter)
 		}
 		removed := 0
-		for _, in := range g.Deleting {
+		for _, in := range p.Instances {
 			if in.Status != nil && in.Status.ErrorInfo != nil {
 				continue // failed to create, not unregistered: upstream records no event
 			}
-			if g.DeleteErr != nil {
-				a.recorder.Eventf(ref, apiv1.EventTypeWarning, "DeleteUnregisteredFailed", "Failed to remove node %s: %v", in.Id, g.DeleteErr)
+			if g.deleteErr != nil {
+				a.recorder.Eventf(ref, apiv1.EventTypeWarning, "DeleteUnregisteredFailed", "Failed to remove node %s: %v", in.Id, g.deleteErr)
 				continue
 			}
 			a.recorder.Eventf(ref, apiv1.EventTypeNormal, "DeleteUnregistered", "Removed unregistered node %v", in.Id)

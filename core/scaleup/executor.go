@@ -14,6 +14,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/statemetrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
@@ -213,7 +214,9 @@ func (e *executor) accountLimitReached(inc Increase, al *cloudprovider.AccountLi
 	klog.Errorf("Scale-up: node group %s %d->%d refused at an account-wide limit: %v", inc.GroupID, inc.From, inc.To, al)
 	metrics.RegisterError(metrics.CloudProviderError)
 	metrics.RegisterFailedNodeCreations(al.Code, delta)
+	metrics.RegisterFailedScaleUp(al.Code, "", "")
 	until := e.registry.RegisterAccountLimit(al.Code, clusterstate.BackoffInfo{ErrorCode: al.Code, ErrorMessage: al.Message}, now)
+	statemetrics.ReportHealth(e.registry, now)
 	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
 		"Scale-up failed for group %s: the cloud refused it at an account-wide limit (%s): %q; scale-up of every node group backed off until %s",
 		inc.GroupID, al.Code, al.Message, until.Format(time.RFC3339))
@@ -227,8 +230,10 @@ func (e *executor) increaseFailed(g cloudprovider.NodeGroup, inc Increase, err e
 	klog.ErrorS(err, "Scale-up: increase failed", "nodeGroup", inc.GroupID, "from", inc.From, "to", inc.To)
 	metrics.RegisterError(metrics.CloudProviderError)
 	metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpCloudProviderError, delta)
+	metrics.RegisterFailedScaleUp(metrics.FailedScaleUpCloudProviderError, "", "")
 	e.registry.RegisterFailedScaleUp(g, metrics.FailedScaleUpCloudProviderError,
 		clusterstate.BackoffInfo{ErrorCode: "cloudProviderError", ErrorMessage: err.Error()}, now)
+	statemetrics.ReportHealth(e.registry, now)
 	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
 		"Scale-up failed for group %s: %v", inc.GroupID, err)
 }

@@ -1,0 +1,150 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/statemetrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+)
+
+// gaveUp is what carrying out one give-up plan did, for the log and the
+// events.
+type gaveUp struct {
+	plan      clusterstate.GiveUpPlan
+	decreased int   // how far the target went down
+	deleteErr error // nil when the provider deleted plan.Instances
+}
+
+// fixNodeGroupSizes gives up on nodes that will not come, as upstream's
+// removeOldUnregisteredNodes and deleteCreatedNodesWithErrors do: for each
+// group the registry plans (PlanRetryDelete, then PlanGiveUp, which sees
+// the target the retry left), this deletes the plan's instances when the
+// provider can, lowers the target for the rest (never below the registered
+// nodes), and records the outcome in the registry, which backs the group
+// off when a scale-up of ours failed. The caller should then run
+// UpdateNodes again before scaling up.
+func fixNodeGroupSizes(r *clusterstate.Registry, now time.Time) ([]gaveUp, error) {
+	var out []gaveUp
+	var errs []string
+	for _, gs := range r.NodeGroups() {
+		id := gs.Group.Id()
+		if p, ok := r.PlanRetryDelete(id, now); ok {
+			out = append(out, retryDelete(r, p, now))
+		}
+		if p, ok := r.PlanGiveUp(id, now); ok {
+			g, err := giveUp(r, p, now)
+			if err != nil {
+				errs = append(errs, err.Error())
+			}
+			out = append(out, g)
+		}
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("fixing node group sizes: %s", strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+// giveUp carries out a give-up plan: it asks the provider to delete the
+// plan's instances, lowers the target for what the deletions did not take
+// off, records the outcome and counts the failed scale-up.
+func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) (gaveUp, error) {
+	reason := failedScaleUpReason(p.Reason)
+	metrics.RegisterFailedNodeCreations(reason, p.Decrease)
+	klog.Warningf("Node group %s: giving up on %d node(s): %s", p.GroupID, p.Decrease, p.Why)
+	g := gaveUp{plan: p}
+	deleted := 0
+	if g.deleteErr = deleteInstances(p); g.deleteErr == nil {
+		deleted = len(p.Instances)
+	} else if len(p.Instances) > 0 {
+		klog.Warningf("Node group %s: lowering the target instead", p.GroupID)
+	}
+	target, err := lowerTarget(p, deleted)
+	g.decreased = r.RecordGiveUp(p, target, now)
+	metrics.RegisterFailedScaleUp(reason, "", "")
+	if p.BackOff {
+		statemetrics.ReportHealth(r, now)
+	}
+	return g, err
+}
+
+// retryDelete carries out a plan to delete again instances given up
+// earlier.
+func retryDelete(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) gaveUp {
+	klog.V(1).Infof("Node group %s: asking again to delete %d given-up instance(s) the cloud still lists", p.GroupID, len(p.Instances))
+	g := gaveUp{plan: p, deleteErr: deleteInstances(p)}
+	target := p.Target
+	if t, err := p.Group.TargetSize(); err == nil {
+		target = t
+	} else if g.deleteErr == nil {
+		target -= len(p.Instances)
+	}
+	g.decreased = r.RecordGiveUp(p, target, now)
+	return g
+}
+
+// failedScaleUpReason is the metrics' reason for a give-up.
+func failedScaleUpReason(r clusterstate.GiveUpReason) string {
+	if r == clusterstate.GiveUpCloudError {
+		return metrics.FailedScaleUpCloudProviderError
+	}
+	return metrics.FailedScaleUpTimeout
+}
+
+// lowerTarget lowers the group's target by the part of the plan's decrease
+// that deleting instances did not take off, never below its registered
+// nodes, and returns the target it leaves. It starts from the cloud's own
+// target after the deletions when the provider can say it. The error is
+// returned, not logged: fixNodeGroupSizes' caller logs it.
+func lowerTarget(p clusterstate.GiveUpPlan, deleted int) (int, error) {
+	target := p.Target - deleted
+	if t, err := p.Group.TargetSize(); err == nil {
+		target = t
+	}
+	rest := min(p.Decrease-deleted, target-p.Registered)
+	if rest <= 0 {
+		return target, nil
+	}
+	if err := p.Group.DecreaseTargetSize(-rest); err != nil {
+		return target, fmt.Errorf("node group %s: decrease target by %d: %w", p.GroupID, rest, err)
+	}
+	klog.Infof("Node group %s: target lowered from %d to %d", p.GroupID, target, target-rest)
+	return target - rest, nil
+}
+
+// deleteInstances asks the provider to delete the plan's instances, which
+// have no Node (nil when there are none).
+func deleteInstances(p clusterstate.GiveUpPlan) error {
+	if len(p.Instances) == 0 {
+		return nil
+	}
+	// DeleteNodes takes Node objects: build placeholders carrying the
+	// provider ID, marked as such so the provider can match them by it.
+	fake := make([]*apiv1.Node, 0, len(p.Instances))
+	names := make([]string, 0, len(p.Instances))
+	for _, in := range p.Instances {
+		n := &apiv1.Node{}
+		n.Name = in.Id
+		n.Spec.ProviderID = in.Id
+		reason := cloudprovider.FakeNodeUnregistered
+		if in.Status != nil && in.Status.ErrorInfo != nil {
+			reason = cloudprovider.FakeNodeCreateError
+		}
+		n.Annotations = map[string]string{cloudprovider.FakeNodeReasonAnnotation: reason}
+		fake = append(fake, n)
+		names = append(names, in.Id)
+	}
+	if err := p.Group.DeleteNodes(fake); err != nil {
+		klog.Warningf("Node group %s: cannot delete %d instance(s) without a Node (%s): %v", p.GroupID, len(fake), strings.Join(names, ", "), err)
+		return err
+	}
+	klog.Infof("Node group %s: deleted instance(s) without a Node %s", p.GroupID, strings.Join(names, ", "))
+	return nil
+}
