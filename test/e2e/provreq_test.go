@@ -195,9 +195,12 @@ func (s *scenario) backdateProvisioned(name string, d time.Duration) {
 // room: it scales up by one of its own. Kueue then starts the Job; its six
 // pods run on the booked nodes with no further scale-up.
 func TestProvisioningRequestAtomicScaleUp(t *testing.T) {
-	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("train", 0, 0, 8)}, bootDelay: 3 * time.Second})
+	// Droplets boot for 8s: the unrelated pod below is still pending, not
+	// placed on a booted node, when the autoscaler looks at it.
+	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("train", 0, 0, 8)}, bootDelay: 8 * time.Second})
 	s.startAutoscaler("--enable-provisioning-requests")
-	// The request's event wakes the loop before its PodTemplate exists.
+	// Running already: the request's event may wake the loop before its
+	// PodTemplate exists.
 	job := s.suspendedJob(6, bigPod, "train")
 	class := v1.ProvisioningClassBestEffortAtomicScaleUp
 	pr := s.kueueRequest(job, class, nil, 6)
