@@ -17,8 +17,9 @@ type templateGetter func(namespace, name string) (*apiv1.PodTemplate, error)
 
 // podsFor builds the fake pods a request asks room for: Count pods per pod
 // set, from its PodTemplate, owned by the request (events about them go to
-// it), named <generateName><set>-<index> as upstream names them (<request>-<set>-<index> without a generateName). An error
-// names the pod set that is invalid.
+// it), named <request>-<set>-<index> as upstream names them (whatever the
+// template's generateName: the names, and the UIDs made from them, must
+// be unique across requests). An error names the pod set that is invalid.
 func podsFor(pr *v1.ProvisioningRequest, get templateGetter) ([]*apiv1.Pod, error) {
 	if len(pr.Spec.PodSets) == 0 {
 		return nil, fmt.Errorf("spec.podSets is empty")
@@ -44,12 +45,8 @@ func podsFor(pr *v1.ProvisioningRequest, get templateGetter) ([]*apiv1.Pod, erro
 				ObjectMeta: *tmpl.Template.ObjectMeta.DeepCopy(),
 				Spec:       *tmpl.Template.Spec.DeepCopy(),
 			}
-			prefix := p.GenerateName
-			if prefix == "" {
-				// Unique across requests: the UID below is made from it.
-				prefix = pr.Name + "-"
-			}
-			p.Name = fmt.Sprintf("%s%d-%d", prefix, i, j)
+			p.GenerateName = pr.Name + "-"
+			p.Name = fmt.Sprintf("%s%d-%d", p.GenerateName, i, j)
 			p.Namespace = pr.Namespace
 			p.UID = types.UID(p.Namespace + "/" + p.Name)
 			p.CreationTimestamp = pr.CreationTimestamp

@@ -88,6 +88,9 @@ func TestPodsForInvalidPodSets(t *testing.T) {
 			t.Errorf("%v: error %v, want %q", tc.sets, err, tc.wantErr)
 		}
 	}
+	// A template's generateName does not name the pods: two requests of
+	// one template must not make pods of one name (and UID).
+	tmpl.Template.GenerateName = "worker-"
 	pr := request("r", v1.ProvisioningClassCheckCapacity, nil)
 	pr.Spec.PodSets = []v1.PodSet{{PodTemplateRef: v1.Reference{Name: "t"}, Count: 2}}
 	ps, err := podsFor(pr, get)
