@@ -170,7 +170,6 @@ func TestUnsupportedUpstreamFlagsAreRefused(t *testing.T) {
 		{[]string{"--ginkgo.v"}, "--ginkgo.v"},
 		{[]string{"--max-node-startup-time=10m"}, "--max-node-startup-time=10m0s is refused: this build supports only upstream's default (15m0s)"},
 		{[]string{"--node-deletion-batcher-interval=3s"}, "--node-deletion-batcher-interval=3s is refused"},
-		{[]string{"--balancing-ignore-label=a"}, "--balancing-ignore-label=[a] is refused"},
 		{[]string{"--bypassed-scheduler-names=a,b"}, "--bypassed-scheduler-names=[a,b] is refused"},
 		// Refused as upstream refuses it (klog.Fatalf there), with its words.
 		{[]string{"--enable-dynamic-resource-allocation=false"}, "--enable-dynamic-resource-allocation flag must be true: false"},

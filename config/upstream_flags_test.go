@@ -54,10 +54,8 @@ func readUpstreamFlags(t *testing.T) []upstreamFlag {
 // repeatable or file flag has no default value to pass) and which this build
 // implements at the default only: the probe must be refused, naming the flag.
 var probeRefused = map[string]bool{
-	"balancing-ignore-label": true,
-	"balancing-label":        true,
-	"drain-priority-config":  true,
-	"scheduler-config-file":  true,
+	"drain-priority-config": true,
+	"scheduler-config-file": true,
 }
 
 // Every upstream flag a DigitalOcean user may set is defined, with upstream's

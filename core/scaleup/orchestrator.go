@@ -28,6 +28,8 @@ type Orchestrator struct {
 	registry *clusterstate.Registry
 	checker  *simulator.PredicateChecker
 	exec     *executor
+	// similarity says which groups --balance-similar-node-groups balances.
+	similarity Similarity
 }
 
 // New returns an orchestrator. Events about groups go to the status
@@ -36,7 +38,8 @@ func New(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, r
 	strategy expander.Strategy, checker *simulator.PredicateChecker, recorder record.EventRecorder) *Orchestrator {
 	return &Orchestrator{
 		opts: opts, registry: registry, checker: checker,
-		exec: newExecutor(opts, provider, registry, strategy, recorder),
+		exec:       newExecutor(opts, provider, registry, strategy, recorder),
+		similarity: NewSimilarity(opts),
 	}
 }
 

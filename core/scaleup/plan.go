@@ -332,7 +332,7 @@ func (o *Orchestrator) similarGroups(fits []groupFit) map[string][]clusterstate.
 	out := map[string][]clusterstate.NodeGroupState{}
 	for i, a := range fits {
 		for j, b := range fits {
-			if i != j && sameFit(a.fit, b.fit) && Similar(a.tmpl, b.tmpl) {
+			if i != j && sameFit(a.fit, b.fit) && o.similarity.Similar(a.tmpl, b.tmpl) {
 				out[a.gs.Group.Id()] = append(out[a.gs.Group.Id()], b.gs)
 			}
 		}

@@ -1,22 +1,18 @@
 package scaleup
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
-)
-
-// Tolerances for --balance-similar-node-groups (upstream's values): memory
-// capacity may differ a little between otherwise identical machines, and
-// allocatable/free a little more (system reservations, DaemonSets).
-const (
-	maxCapacityMemoryDifference = 0.015
-	maxAllocatableDifference    = 0.05
-	maxFreeDifference           = 0.05
 )
 
 // Labels that differ between otherwise identical groups: node identity,
@@ -35,31 +31,83 @@ var ignoredLabels = map[string]bool{
 	"node.kubernetes.io/exclude-from-external-load-balancers": true,
 }
 
+// Similarity decides which node groups are similar for
+// --balance-similar-node-groups, as upstream's comparators do.
+type Similarity struct {
+	// labels (--balancing-label), when set, are all that is compared:
+	// each must be on both templates with the same value.
+	labels []string
+	// ignored are the labels left out of the default comparison: the
+	// built-in ones plus --balancing-ignore-label.
+	ignored map[string]bool
+	// Tolerances (--memory-difference-ratio, --max-allocatable-difference-
+	// ratio, --max-free-difference-ratio): memory capacity may differ a
+	// little between otherwise identical machines, allocatable and free a
+	// little more (system reservations, DaemonSets).
+	memoryRatio, allocatableRatio, freeRatio float64
+}
+
+// NewSimilarity builds the comparison the options ask for.
+func NewSimilarity(opts config.AutoscalingOptions) Similarity {
+	s := Similarity{
+		labels:      slices.Clone(opts.BalancingLabels),
+		ignored:     maps.Clone(ignoredLabels),
+		memoryRatio: opts.MaxCapacityMemoryDifferenceRatio, allocatableRatio: opts.MaxAllocatableDifferenceRatio, freeRatio: opts.MaxFreeDifferenceRatio,
+	}
+	for _, l := range opts.BalancingExtraIgnoredLabels {
+		s.ignored[l] = true
+	}
+	if len(s.labels) > 0 && len(opts.BalancingExtraIgnoredLabels) > 0 {
+		klog.Warningf("--balancing-label is set: node groups are compared by %v only, and --balancing-ignore-label %v has no effect (as upstream)", s.labels, opts.BalancingExtraIgnoredLabels)
+	}
+	return s
+}
+
+// Similar is NewSimilarity's comparison at upstream's default flags.
+func Similar(a, b *framework.NodeInfo) bool { return NewSimilarity(config.Defaults()).Similar(a, b) }
+
 // Similar reports whether new nodes of the two templates are
-// interchangeable for pods: same cpu and other capacities, memory within
-// 1.5%, allocatable and free resources within 5%, the same labels apart
-// from identity/zone/pool labels, and the same taints.
-func Similar(a, b *framework.NodeInfo) bool {
+// interchangeable for pods. With --balancing-label: the labels named have
+// the same values on both, and nothing else is compared. Otherwise: same
+// cpu and other capacities, memory, allocatable and free resources within
+// the tolerances, the same labels apart from the ignored ones, and the same
+// taints.
+func (s Similarity) Similar(a, b *framework.NodeInfo) bool {
 	if a == nil || b == nil || a.Node() == nil || b.Node() == nil {
 		return false
 	}
 	na, nb := a.Node(), b.Node()
-	if !capacitiesSimilar(na.Status.Capacity, nb.Status.Capacity) {
+	if len(s.labels) > 0 {
+		return sameLabelValues(na.Labels, nb.Labels, s.labels)
+	}
+	if !capacitiesSimilar(na.Status.Capacity, nb.Status.Capacity, s.memoryRatio) {
 		return false
 	}
-	if !within(na.Status.Allocatable, nb.Status.Allocatable, maxAllocatableDifference) {
+	if !within(na.Status.Allocatable, nb.Status.Allocatable, s.allocatableRatio) {
 		return false
 	}
-	if !within(free(a), free(b), maxFreeDifference) {
+	if !within(free(a), free(b), s.freeRatio) {
 		return false
 	}
-	if !labelsSimilar(na.Labels, nb.Labels) {
+	if !labelsSimilar(na.Labels, nb.Labels, s.ignored) {
 		return false
 	}
 	return taintsEqual(na.Spec.Taints, nb.Spec.Taints)
 }
 
-func capacitiesSimilar(a, b apiv1.ResourceList) bool {
+// sameLabelValues: every one of labels is on both with the same value.
+func sameLabelValues(a, b map[string]string, labels []string) bool {
+	for _, l := range labels {
+		va, okA := a[l]
+		vb, okB := b[l]
+		if !okA || !okB || va != vb {
+			return false
+		}
+	}
+	return true
+}
+
+func capacitiesSimilar(a, b apiv1.ResourceList, memoryRatio float64) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -69,7 +117,7 @@ func capacitiesSimilar(a, b apiv1.ResourceList) bool {
 			return false
 		}
 		if name == apiv1.ResourceMemory {
-			if !closeEnough(qa, qb, maxCapacityMemoryDifference) {
+			if !closeEnough(qa, qb, memoryRatio) {
 				return false
 			}
 			continue
@@ -114,9 +162,9 @@ func free(ni *framework.NodeInfo) apiv1.ResourceList {
 	}
 }
 
-func labelsSimilar(a, b map[string]string) bool {
+func labelsSimilar(a, b map[string]string, ignored map[string]bool) bool {
 	for k, v := range a {
-		if ignoredLabels[k] {
+		if ignored[k] {
 			continue
 		}
 		if bv, ok := b[k]; !ok || bv != v {
@@ -124,7 +172,7 @@ func labelsSimilar(a, b map[string]string) bool {
 		}
 	}
 	for k := range b {
-		if ignoredLabels[k] {
+		if ignored[k] {
 			continue
 		}
 		if _, ok := a[k]; !ok {
