@@ -68,7 +68,6 @@ func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) 
 	}
 	target, err := lowerTarget(p, deleted)
 	g.decreased = r.RecordGiveUp(p, target, now)
-	metrics.RegisterFailedScaleUp(reason, "", "")
 	if p.BackOff {
 		statemetrics.ReportHealth(r, now)
 	}

@@ -422,6 +422,7 @@ func (a *Autoscaler) reportGiveUps(gaveUp []gaveUp) {
 		} else {
 			klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", p.GroupID, g.decreased, p.Reason,
 				map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[p.BackOff])
+			a.countFailedScaleUp(p)
 		}
 		if p.TimedOutAfter > 0 {
 			a.recorder.Eventf(ref, apiv1.EventTypeWarning, "ScaleUpTimedOut",
@@ -441,6 +442,18 @@ func (a *Autoscaler) reportGiveUps(gaveUp []gaveUp) {
 		}
 		metrics.RegisterOldUnregisteredNodesRemoved(removed)
 	}
+}
+
+// countFailedScaleUp counts a give-up in failed_scale_ups_total, labelled
+// with the group template's GPU and DRA drivers, as upstream does.
+func (a *Autoscaler) countFailedScaleUp(p clusterstate.GiveUpPlan) {
+	tmpl, err := p.Group.TemplateNodeInfo()
+	if err != nil {
+		klog.V(4).InfoS("No template for the failed scale-up's metric labels", "nodeGroup", p.GroupID, "err", err)
+		tmpl = nil
+	}
+	gpuName, gpuType, draDrivers := scaleup.MetricLabels(a.provider, tmpl)
+	metrics.RegisterFailedScaleUp(failedScaleUpReason(p.Reason), gpuName, gpuType, draDrivers)
 }
 
 // placeNominated puts pods waiting for preemption on their nominated nodes in

@@ -377,9 +377,10 @@ func RegisterScaleUp(nodes int, gpuResourceName, gpuType, draDrivers string) {
 	}
 }
 
-// RegisterFailedScaleUp counts a failed scale-up by reason.
-func RegisterFailedScaleUp(reason string, gpuResourceName, gpuType string) {
-	failedScaleUps.WithLabelValues(reason, gpuResourceName, gpuType, noDRADrivers).Inc()
+// RegisterFailedScaleUp counts a failed scale-up by reason, with the
+// failed group's GPU and dra_drivers labels, as RegisterScaleUp.
+func RegisterFailedScaleUp(reason string, gpuResourceName, gpuType, draDrivers string) {
+	failedScaleUps.WithLabelValues(reason, gpuResourceName, gpuType, draDrivers).Inc()
 	if gpuType != "" {
 		gpuFailedScaleUps.WithLabelValues(reason, gpuResourceName, gpuType).Inc()
 	}

@@ -190,12 +190,12 @@ func (e *executor) execute(plan []Increase, templates map[string]*framework.Node
 		err := increase(inc.To - inc.From)
 		if al, ok := cloudprovider.AsAccountLimit(err); ok {
 			failed[inc.GroupID] = true
-			e.accountLimitReached(inc, al, now)
+			e.accountLimitReached(inc, templates[inc.GroupID], al, now)
 			return done, failed, true
 		}
 		if err != nil {
 			failed[inc.GroupID] = true
-			e.increaseFailed(g, inc, err, now)
+			e.increaseFailed(g, inc, templates[inc.GroupID], err, now)
 			continue
 		}
 		e.increased(g, inc, templates[inc.GroupID], now)
@@ -209,12 +209,13 @@ func (e *executor) execute(plan []Increase, templates map[string]*framework.Node
 // off at once, so that the next loops do not ask group after group for what
 // the account cannot have; the failure is counted under the limit's code and
 // the status ConfigMap gets an event in the cloud's words.
-func (e *executor) accountLimitReached(inc Increase, al *cloudprovider.AccountLimitError, now time.Time) {
+func (e *executor) accountLimitReached(inc Increase, tmpl *framework.NodeInfo, al *cloudprovider.AccountLimitError, now time.Time) {
 	delta := inc.To - inc.From
 	klog.Errorf("Scale-up: node group %s %d->%d refused at an account-wide limit: %v", inc.GroupID, inc.From, inc.To, al)
 	metrics.RegisterError(metrics.CloudProviderError)
 	metrics.RegisterFailedNodeCreations(al.Code, delta)
-	metrics.RegisterFailedScaleUp(al.Code, "", "")
+	gpuName, gpuType, draDrivers := MetricLabels(e.provider, tmpl)
+	metrics.RegisterFailedScaleUp(al.Code, gpuName, gpuType, draDrivers)
 	until := e.registry.RegisterAccountLimit(al.Code, clusterstate.BackoffInfo{ErrorCode: al.Code, ErrorMessage: al.Message}, now)
 	statemetrics.ReportHealth(e.registry, now)
 	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
@@ -225,17 +226,29 @@ func (e *executor) accountLimitReached(inc Increase, al *cloudprovider.AccountLi
 // increaseFailed handles a refused increase: it is logged and counted
 // here, the group backed off, and the status ConfigMap gets a
 // FailedToScaleUpGroup event.
-func (e *executor) increaseFailed(g cloudprovider.NodeGroup, inc Increase, err error, now time.Time) {
+func (e *executor) increaseFailed(g cloudprovider.NodeGroup, inc Increase, tmpl *framework.NodeInfo, err error, now time.Time) {
 	delta := inc.To - inc.From
 	klog.ErrorS(err, "Scale-up: increase failed", "nodeGroup", inc.GroupID, "from", inc.From, "to", inc.To)
 	metrics.RegisterError(metrics.CloudProviderError)
 	metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpCloudProviderError, delta)
-	metrics.RegisterFailedScaleUp(metrics.FailedScaleUpCloudProviderError, "", "")
+	gpuName, gpuType, draDrivers := MetricLabels(e.provider, tmpl)
+	metrics.RegisterFailedScaleUp(metrics.FailedScaleUpCloudProviderError, gpuName, gpuType, draDrivers)
 	e.registry.RegisterFailedScaleUp(g, metrics.FailedScaleUpCloudProviderError,
 		clusterstate.BackoffInfo{ErrorCode: "cloudProviderError", ErrorMessage: err.Error()}, now)
 	statemetrics.ReportHealth(e.registry, now)
 	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
 		"Scale-up failed for group %s: %v", inc.GroupID, err)
+}
+
+// MetricLabels returns the gpu_resource_name, gpu_name and dra_drivers
+// labels of the scale-up metrics for a node group with this template: its
+// GPU and the drivers of its ResourceSlices; empty without a template.
+func MetricLabels(p cloudprovider.CloudProvider, tmpl *framework.NodeInfo) (gpuName, gpuType, draDrivers string) {
+	if tmpl == nil {
+		return "", "", ""
+	}
+	gpuName, gpuType = cloudprovider.GPULabels(p, tmpl.Node())
+	return gpuName, gpuType, dra.DriversLabel(tmpl.ResourceSlices())
 }
 
 // increased records an increase the cloud accepted: the registry waits
@@ -244,11 +257,7 @@ func (e *executor) increaseFailed(g cloudprovider.NodeGroup, inc Increase, err e
 func (e *executor) increased(g cloudprovider.NodeGroup, inc Increase, tmpl *framework.NodeInfo, now time.Time) {
 	delta := inc.To - inc.From
 	e.registry.RegisterScaleUp(g, delta, now)
-	gpuName, gpuType, draDrivers := "", "", ""
-	if tmpl != nil {
-		gpuName, gpuType = cloudprovider.GPULabels(e.provider, tmpl.Node())
-		draDrivers = dra.DriversLabel(tmpl.ResourceSlices())
-	}
+	gpuName, gpuType, draDrivers := MetricLabels(e.provider, tmpl)
 	metrics.RegisterScaleUp(delta, gpuName, gpuType, draDrivers)
 	e.recorder.Eventf(e.statusRef, apiv1.EventTypeNormal, "ScaledUpGroup",
 		"Scale-up: setting group %s size to %d instead of %d (max: %d)", inc.GroupID, inc.To, inc.From, inc.Max)
