@@ -2,8 +2,11 @@ package core
 
 import (
 	"fmt"
+	"slices"
 
 	apiv1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -144,6 +147,14 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 		if n != nil && sn.same(n) {
 			continue
 		}
+		if n != nil && sameForScheduling(sn.obj, n) {
+			// A status heartbeat (a kubelet's, every few minutes per node)
+			// or a soft taint: the snapshot keeps its object, so neither its
+			// pods are re-added nor its version changes (see
+			// simulator.ClusterSnapshot.Version).
+			s.nodes[name] = syncedNode{obj: n, uid: n.UID, rv: n.ResourceVersion}
+			continue
+		}
 		if err := s.snap.RemoveNode(name); err != nil {
 			return err
 		}
@@ -192,4 +203,34 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 		s.pods[uid] = syncedPod{obj: p, rv: p.ResourceVersion, namespace: p.Namespace, name: p.Name, on: p.Spec.NodeName}
 	}
 	return nil
+}
+
+// sameForScheduling: b is a as far as the simulation can tell, differing
+// only in resourceVersion, managed fields, its conditions' heartbeat times
+// (what a kubelet's periodic status update changes when nothing else did)
+// or PreferNoSchedule taints (the scheduler's filters ignore them; the
+// autoscaler puts DeletionCandidateOfClusterAutoscaler on unneeded nodes,
+// ten per loop).
+func sameForScheduling(a, b *apiv1.Node) bool {
+	if a == nil || b == nil || a.UID != b.UID || len(a.Status.Conditions) != len(b.Status.Conditions) {
+		return false
+	}
+	return apiequality.Semantic.DeepEqual(schedulingView(a), schedulingView(b))
+}
+
+func schedulingView(n *apiv1.Node) *apiv1.Node {
+	cp := *n
+	cp.ResourceVersion = ""
+	cp.ManagedFields = nil
+	cp.Status.Conditions = slices.Clone(n.Status.Conditions)
+	for i := range cp.Status.Conditions {
+		cp.Status.Conditions[i].LastHeartbeatTime = metav1.Time{}
+	}
+	cp.Spec.Taints = slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t apiv1.Taint) bool {
+		return t.Effect == apiv1.TaintEffectPreferNoSchedule
+	})
+	if len(cp.Spec.Taints) == 0 {
+		cp.Spec.Taints = nil
+	}
+	return &cp
 }

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 )
 
-// contents renders a snapshot as node → sorted pod UIDs (+ node rv).
+// contents renders a snapshot as node → sorted pod UIDs (+ node labels).
 func contents(t *testing.T, s *simulator.ClusterSnapshot) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -24,7 +25,7 @@ func contents(t *testing.T, s *simulator.ClusterSnapshot) map[string]string {
 			uids = append(uids, string(p.UID)+"@"+p.ResourceVersion)
 		}
 		sort.Strings(uids)
-		out[ni.Node().Name] = ni.Node().ResourceVersion + fmt.Sprint(uids)
+		out[ni.Node().Name] = fmt.Sprint(ni.Node().Labels) + fmt.Sprint(uids)
 	}
 	return out
 }
@@ -89,6 +90,12 @@ func TestSnapshotSyncMatchesRebuild(t *testing.T) {
 				j := rnd.Intn(len(nodes))
 				c := nodes[j].DeepCopy()
 				c.ResourceVersion = next()
+				if rnd.Intn(2) == 0 {
+					c.Labels["rev"] = c.ResourceVersion
+				} else {
+					c.Status.Conditions = []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue,
+						LastHeartbeatTime: metav1.Unix(int64(rv), 0)}}
+				}
 				nodes[j] = c
 			case k == 4 && len(nodes) > 5:
 				j := rnd.Intn(len(nodes))
@@ -105,5 +112,59 @@ func TestSnapshotSyncMatchesRebuild(t *testing.T) {
 	// first iteration builds the snapshot from scratch.
 	if sync.rebuilds != 1 {
 		t.Fatalf("the snapshot was rebuilt %d times, want only the first time", sync.rebuilds)
+	}
+}
+
+// A node whose status update only renews its heartbeat leaves the snapshot
+// as it was (same version: a scale-down loop's simulations can be reused);
+// any other change gives a new version.
+func TestSnapshotSyncHeartbeatKeepsVersion(t *testing.T) {
+	n := test.BuildNode("n1", 4000, 8*test.GiB)
+	n.ResourceVersion = "1"
+	pods := []*apiv1.Pod{test.BuildScheduledPod("p1", 10, test.MiB, "rs", "n1")}
+	sync := newSnapshotSync(simulator.NewClusterSnapshot())
+	step := func(n *apiv1.Node) uint64 {
+		t.Helper()
+		if err := sync.begin([]*apiv1.Node{n}, pods, nil); err != nil {
+			t.Fatal(err)
+		}
+		defer sync.end()
+		return sync.snap.Version()
+	}
+	v1 := step(n)
+	beat := n.DeepCopy()
+	beat.ResourceVersion = "2"
+	for i := range beat.Status.Conditions {
+		beat.Status.Conditions[i].LastHeartbeatTime = metav1.Unix(1e9, 0)
+	}
+	if v := step(beat); v != v1 {
+		t.Fatalf("a heartbeat changed the snapshot's version (%d → %d)", v1, v)
+	}
+	soft := beat.DeepCopy()
+	soft.ResourceVersion = "2a"
+	soft.Spec.Taints = append(soft.Spec.Taints, apiv1.Taint{Key: "DeletionCandidateOfClusterAutoscaler", Value: "1700000000",
+		Effect: apiv1.TaintEffectPreferNoSchedule})
+	if v := step(soft); v != v1 {
+		t.Fatalf("a soft taint changed the snapshot's version (%d → %d)", v1, v)
+	}
+	hard := soft.DeepCopy()
+	hard.ResourceVersion = "2b"
+	hard.Spec.Taints = append(hard.Spec.Taints, apiv1.Taint{Key: "dedicated", Value: "gpu", Effect: apiv1.TaintEffectNoSchedule})
+	v1 = step(hard)
+	if v1 == step(soft) {
+		t.Fatalf("a NoSchedule taint kept the snapshot's version")
+	}
+	notReady := beat.DeepCopy()
+	notReady.ResourceVersion = "3"
+	notReady.Status.Conditions = []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionFalse}}
+	v2 := step(notReady)
+	if v2 == v1 {
+		t.Fatalf("a node turning NotReady kept the snapshot's version")
+	}
+	labelled := notReady.DeepCopy()
+	labelled.ResourceVersion = "4"
+	labelled.Labels["x"] = "y"
+	if v := step(labelled); v == v2 {
+		t.Fatalf("a new label kept the snapshot's version")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -63,7 +64,26 @@ type ClusterSnapshot struct {
 	// forks and reverts with the nodes, so claims allocated to place a pod
 	// are undone with the pod.
 	dra *dra.Snapshot
+
+	// version names the content: see Version.
+	version uint64
 }
+
+// snapshotVersions hands out versions, process-wide, so that no two
+// contents (of one snapshot or of two) ever share one.
+var snapshotVersions atomic.Uint64
+
+// Version identifies what the snapshot holds: every change of nodes, pods
+// or DRA objects gives a new version never used before, and Revert returns
+// to the version the content had at the matching Fork. Equal versions mean
+// the same nodes and pods, so a result computed from them (a scale-down
+// loop's removal simulations) may be reused. Claims reserved or released
+// through DRA() inside a fork do not change it: a caller relying on it with
+// DRA objects present must account for them itself.
+func (s *ClusterSnapshot) Version() uint64 { return s.version }
+
+// changed gives the content a new version.
+func (s *ClusterSnapshot) changed() { s.version = snapshotVersions.Add(1) }
 
 // maxPodInfoTemplates bounds the exemplar cache for callers that never fork.
 const maxPodInfoTemplates = 10000
@@ -72,11 +92,13 @@ const maxPodInfoTemplates = 10000
 // on top, the NodeInfo it had before (nil when the node did not exist).
 type snapshotLayer struct {
 	saved map[string]*schedframework.NodeInfo
+	// version is the snapshot's version when the layer began.
+	version uint64
 }
 
 // NewClusterSnapshot returns an empty snapshot.
 func NewClusterSnapshot() *ClusterSnapshot {
-	return &ClusterSnapshot{nodes: map[string]*schedframework.NodeInfo{}, dra: dra.NewSnapshot(nil, nil, nil)}
+	return &ClusterSnapshot{nodes: map[string]*schedframework.NodeInfo{}, dra: dra.NewSnapshot(nil, nil, nil), version: snapshotVersions.Add(1)}
 }
 
 // SetDRA replaces the snapshot's DRA objects (ResourceSlices, DeviceClasses,
@@ -91,6 +113,9 @@ func (s *ClusterSnapshot) SetDRA(d *dra.Snapshot) error {
 		d = dra.NewSnapshot(nil, nil, nil)
 	}
 	d.KeepNodes(s.HasNode)
+	if !d.Empty() || !s.dra.Empty() {
+		s.changed()
+	}
 	s.dra = d
 	return nil
 }
@@ -105,6 +130,7 @@ func (s *ClusterSnapshot) DRA() *dra.Snapshot { return s.dra }
 // scheduler does not count them either) are ignored.
 func (s *ClusterSnapshot) SetClusterState(nodes []*apiv1.Node, scheduledPods []*apiv1.Pod) error {
 	s.nodes = make(map[string]*schedframework.NodeInfo, len(nodes))
+	s.changed()
 	for range s.layers {
 		s.dra.Revert()
 	}
@@ -310,7 +336,7 @@ func (s *ClusterSnapshot) HasNode(nodeName string) bool {
 // Fork starts a new layer: changes from now on can be dropped with Revert or
 // kept with Commit.
 func (s *ClusterSnapshot) Fork() {
-	s.layers = append(s.layers, &snapshotLayer{saved: map[string]*schedframework.NodeInfo{}})
+	s.layers = append(s.layers, &snapshotLayer{saved: map[string]*schedframework.NodeInfo{}, version: s.version})
 	s.dra.Fork()
 }
 
@@ -322,6 +348,7 @@ func (s *ClusterSnapshot) Revert() {
 	}
 	top := s.layers[len(s.layers)-1]
 	s.layers = s.layers[:len(s.layers)-1]
+	s.version = top.version
 	s.dra.Revert()
 	if len(s.layers) == 0 {
 		s.podInfoTemplates = nil
@@ -374,6 +401,7 @@ func (s *ClusterSnapshot) ForkDepth() int { return len(s.layers) }
 
 // save records the current NodeInfo of name in the top layer, once.
 func (s *ClusterSnapshot) save(name string) {
+	s.changed()
 	if len(s.layers) == 0 {
 		return
 	}
@@ -390,6 +418,7 @@ func (s *ClusterSnapshot) mutable(nodeName string) (*schedframework.NodeInfo, er
 	if !found {
 		return nil, fmt.Errorf("node %s not in the snapshot", nodeName)
 	}
+	s.changed()
 	if len(s.layers) == 0 {
 		return cur, nil
 	}

@@ -334,3 +334,58 @@ func TestNodeListFollowsRemovalsAndReverts(t *testing.T) {
 	s.Revert()
 	want("reverted", "n1", "n2", "n3", "n4")
 }
+
+// Version names the content: a change gives a version never seen before,
+// Revert returns to the version of the content it restores, and another
+// change in a later fork does not reuse a dropped version.
+func TestVersionNamesTheContent(t *testing.T) {
+	s := NewClusterSnapshot()
+	if err := s.SetClusterState([]*apiv1.Node{Node("n1", 2000, GiB), Node("n2", 2000, GiB)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	base := s.Version()
+	seen := map[uint64]bool{base: true}
+	expectNew := func(what string) {
+		t.Helper()
+		if seen[s.Version()] {
+			t.Fatalf("%s: version %d already used", what, s.Version())
+		}
+		seen[s.Version()] = true
+	}
+	s.Fork()
+	if s.Version() != base {
+		t.Fatalf("Fork changed the version")
+	}
+	if err := s.AddPod(Pod("a", 100, MiB), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	expectNew("AddPod")
+	if err := s.RemoveNode("n2"); err != nil {
+		t.Fatal(err)
+	}
+	expectNew("RemoveNode")
+	s.Revert()
+	if s.Version() != base {
+		t.Fatalf("Revert: version %d, want the base's %d", s.Version(), base)
+	}
+	s.Fork()
+	if err := s.AddPod(Pod("b", 100, MiB), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	expectNew("AddPod in a later fork")
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemovePod("default", "b", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	expectNew("RemovePod outside any fork")
+	if err := s.AddNodeInfo(framework.NewNodeInfo(Node("n3", 2000, GiB))); err != nil {
+		t.Fatal(err)
+	}
+	expectNew("AddNodeInfo")
+	v := s.Version()
+	if err := s.SetDRA(nil); err != nil || s.Version() != v {
+		t.Fatalf("setting no DRA objects over none changed the version (err %v)", err)
+	}
+}
