@@ -97,16 +97,21 @@ func (a *Autoscaler) rebuild() {
 func BenchmarkRunOnce(b *testing.B) {
 	b.Run("steady-state", benchmarkRunOnceSteadyState)
 	b.Run("5000-pending", benchmarkRunOnceScaleUp)
-	b.Run("1000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50) })
-	b.Run("5000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 100, 50) })
+	b.Run("1000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50, false) })
+	b.Run("1000-unneeded-pod-churn", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50, true) })
+	b.Run("5000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 100, 50, false) })
 }
 
 // benchmarkRunOnceUnneeded: groups × nodesPerGroup nodes (2 cpu, 4 GiB), each
 // running two 50m pods of 100 ReplicaSets, so every node is underutilized and
 // its pods fit elsewhere: the steady state of an idle cluster, where every
 // loop re-checks every unneeded node before its unneeded time is up. The
-// first (untimed) loop finds them all (no candidate limit).
-func benchmarkRunOnceUnneeded(b *testing.B, groups, nodesPerGroup int) {
+// first (untimed) loop finds them all (no candidate limit), the second
+// re-checks them as known ones; from then on nothing changes, and a loop
+// reuses the previous one's simulations. With churn, one new pod per loop
+// (created untimed) makes every loop simulate every node again: the cost
+// on a cluster where some pod always changes.
+func benchmarkRunOnceUnneeded(b *testing.B, groups, nodesPerGroup int, churn bool) {
 	klog.SetOutput(discard{})
 	klog.LogToStderr(false)
 	b.Cleanup(func() { klog.LogToStderr(true) })
@@ -122,12 +127,22 @@ func benchmarkRunOnceUnneeded(b *testing.B, groups, nodesPerGroup int) {
 	if n := len(h.a.planner.Unneeded()); n < groups*nodesPerGroup/2 {
 		b.Fatalf("%d unneeded nodes after the first loop; want most of %d", n, groups*nodesPerGroup)
 	}
+	h.runOnce(t0)
+	simulated := h.a.planner.Simulated()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if churn {
+			b.StopTimer()
+			h.createPod(test.BuildScheduledPod(fmt.Sprintf("churn-%d", i), 10, test.MiB, "rs-churn", "pool-000-n001"))
+			b.StartTimer()
+		}
 		h.runOnce(t0)
 	}
 	b.StopTimer()
+	if got, want := h.a.planner.Simulated()-simulated, map[bool]int{true: b.N, false: 0}[churn]; got != want {
+		b.Fatalf("%d of %d loops simulated, want %d", got, b.N, want)
+	}
 	if len(deletions(h.provider)) != 0 {
 		b.Fatalf("removed nodes before their unneeded time: %v", deletions(h.provider))
 	}

@@ -41,6 +41,9 @@ type Planner struct {
 	unneeded    map[string]*scaledown.UnneededNode
 	unremovable *unremovableNodes
 	requests    *requestsCache
+	memo        simulationMemo
+	// simulated counts loops that ran the removal simulations.
+	simulated int
 }
 
 // New returns a planner that judges pods by drainOpts.
@@ -56,6 +59,8 @@ type candidate struct {
 	unready bool
 	empty   bool
 	util    utilization.Info
+	// toMove are the pods the drain rules would move.
+	toMove []*apiv1.Pod
 }
 
 // Update recomputes the unneeded nodes: candidates are filtered by group
@@ -146,11 +151,18 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 	if err != nil {
 		return nil, fmt.Errorf("cluster snapshot: %w", err)
 	}
+	dest := destinations(in)
+	pdbs := in.PDBs
+	key := p.simulationKey(snap.Version(), cands, dest, pdbs)
+	memoOK := snap.DRA() == nil || snap.DRA().Empty()
+	if memoOK && p.memo.valid && p.memo.key == key {
+		return p.replay(cands, in), nil
+	}
+	p.simulated++
+	p.memo = simulationMemo{key: key}
 	snap.Fork()
 	defer snap.Revert()
 	rs := simulator.NewRemovalSimulator(p.checker, snap, p.drainOpts)
-	dest := destinations(in)
-	pdbs := in.PDBs
 	budget := p.newCandidateBudget(len(in.Nodes))
 	for _, c := range cands {
 		_, known := p.unneeded[c.node.Name]
@@ -158,7 +170,7 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 		if fresh {
 			if why := budget.exhausted(); why != "" {
 				budget.skipped++
-				p.unremovable.add(c.node.Name, simulator.NotUnneededOtherReason, "not simulated this loop: "+why)
+				p.note(c.node.Name, simulator.NotUnneededOtherReason, "not simulated this loop: "+why)
 				continue
 			}
 			budget.examined++
@@ -170,7 +182,7 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 			if wasDest {
 				dest[c.node.Name] = true
 			}
-			p.unremovable.add(c.node.Name, unremovable.Reason, describeUnremovable(unremovable))
+			p.note(c.node.Name, unremovable.Reason, describeUnremovable(unremovable))
 			continue
 		}
 		if fresh {
@@ -184,14 +196,54 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 			klog.V(2).InfoS("Scale-down: node is unneeded", "node", klog.KObj(c.node), "nodeGroup", c.groupID,
 				"podsToMove", len(removal.PodsToReschedule))
 		}
-		next[c.node.Name] = &scaledown.UnneededNode{Node: c.node, GroupID: c.groupID, Since: since, Empty: len(removal.PodsToReschedule) == 0,
+		u := &scaledown.UnneededNode{Node: c.node, GroupID: c.groupID, Since: since, Empty: len(removal.PodsToReschedule) == 0,
 			Unready: c.unready, PodsToEvict: removal.PodsToReschedule, Utilization: c.util, DRADrivers: draDrivers(snap, c.node.Name)}
+		next[c.node.Name] = u
+		p.memo.results = append(p.memo.results, memoResult{name: c.node.Name, empty: u.Empty, podsToEvict: u.PodsToEvict, draDrivers: u.DRADrivers})
 	}
 	if budget.skipped > 0 {
-		klog.V(2).Infof("Scale-down: %d non-empty node(s) left for later loops (%s); %d new unneeded this loop",
-			budget.skipped, budget.exhausted(), budget.found)
+		p.memo.skipped, p.memo.found, p.memo.why = budget.skipped, budget.found, budget.exhausted()
+		p.logSkipped()
 	}
+	p.memo.valid = memoOK && !budget.timedOut
 	return next, nil
+}
+
+// note records why a simulated node stays, for this loop and its replays.
+func (p *Planner) note(node string, reason simulator.UnremovableReason, detail string) {
+	p.unremovable.add(node, reason, detail)
+	p.memo.notes = append(p.memo.notes, memoNote{node: node, reason: reason, detail: detail})
+}
+
+func (p *Planner) logSkipped() {
+	klog.V(2).Infof("Scale-down: %d non-empty node(s) left for later loops (%s); %d new unneeded this loop",
+		p.memo.skipped, p.memo.why, p.memo.found)
+}
+
+// replay gives the memo's outcome for this loop's candidates (the same
+// nodes, in their current objects and utilization).
+func (p *Planner) replay(cands []candidate, in scaledown.PlannerInput) map[string]*scaledown.UnneededNode {
+	byName := make(map[string]*candidate, len(cands))
+	for i := range cands {
+		byName[cands[i].node.Name] = &cands[i]
+	}
+	for _, n := range p.memo.notes {
+		p.unremovable.add(n.node, n.reason, n.detail)
+	}
+	next := make(map[string]*scaledown.UnneededNode, len(p.memo.results))
+	for _, r := range p.memo.results {
+		c := byName[r.name]
+		since := in.Now
+		if prev := p.unneeded[r.name]; prev != nil {
+			since = prev.Since
+		}
+		next[r.name] = &scaledown.UnneededNode{Node: c.node, GroupID: c.groupID, Since: since, Empty: r.empty,
+			Unready: c.unready, PodsToEvict: r.podsToEvict, Utilization: c.util, DRADrivers: r.draDrivers}
+	}
+	if p.memo.skipped > 0 {
+		p.logSkipped()
+	}
+	return next
 }
 
 // candidateBudget bounds the simulation of non-empty nodes not yet unneeded
@@ -203,8 +255,10 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 // already unneeded are always checked, so every unneeded node stays tracked
 // and more are added each loop until all are.
 type candidateBudget struct {
-	pool, maxFound           int
-	deadline                 time.Time
+	pool, maxFound int
+	deadline       time.Time
+	// timedOut: the deadline stopped a simulation.
+	timedOut                 bool
 	examined, found, skipped int
 	poolRatio                float64
 	poolMin, nonEmptyCount   int
@@ -230,7 +284,8 @@ func (b *candidateBudget) exhausted() string {
 		return fmt.Sprintf("%d new non-empty candidates found, --scale-down-non-empty-candidates-count=%d", b.found, b.nonEmptyCount)
 	case b.examined >= b.pool:
 		return fmt.Sprintf("candidate pool of %d simulated: --scale-down-candidates-pool-ratio=%g, --scale-down-candidates-pool-min-count=%d", b.pool, b.poolRatio, b.poolMin)
-	case !b.deadline.IsZero() && time.Now().After(b.deadline):
+	case b.timedOut || !b.deadline.IsZero() && time.Now().After(b.deadline):
+		b.timedOut = true
 		return fmt.Sprintf("--scale-down-simulation-timeout=%s spent", b.simulationTimeout)
 	}
 	return ""
@@ -320,7 +375,7 @@ func (p *Planner) candidates(in scaledown.PlannerInput) []candidate {
 			p.unremovable.add(name, simulator.BlockedByPod, scaledown.DescribeBlocking(blocking))
 			continue
 		}
-		out = append(out, candidate{node: n, groupID: id, unready: !ready, empty: len(toMove) == 0, util: util})
+		out = append(out, candidate{node: n, groupID: id, unready: !ready, empty: len(toMove) == 0, util: util, toMove: toMove})
 	}
 	return out
 }
