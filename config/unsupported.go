@@ -2,19 +2,17 @@ package config
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
 )
 
-// DefaultOnlyFlags are upstream flags this build defines but implements only
+// defaultOnlyFlags are upstream flags this build defines but implements only
 // at upstream's default value: the default is accepted (the build behaves
 // so), any other value is refused with the reason given here. Implementing a
 // flag means deleting its line.
-var DefaultOnlyFlags = map[string]string{
+var defaultOnlyFlags = map[string]string{
 	"scale-down-delay-type-local":                        "scale-down delays are cluster-wide in this build",
 	"max-node-startup-time":                              "registered nodes are judged by readiness and --scale-down-unready-time",
 	"max-startup-time":                                   "health is judged by --max-inactivity and --max-failing-time",
@@ -59,8 +57,9 @@ type refusedFlag struct {
 	why  string
 }
 
-// RefusedFlags are refused whatever their value.
-var RefusedFlags = map[string]refusedFlag{
+// refusedFlags are refused whatever their value: upstream's flags below, and
+// Ginkgo's.
+var refusedFlags = withGinkgoFlags(map[string]refusedFlag{
 	"nodes":                                   {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled; set min_nodes/max_nodes on the pool"},
 	"node-group-auto-discovery":               {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled"},
 	"gpu-total":                               {false, "GPU limits are a GKE feature"},
@@ -77,7 +76,7 @@ var RefusedFlags = map[string]refusedFlag{
 	"clusterapi-cloud-config-authoritative":   {true, "a Cluster API flag"},
 	"cluster-name":                            {false, "the cluster is named by cluster_id in the cloud config"},
 	"user-agent":                              {false, "the DigitalOcean User-Agent is fixed: cluster-autoscaler-digitalocean/<version>"},
-}
+})
 
 // Flags of the Ginkgo test library that upstream's binary links in by
 // accident; the bool ones take no value.
@@ -97,10 +96,13 @@ var ginkgoFlags = map[string]bool{
 	"timeout": false, "trace": true, "v": true, "vv": true,
 }
 
-func init() {
+// withGinkgoFlags adds Ginkgo's flags, as ginkgo.<name>, to the refused
+// flags.
+func withGinkgoFlags(refused map[string]refusedFlag) map[string]refusedFlag {
 	for name, isBool := range ginkgoFlags {
-		RefusedFlags["ginkgo."+name] = refusedFlag{isBool, "a flag of the Ginkgo test library linked into upstream's binary; it does nothing there either"}
+		refused["ginkgo."+name] = refusedFlag{isBool, "a flag of the Ginkgo test library linked into upstream's binary; it does nothing there either"}
 	}
+	return refused
 }
 
 // anyValue accepts any value for a refused flag, so that the refusal, not a
@@ -119,9 +121,9 @@ func (a *anyValue) Type() string {
 	return "string"
 }
 
-// addRefusedFlags defines RefusedFlags, hidden from --help.
+// addRefusedFlags defines refusedFlags, hidden from --help.
 func addRefusedFlags(fs *pflag.FlagSet) {
-	for name, r := range RefusedFlags {
+	for name, r := range refusedFlags {
 		fl := fs.VarPF(&anyValue{isBool: r.bool}, name, "", "Refused: "+r.why+".")
 		if r.bool {
 			fl.NoOptDefVal = "true"
@@ -135,11 +137,11 @@ func addRefusedFlags(fs *pflag.FlagSet) {
 func refusals(fs *pflag.FlagSet) []error {
 	var errs []error
 	fs.Visit(func(fl *pflag.Flag) {
-		if r, ok := RefusedFlags[fl.Name]; ok {
+		if r, ok := refusedFlags[fl.Name]; ok {
 			errs = append(errs, fmt.Errorf("--%s is an upstream cluster-autoscaler flag this build does not support: %s", fl.Name, r.why))
 			return
 		}
-		if why, ok := DefaultOnlyFlags[fl.Name]; ok && fl.Value.String() != fl.DefValue {
+		if why, ok := defaultOnlyFlags[fl.Name]; ok && fl.Value.String() != fl.DefValue {
 			errs = append(errs, fmt.Errorf("--%s=%s is refused: this build supports only upstream's default (%s), because %s", fl.Name, fl.Value.String(), showDefault(fl.DefValue), why))
 		}
 	})
@@ -153,16 +155,11 @@ func showDefault(s string) string {
 	return s
 }
 
-// DefaultOnlyNames lists DefaultOnlyFlags sorted, for docs/flags.md.
-func DefaultOnlyNames() []string {
-	return slices.Sorted(maps.Keys(DefaultOnlyFlags))
-}
-
-// RefusedNames lists RefusedFlags sorted, for docs/flags.md; Ginkgo's flags
+// RefusedNames lists refusedFlags sorted, for docs/flags.md; Ginkgo's flags
 // are summed up as one.
 func RefusedNames() []string {
 	var out []string
-	for n := range RefusedFlags {
+	for n := range refusedFlags {
 		if !strings.HasPrefix(n, "ginkgo.") {
 			out = append(out, n)
 		}
@@ -171,14 +168,14 @@ func RefusedNames() []string {
 	return out
 }
 
-// Why is the reason the flag is refused.
-func (r refusedFlag) Why() string { return r.why }
+// RefusedReason is why the named upstream flag is refused ("" if it is not).
+func RefusedReason(name string) string { return refusedFlags[name].why }
 
 // FlagDocRow is the flag's row in docs/flags.md's table: name, default, meaning,
 // and for a default-only flag why other values are refused.
 func FlagDocRow(f *pflag.Flag) string {
 	usage := f.Usage
-	if why, ok := DefaultOnlyFlags[f.Name]; ok {
+	if why, ok := defaultOnlyFlags[f.Name]; ok {
 		usage += " **Only upstream's default is accepted:** " + why + "."
 	}
 	return fmt.Sprintf("| `--%s` | `%s` | %s |", f.Name, showDefault(f.DefValue), strings.ReplaceAll(usage, "|", `\|`))

@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"strconv"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -133,32 +131,4 @@ func UpdateUnremovableNodesCount(countsByReason map[string]int) {
 // removal started and has neither finished nor been aborted.
 func ObservePendingNodeDeletions(n int) {
 	pendingNodeDeletions.Set(float64(n))
-}
-
-// UpdateScaleDownNodeRemovalLatency records how long a node was unneeded
-// before it was removed (deleted) or needed again (not deleted).
-func UpdateScaleDownNodeRemovalLatency(deleted bool, d time.Duration) {
-	nodeRemovalLatency.WithLabelValues(strconv.FormatBool(deleted)).Observe(d.Seconds())
-}
-
-// ObserveMaxNodeSkipEvalDurationSeconds sets the longest time a node has been
-// skipped by scale-down evaluation.
-func ObserveMaxNodeSkipEvalDurationSeconds(d time.Duration) {
-	maxNodeSkipEvalDurationSeconds.Set(d.Seconds())
-}
-
-// ObserveNodeTaintsCount sets node_taints_count for one taint type.
-func ObserveNodeTaintsCount(taintType string, count int) {
-	nodeTaintsCount.WithLabelValues(taintType).Set(float64(count))
-}
-
-// UpdateOverflowingControllers sets overflowing_controllers_count.
-func UpdateOverflowingControllers(n int) {
-	overflowingControllersCount.Set(float64(n))
-}
-
-// ObserveBinpackingHeterogeneity records the number of pod equivalence
-// groups in one binpacking estimate.
-func ObserveBinpackingHeterogeneity(instanceType, cpuCount, namespaceCount string, groups int) {
-	binpackingHeterogeneity.WithLabelValues(instanceType, cpuCount, namespaceCount).Observe(float64(groups))
 }

@@ -29,7 +29,7 @@ func main() {
 	fmt.Println("| flag | why |")
 	fmt.Println("|---|---|")
 	for _, name := range config.RefusedNames() {
-		fmt.Printf("| `--%s` | %s |\n", name, escape(config.RefusedFlags[name].Why()))
+		fmt.Printf("| `--%s` | %s |\n", name, escape(config.RefusedReason(name)))
 	}
 	fmt.Println("| `--ginkgo.*` | flags of the Ginkgo test library linked into upstream's binary; they do nothing there either |")
 }
