@@ -373,7 +373,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	if a.opts.WriteStatusConfigMap {
 		wctx, cancel := context.WithTimeout(ctx, apiTimeout)
 		cm, err := utils.WriteStatusConfigMap(wctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName, nil,
-			clusterstate.InitializingStatus(time.Now(), ""), a.recorder)
+			clusterstate.InitializingStatus(time.Now(), ""), a.recorder, time.Now())
 		a.statusCM = cm
 		if err != nil {
 			klog.Errorf("Start-up: writing Initializing status: %v", err)

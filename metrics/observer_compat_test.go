@@ -5,7 +5,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
-// DOAPIObserver must stay installable with digitalocean.SetCallObserver.
+// DOAPIObserver must stay installable with digitalocean.BuilderObservedBy.
 var _ digitalocean.CallObserver = metrics.DOAPIObserver{}
 
 // and count the pools the provider refuses as node groups.

@@ -73,10 +73,6 @@ var (
 	sharedRecorder       *schedmetrics.MetricAsyncRecorder
 )
 
-// simulationContext is the context of plugin runs: they work in memory on
-// the snapshot and return promptly, so nothing cancels them.
-var simulationContext = context.Background()
-
 // PredicateChecker runs the kube-scheduler framework's PreFilter and Filter
 // plugins against a ClusterSnapshot. It is not safe for concurrent use.
 type PredicateChecker struct {
@@ -85,6 +81,9 @@ type PredicateChecker struct {
 	plugins []string
 	// hints caches the removal simulation's pod hashes across loops.
 	hints hintHashes
+	// ctx is the context of plugin runs: they work in memory on the
+	// snapshot and return promptly, so nothing cancels them.
+	ctx context.Context
 }
 
 // NewPredicateChecker builds a framework with BasePlugins. Plugins that read
@@ -167,7 +166,7 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		return nil, fmt.Errorf("building scheduler framework: %w", err)
 	}
 	klog.V(1).Infof("Scheduling simulation uses the kube-scheduler framework with plugins %v", enabled)
-	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled)}, nil
+	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled), ctx: context.Background()}, nil
 }
 
 // reserveClaims allocates pod's claims for nodeName in s, after Filter
@@ -180,7 +179,7 @@ func (c *PredicateChecker) reserveClaims(s *ClusterSnapshot, pf *preFilterOutcom
 		return nil
 	}
 	c.lister.snapshot = s
-	if st := c.fw.RunReservePluginsReserve(simulationContext, pf.state, pod, nodeName); !st.IsSuccess() {
+	if st := c.fw.RunReservePluginsReserve(c.ctx, pf.state, pod, nodeName); !st.IsSuccess() {
 		return fmt.Errorf("allocating the claims of pod %s on %s: %w", podKey(pod), nodeName, st.AsError())
 	}
 	return s.dra.ReservePodClaims(pod)
@@ -284,7 +283,7 @@ func (c *PredicateChecker) preFilter(s *ClusterSnapshot, pod *apiv1.Pod) (*preFi
 	c.lister.snapshot = s
 	s.prepareForScheduling()
 	state := schedframework.NewCycleState()
-	result, st, restricting := c.fw.RunPreFilterPlugins(simulationContext, state, pod)
+	result, st, restricting := c.fw.RunPreFilterPlugins(c.ctx, state, pod)
 	if !st.IsSuccess() {
 		return nil, statusToError(pod, "", st)
 	}
@@ -301,7 +300,7 @@ func (c *PredicateChecker) filter(pf *preFilterOutcome, pod *apiv1.Pod, info *sc
 		return &PredicateError{podName: podKey(pod), nodeName: name, plugin: pf.restrictedBy,
 			reasons: []string{fmt.Sprintf("node(s) didn't satisfy plugin(s) %s", pf.restrictedBy)}}
 	}
-	if st := c.fw.RunFilterPlugins(simulationContext, pf.state, pod, info); !st.IsSuccess() {
+	if st := c.fw.RunFilterPlugins(c.ctx, pf.state, pod, info); !st.IsSuccess() {
 		perr := statusToError(pod, name, st)
 		c.nameClaims(perr, pod)
 		return perr

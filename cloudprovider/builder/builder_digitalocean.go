@@ -23,6 +23,5 @@ import (
 func init() {
 	// Every DigitalOcean request is counted, timed and its rate-limit headers
 	// exported (cluster_autoscaler_digitalocean_api_*).
-	digitalocean.SetCallObserver(metrics.DOAPIObserver{})
-	RegisterCloudProvider(digitalocean.ProviderName, digitalocean.BuildDigitalOcean)
+	RegisterCloudProvider(digitalocean.ProviderName, digitalocean.BuilderObservedBy(metrics.DOAPIObserver{}))
 }

@@ -48,6 +48,8 @@ type clientOptions struct {
 	// paceMax caps the spacing added between requests when the rate-limit
 	// budget runs low.
 	paceMax time.Duration
+	// observer hears every request attempt (nil: nobody).
+	observer CallObserver
 	// pageSize is per_page for list calls (the API allows up to 200).
 	pageSize int
 	// templateTTL: a cached template older than this is fetched again.
@@ -122,6 +124,13 @@ type rateState struct {
 	reset     time.Time
 }
 
+func observerOrNoop(o CallObserver) CallObserver {
+	if o == nil {
+		return noopObserver{}
+	}
+	return o
+}
+
 func newAPIClient(cfg *providerConfig, o clientOptions) (*apiClient, error) {
 	base := o.transport
 	if base == nil {
@@ -139,7 +148,7 @@ func newAPIClient(cfg *providerConfig, o clientOptions) (*apiClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the DigitalOcean client: %w", err)
 	}
-	return &apiClient{godo: g, clusterID: cfg.clusterID, o: o, observer: currentObserver()}, nil
+	return &apiClient{godo: g, clusterID: cfg.clusterID, o: o, observer: observerOrNoop(o.observer)}, nil
 }
 
 // call runs fn with retries. retryOnTransportError is false for calls that

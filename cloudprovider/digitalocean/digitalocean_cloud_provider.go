@@ -32,11 +32,21 @@ var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 // read and validated first, without any network contact, so a mistake stops
 // the process at start-up with a message naming it.
 func BuildDigitalOcean(opts config.AutoscalingOptions, rl *cloudprovider.ResourceLimiter) (cloudprovider.CloudProvider, error) {
-	cfg, err := loadConfig(opts.CloudConfig)
-	if err != nil {
-		return nil, fmt.Errorf("digitalocean: %w", err)
+	return BuilderObservedBy(nil)(opts, rl)
+}
+
+// BuilderObservedBy returns a builder like BuildDigitalOcean whose provider
+// reports every DigitalOcean request attempt to o (nil: to nobody).
+func BuilderObservedBy(o CallObserver) func(config.AutoscalingOptions, *cloudprovider.ResourceLimiter) (cloudprovider.CloudProvider, error) {
+	return func(opts config.AutoscalingOptions, rl *cloudprovider.ResourceLimiter) (cloudprovider.CloudProvider, error) {
+		cfg, err := loadConfig(opts.CloudConfig)
+		if err != nil {
+			return nil, fmt.Errorf("digitalocean: %w", err)
+		}
+		co := defaultClientOptions()
+		co.observer = o
+		return newCloudProvider(cfg, opts, rl, co)
 	}
-	return newCloudProvider(cfg, opts, rl, defaultClientOptions())
 }
 
 func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *cloudprovider.ResourceLimiter, o clientOptions) (*CloudProvider, error) {

@@ -153,8 +153,7 @@ func newEnv(t testing.TB, simOpts doks.Options, options ...envOption) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	SetCallObserver(e.obs)
-	t.Cleanup(func() { SetCallObserver(nil) })
+	o.observer = e.obs
 	p, err := newCloudProvider(cfg, opts, nil, o)
 	if err != nil {
 		t.Fatal(err)

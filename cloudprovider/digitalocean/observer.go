@@ -1,9 +1,6 @@
 package digitalocean
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // CallObserver receives one call per DigitalOcean request attempt (a
 // retried call reports every attempt), e.g. to export metrics.
@@ -20,26 +17,6 @@ type noopObserver struct{}
 
 func (noopObserver) ObserveCall(string, int, time.Duration, error) {}
 func (noopObserver) ObserveRateLimit(int, int, time.Time)          {}
-
-type observerBox struct{ o CallObserver }
-
-var callObserver atomic.Value // observerBox
-
-// SetCallObserver installs the observer used by providers built afterwards
-// (call it before BuildDigitalOcean); nil restores the no-op default.
-func SetCallObserver(o CallObserver) {
-	if o == nil {
-		o = noopObserver{}
-	}
-	callObserver.Store(observerBox{o})
-}
-
-func currentObserver() CallObserver {
-	if b, ok := callObserver.Load().(observerBox); ok {
-		return b.o
-	}
-	return noopObserver{}
-}
 
 // RefusalObserver is optionally implemented by a CallObserver to count node
 // pools refused as node groups: reason is "bounds" (min/max or count make

@@ -4,6 +4,7 @@ package utils
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
@@ -24,9 +24,6 @@ const (
 	LastUpdatedAnnotation = "cluster-autoscaler.kubernetes.io/last-updated"
 )
 
-// clk tells the write time; tests replace it.
-var clk clock.PassiveClock = clock.RealClock{}
-
 // StatusYAML renders status as the ConfigMap holds it (sigs.k8s.io/yaml: keys sorted).
 func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
 	b, err := yaml.Marshal(status)
@@ -38,7 +35,8 @@ func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
 
 // WriteStatusConfigMap creates or updates the status ConfigMap namespace/name
 // with status as YAML under data key "status" and the last-updated annotation.
-// When status.Time is empty it is set to the write time (on a copy; the caller's
+// now is the write time, for the annotation and, when status.Time is empty,
+// for status.Time (set on a copy; the caller's
 // value is not changed). An update that fails (typically a conflict with another
 // writer) is retried once after a fresh get. last, when not nil, is the
 // ConfigMap as the previous write returned it: it is updated without reading
@@ -47,11 +45,11 @@ func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
 // failed write is reported as a Warning event on the ConfigMap if it exists.
 // Errors name the ConfigMap and are returned, not logged: the caller logs them.
 func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namespace, name string, last *apiv1.ConfigMap,
-	status *api.ClusterAutoscalerStatus, recorder record.EventRecorder) (*apiv1.ConfigMap, error) {
+	status *api.ClusterAutoscalerStatus, recorder record.EventRecorder, now time.Time) (*apiv1.ConfigMap, error) {
 	if status == nil {
 		return nil, fmt.Errorf("writing status ConfigMap %s/%s: nil status", namespace, name)
 	}
-	stamp := api.FormatTime(clk.Now())
+	stamp := api.FormatTime(now)
 	toWrite := *status
 	if toWrite.Time == "" {
 		toWrite.Time = stamp

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
-	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
@@ -162,13 +161,6 @@ func TestInitializingStatusYAML(t *testing.T) {
 	}
 }
 
-func setClock(t *testing.T, at time.Time) {
-	t.Helper()
-	old := clk
-	clk = testingclock.NewFakePassiveClock(at)
-	t.Cleanup(func() { clk = old })
-}
-
 func getCM(t *testing.T, kube *fake.Clientset) *apiv1.ConfigMap {
 	t.Helper()
 	cm, err := kube.CoreV1().ConfigMaps(ns).Get(context.Background(), cmName, metav1.GetOptions{})
@@ -180,12 +172,11 @@ func getCM(t *testing.T, kube *fake.Clientset) *apiv1.ConfigMap {
 
 func TestWriteStatusConfigMapCreates(t *testing.T) {
 	writeAt := time.Date(2026, 3, 4, 5, 6, 7, 890, time.UTC)
-	setClock(t, writeAt)
 	kube := fake.NewClientset()
 	status := runningStatus()
 	status.Time = "" // filled in by the writer
 
-	out, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, status, nil)
+	out, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, status, nil, writeAt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +211,7 @@ func TestWriteStatusConfigMapUpdatesKeepingOtherKeys(t *testing.T) {
 		Data: map[string]string{StatusDataKey: "old", "note": "kept"},
 	}
 	kube := fake.NewClientset(existing)
-	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil); err != nil {
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	cm := getCM(t, kube)
@@ -238,7 +229,7 @@ func TestWriteStatusConfigMapUpdatesKeepingOtherKeys(t *testing.T) {
 	s := runningStatus()
 	s.AutoscalerStatus = api.ClusterAutoscalerInitializing
 	s.NodeGroups = nil
-	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, s, nil); err != nil {
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, s, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	got := getCM(t, kube).Data[StatusDataKey]
@@ -276,7 +267,7 @@ func TestWriteStatusConfigMapRetriesOnceAfterConflict(t *testing.T) {
 				return false, nil, nil
 			})
 			recorder := record.NewFakeRecorder(10)
-			_, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), recorder)
+			_, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), recorder, time.Now())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
 			}
@@ -313,7 +304,7 @@ func TestWriteStatusConfigMapCreateRace(t *testing.T) {
 		}
 		return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "configmaps"}, cmName)
 	})
-	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil); err != nil {
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := getCM(t, kube).Data[StatusDataKey]; got != wantRunningYAML {
@@ -326,11 +317,11 @@ func TestWriteStatusConfigMapGetError(t *testing.T) {
 	kube.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, cmName, errors.New("rbac"))
 	})
-	_, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil)
+	_, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil, time.Now())
 	if err == nil || !strings.Contains(err.Error(), "kube-system/cluster-autoscaler-status") {
 		t.Errorf("err = %v, want one naming the ConfigMap", err)
 	}
-	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, nil, nil); err == nil {
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, nil, nil, time.Now()); err == nil {
 		t.Error("nil status accepted")
 	}
 }
@@ -381,14 +372,14 @@ func BenchmarkStatusYAML(b *testing.B) {
 // reading it again: one API call per loop instead of two.
 func TestWriteStatusConfigMapReusesTheLastWrite(t *testing.T) {
 	kube := fake.NewClientset()
-	last, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil)
+	last, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	kube.ClearActions()
 	s := runningStatus()
 	s.AutoscalerStatus = api.ClusterAutoscalerInitializing
-	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, last, s, nil); err != nil {
+	if _, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, last, s, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	var verbs []string
