@@ -58,13 +58,13 @@ func fixNodeGroupSizes(r *clusterstate.Registry, now time.Time) ([]gaveUp, error
 func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) (gaveUp, error) {
 	reason := failedScaleUpReason(p.Reason)
 	metrics.RegisterFailedNodeCreations(reason, p.Decrease)
-	klog.Warningf("Node group %s: giving up on %d node(s): %s", p.GroupID, p.Decrease, p.Why)
+	klog.InfoS("Giving up on nodes that will not come", "nodeGroup", p.GroupID, "nodes", p.Decrease, "reason", p.Reason, "why", p.Why)
 	g := gaveUp{plan: p}
 	deleted := 0
 	if g.deleteErr = deleteInstances(p); g.deleteErr == nil {
 		deleted = len(p.Instances)
 	} else if len(p.Instances) > 0 {
-		klog.Warningf("Node group %s: lowering the target instead", p.GroupID)
+		klog.InfoS("Lowering the target instead of deleting the instances", "nodeGroup", p.GroupID)
 	}
 	target, err := lowerTarget(p, deleted)
 	g.decreased = r.RecordGiveUp(p, target, now)
@@ -77,7 +77,7 @@ func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) 
 // retryDelete carries out a plan to delete again instances given up
 // earlier.
 func retryDelete(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) gaveUp {
-	klog.V(1).Infof("Node group %s: asking again to delete %d given-up instance(s) the cloud still lists", p.GroupID, len(p.Instances))
+	klog.V(1).InfoS("Asking again to delete given-up instances the cloud still lists", "nodeGroup", p.GroupID, "instances", len(p.Instances))
 	g := gaveUp{plan: p, deleteErr: deleteInstances(p)}
 	target := p.Target
 	if t, err := p.Group.TargetSize(); err == nil {
@@ -114,7 +114,7 @@ func lowerTarget(p clusterstate.GiveUpPlan, deleted int) (int, error) {
 	if err := p.Group.DecreaseTargetSize(-rest); err != nil {
 		return target, fmt.Errorf("node group %s: decrease target by %d: %w", p.GroupID, rest, err)
 	}
-	klog.Infof("Node group %s: target lowered from %d to %d", p.GroupID, target, target-rest)
+	klog.InfoS("Node group target lowered", "nodeGroup", p.GroupID, "from", target, "to", target-rest)
 	return target - rest, nil
 }
 
@@ -141,9 +141,9 @@ func deleteInstances(p clusterstate.GiveUpPlan) error {
 		names = append(names, in.Id)
 	}
 	if err := p.Group.DeleteNodes(fake); err != nil {
-		klog.Warningf("Node group %s: cannot delete %d instance(s) without a Node (%s): %v", p.GroupID, len(fake), strings.Join(names, ", "), err)
+		klog.ErrorS(err, "Cannot delete instances without a Node", "nodeGroup", p.GroupID, "instances", names)
 		return err
 	}
-	klog.Infof("Node group %s: deleted instance(s) without a Node %s", p.GroupID, strings.Join(names, ", "))
+	klog.InfoS("Deleted instances without a Node", "nodeGroup", p.GroupID, "instances", names)
 	return nil
 }

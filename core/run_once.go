@@ -65,7 +65,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 		a.acted = true
 		a.lastScaleUp = now
 		metrics.UpdateLastTime(metrics.ActivityScaleUp, now)
-		klog.V(1).Infof("Scale-down skipped: this iteration scaled up")
+		klog.V(1).InfoS("Scale-down skipped: this iteration scaled up")
 		return nil
 	}
 	if err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
@@ -133,7 +133,7 @@ func (a *Autoscaler) observe(now time.Time) (clusterView, error) {
 func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.NodeGroupState, error) {
 	groups := a.registry.NodeGroups()
 	if len(groups) == 0 {
-		klog.Infof("No node groups to autoscale (provider %s lists none); nothing to do", a.provider.Name())
+		klog.InfoS("No node groups to autoscale; nothing to do", "provider", a.provider.Name())
 		metrics.UpdateClusterSafeToAutoscale(true)
 		return nil, nil
 	}
@@ -171,8 +171,8 @@ func (a *Autoscaler) updateClusterState(nodes []*apiv1.Node, now time.Time) erro
 func (a *Autoscaler) healthCheck(now time.Time) (clusterstate.Readiness, bool) {
 	total := a.registry.TotalReadiness()
 	if !a.registry.IsClusterHealthy() {
-		klog.Warningf("Cluster unhealthy: %d unready and %d long-unregistered node(s) of %d (--ok-total-unready-count=%d, --max-total-unready-percentage=%.0f); not scaling",
-			total.Unready, total.LongUnregistered, total.Registered, a.opts.OkTotalUnreadyCount, a.opts.MaxTotalUnreadyPercentage)
+		klog.InfoS("Cluster unhealthy; not scaling", "unready", total.Unready, "longUnregistered", total.LongUnregistered, "registered", total.Registered,
+			"okTotalUnreadyCount", a.opts.OkTotalUnreadyCount, "maxTotalUnreadyPercentage", a.opts.MaxTotalUnreadyPercentage)
 		metrics.UpdateClusterSafeToAutoscale(false)
 		return total, false
 	}
@@ -226,7 +226,7 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 // scaleDownPhase removes unneeded nodes (unless --scale-down-enabled=false).
 func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInput) error {
 	if !a.opts.ScaleDownEnabled {
-		klog.V(2).Infof("Scale-down disabled (--scale-down-enabled=false)")
+		klog.V(2).InfoS("Scale-down disabled", "scaleDownEnabled", false)
 		a.registry.SetScaleDownCandidates(nil)
 		return nil
 	}
@@ -257,7 +257,7 @@ func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroup
 	}
 	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
 	for id, err := range templateErrs {
-		klog.Warningf("Min size: node group %s: %v", id, err)
+		klog.ErrorS(err, "Min size: no template for the node group", "nodeGroup", id)
 	}
 	if done := a.scaleUp.ScaleUpToMinSize(quotas, templates, now); len(done) > 0 {
 		a.acted = true
@@ -283,7 +283,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	draining := a.removals.Draining()
 	drained := scaleup.DrainedPods(c.pods, draining, a.opts.ExpendablePodsPriorityCutoff)
 	if len(drained) > 0 {
-		klog.V(1).Infof("Scale-up: %d pod(s) being evicted from %d node(s) under drain are placed as pending pods", len(drained), len(draining))
+		klog.V(1).InfoS("Scale-up: pods being evicted from nodes under drain are placed as pending pods", "pods", len(drained), "nodes", len(draining))
 	}
 	toPlace := append(slices.Clip(pending.Eligible), drained...)
 	// Processors add their fake pods after the real ones (which are placed
@@ -296,9 +296,9 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	checkCapacity, atomic := a.requestsDue()
 	if len(toPlace) == 0 && !checkCapacity && !atomic {
 		if pending.TooYoung > 0 || pending.Expendable > 0 {
-			klog.V(1).Infof("Scale-up: no unschedulable pods old enough to act on (%d younger than their scale-up delay, %d expendable)", pending.TooYoung, pending.Expendable)
+			klog.V(1).InfoS("Scale-up: no unschedulable pods old enough to act on", "youngerThanDelay", pending.TooYoung, "expendable", pending.Expendable)
 		} else {
-			klog.V(1).Infof("Scale-up: no unschedulable pods")
+			klog.V(1).InfoS("Scale-up: no unschedulable pods")
 		}
 		return false, nil
 	}
@@ -348,7 +348,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 		return false, nil
 	}
 	if !a.opts.ScaleUpFromZero && total.Ready == 0 {
-		klog.Infof("Scale-up: %d pending pod(s) but the cluster has no ready node and --scale-up-from-zero=false", len(stillPending))
+		klog.InfoS("Scale-up: pending pods but the cluster has no ready node and scale-up from zero is off", "pods", len(stillPending))
 		return false, nil
 	}
 	res, err := a.scaleUp.ScaleUp(scaleup.Input{
@@ -377,7 +377,7 @@ func (a *Autoscaler) fitExistingNodes(snapshot func() (*simulator.ClusterSnapsho
 		return nil, fmt.Errorf("filtering schedulable pods: %w", err)
 	}
 	if fit := len(pods) - len(stillPending); fit > 0 {
-		klog.Infof("Scale-up: %d pending pod(s) fit existing nodes (the scheduler has not placed them yet)", fit)
+		klog.InfoS("Scale-up: pending pods fit existing nodes (the scheduler has not placed them yet)", "pods", fit)
 	}
 	return stillPending, nil
 }
@@ -404,7 +404,7 @@ func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, temp
 		return nil, fmt.Errorf("filtering pods for upcoming nodes: %w", err)
 	}
 	if fit := len(pods) - len(stillPending); fit > 0 {
-		klog.Infof("Scale-up: %d pending pod(s) will fit on %d upcoming node(s) %v; no new request for them", fit, upcoming, added)
+		klog.InfoS("Scale-up: pending pods will fit on upcoming nodes; no new request for them", "pods", fit, "upcomingNodes", upcoming, "byNodeGroup", added)
 	}
 	return stillPending, nil
 }
@@ -418,10 +418,9 @@ func (a *Autoscaler) reportGiveUps(gaveUp []gaveUp) {
 	for _, g := range gaveUp {
 		p := g.plan
 		if p.Retry {
-			klog.Infof("Node group %s: asked again to delete %d given-up instance(s)", p.GroupID, len(p.Instances))
+			klog.InfoS("Asked again to delete given-up instances", "nodeGroup", p.GroupID, "instances", len(p.Instances))
 		} else {
-			klog.Infof("Node group %s: gave up on %d node(s) (%s)%s", p.GroupID, g.decreased, p.Reason,
-				map[bool]string{true: "; backed off, other node groups will be tried", false: ""}[p.BackOff])
+			klog.InfoS("Gave up on nodes", "nodeGroup", p.GroupID, "nodes", g.decreased, "reason", p.Reason, "backedOff", p.BackOff)
 			a.countFailedScaleUp(p)
 		}
 		if p.TimedOutAfter > 0 {
@@ -476,7 +475,7 @@ func (a *Autoscaler) placeNominated(snapshot func() (*simulator.ClusterSnapshot,
 			return fmt.Errorf("placing pod %s/%s on its nominated node %s: %w", p.Namespace, p.Name, node, err)
 		}
 	}
-	klog.V(1).Infof("Scale-up: %d pending pod(s) wait for preemption on their nominated node(s); no scale-up for them", len(pods))
+	klog.V(1).InfoS("Scale-up: pending pods wait for preemption on their nominated nodes; no scale-up for them", "pods", len(pods))
 	return nil
 }
 
