@@ -45,6 +45,7 @@ func podsFor(pr *v1.ProvisioningRequest, get templateGetter) ([]*apiv1.Pod, erro
 				ObjectMeta: *tmpl.Template.ObjectMeta.DeepCopy(),
 				Spec:       *tmpl.Template.Spec.DeepCopy(),
 			}
+			pods.RequestsFromLimits(&p.Spec)
 			p.GenerateName = pr.Name + "-"
 			p.Name = fmt.Sprintf("%s%d-%d", p.GenerateName, i, j)
 			p.Namespace = pr.Namespace

@@ -91,11 +91,19 @@ func TestPodsForInvalidPodSets(t *testing.T) {
 	// A template's generateName does not name the pods: two requests of
 	// one template must not make pods of one name (and UID).
 	tmpl.Template.GenerateName = "worker-"
+	// A GPU asked for as a limit alone is requested, as in a real pod.
+	tmpl.Template.Spec.Containers[0].Resources.Limits = apiv1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	pr := request("r", v1.ProvisioningClassCheckCapacity, nil)
 	pr.Spec.PodSets = []v1.PodSet{{PodTemplateRef: v1.Reference{Name: "t"}, Count: 2}}
 	ps, err := podsFor(pr, get)
 	if err != nil || len(ps) != 2 || ps[1].Name != "r-0-1" || !pods.IsFake(ps[0]) || ps[0].Annotations[v1.ProvisioningRequestPodAnnotationKey] != "r" {
 		t.Fatalf("pods %v, err %v", ps, err)
+	}
+	if q := ps[0].Spec.Containers[0].Resources.Requests["nvidia.com/gpu"]; q.Value() != 1 {
+		t.Errorf("fake pod GPU request %v, want the limit 1", q.String())
+	}
+	if tmpl.Template.Spec.Containers[0].Resources.Requests != nil {
+		t.Error("the PodTemplate itself was changed")
 	}
 }
 

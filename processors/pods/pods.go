@@ -37,6 +37,27 @@ func MarkFake(p *apiv1.Pod) {
 	p.Annotations[FakePodAnnotationKey] = FakePodAnnotationValue
 }
 
+// RequestsFromLimits gives each container of spec a request for every
+// resource it only has a limit for, as the API server defaults a real pod
+// (and upstream's fake pods, through SetDefaults_Pod): a template asking
+// for nvidia.com/gpu as a limit alone needs a GPU in the simulation too.
+func RequestsFromLimits(spec *apiv1.PodSpec) {
+	for _, cs := range [][]apiv1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, limit := range r.Limits {
+				if _, ok := r.Requests[name]; ok {
+					continue
+				}
+				if r.Requests == nil {
+					r.Requests = apiv1.ResourceList{}
+				}
+				r.Requests[name] = limit.DeepCopy()
+			}
+		}
+	}
+}
+
 // HoldsRoomAnnotationKey marks a fake pod that only holds room (a booking):
 // it is placed where it fits, on existing or upcoming nodes, before the
 // pending pods, and never causes a scale-up of its own.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -66,5 +67,29 @@ func TestFakePodEventsGoToTheOwner(t *testing.T) {
 	}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// A resource given only as a limit is requested, as the API server
+// defaults a real pod; explicit requests stay.
+func TestRequestsFromLimits(t *testing.T) {
+	gpu := apiv1.ResourceName("nvidia.com/gpu")
+	spec := apiv1.PodSpec{
+		InitContainers: []apiv1.Container{{Name: "init", Resources: apiv1.ResourceRequirements{
+			Limits: apiv1.ResourceList{apiv1.ResourceMemory: resource.MustParse("1Gi")}}}},
+		Containers: []apiv1.Container{{Name: "train", Resources: apiv1.ResourceRequirements{
+			Limits:   apiv1.ResourceList{gpu: resource.MustParse("8"), apiv1.ResourceCPU: resource.MustParse("4")},
+			Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("2")}}}},
+	}
+	RequestsFromLimits(&spec)
+	got := spec.Containers[0].Resources.Requests
+	if q := got[gpu]; q.Cmp(resource.MustParse("8")) != 0 {
+		t.Errorf("gpu request %v, want the limit 8", q.String())
+	}
+	if q := got[apiv1.ResourceCPU]; q.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("cpu request %v, want the explicit 2", q.String())
+	}
+	if q := spec.InitContainers[0].Resources.Requests[apiv1.ResourceMemory]; q.Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("init container memory request %v, want the limit 1Gi", q.String())
 	}
 }
