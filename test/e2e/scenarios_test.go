@@ -115,9 +115,25 @@ func TestScaleDownRespectsMin(t *testing.T) {
 	s.waitRunning("web", 1, 30*time.Second)
 	start := time.Now()
 	s.startAutoscaler()
+	// While they wait for --scale-down-unneeded-time, unneeded nodes carry
+	// upstream's soft taint (--max-bulk-soft-taint-count), which steers new
+	// pods elsewhere.
+	s.eventually("unneeded nodes soft-tainted PreferNoSchedule", 30*time.Second, func() error {
+		if n := softTainted(s, "shrink"); n == 0 {
+			return fmt.Errorf("no node of pool shrink carries DeletionCandidateOfClusterAutoscaler:PreferNoSchedule")
+		}
+		return nil
+	})
 	s.waitTarget("shrink", 2, 90*time.Second)
 	s.waitNodes("shrink", 2, 60*time.Second)
 	t.Logf("pool shrank 5 → 2 in %v", time.Since(start).Round(time.Second))
+	// At min they are no longer candidates: the soft taint comes off.
+	s.eventually("the soft taint off the nodes kept at min", 10*time.Second, func() error {
+		if n := softTainted(s, "shrink"); n > 0 {
+			return fmt.Errorf("%d node(s) of pool shrink still soft-tainted", n)
+		}
+		return nil
+	})
 	s.holds("min of 2 nodes", 8*time.Second, func() error {
 		if err := s.targetIs("shrink", 2)(); err != nil {
 			return err
@@ -125,6 +141,23 @@ func TestScaleDownRespectsMin(t *testing.T) {
 		return s.nodesAre("shrink", 2)()
 	})
 	s.waitRunning("web", 1, 30*time.Second)
+}
+
+// softTainted counts the pool's nodes carrying DeletionCandidateOfClusterAutoscaler:PreferNoSchedule.
+func softTainted(s *scenario, pool string) int {
+	l, err := s.kube.CoreV1().Nodes().List(s.ctx, metav1.ListOptions{LabelSelector: nodeagent.LabelNodePool + "=" + pool})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	n := 0
+	for _, node := range l.Items {
+		for _, tt := range node.Spec.Taints {
+			if tt.Key == "DeletionCandidateOfClusterAutoscaler" && tt.Effect == apiv1.TaintEffectPreferNoSchedule {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // 5. A PodDisruptionBudget that allows no disruption, and a pod marked
