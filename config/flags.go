@@ -105,7 +105,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.DurationVar(&o.NodeInfoCacheExpireTime, "node-info-cache-expire-time", d.NodeInfoCacheExpireTime, "Expiry of cached node templates.")
 	fs.StringSliceVar(&o.AllowedSchedulerNames, "allowed-scheduler-names", nil, "Schedulers whose pods may cause scale-ups, besides the default one.")
 	fs.StringSliceVar(&o.BypassedSchedulers, "bypassed-scheduler-names", nil, "Schedulers whose unscheduled pods cause scale-ups without waiting for the scheduler's verdict.")
-	fs.StringVar(&o.SchedulerConfigFile, "scheduler-config-file", "", "KubeSchedulerConfiguration file for the simulation's plugins.")
+	fs.StringVar(&o.SchedulerConfigFile, "scheduler-config-file", "", "KubeSchedulerConfiguration file (one profile): the simulation runs the Filter plugins it enables, with its plugin arguments, as the cluster's scheduler does.")
 	fs.IntVar(&o.PredicateParallelism, "predicate-parallelism", d.PredicateParallelism, "Parallelism of the scheduler predicate checks.")
 	fs.IntVar(&o.ClusterSnapshotParallelism, "cluster-snapshot-parallelism", d.ClusterSnapshotParallelism, "Parallelism of the cluster snapshot creation.")
 	fs.BoolVar(&o.CSINodeAwareSchedulingEnabled, "enable-csi-node-aware-scheduling", d.CSINodeAwareSchedulingEnabled, "Simulate CSINode objects.")

@@ -29,7 +29,6 @@ var defaultOnlyFlags = map[string]string{
 	"force-delete-failed-nodes":                          "failed nodes are deleted within the pool's limits only",
 	"bypassed-scheduler-names":                           "only pods the scheduler marked unschedulable cause scale-ups",
 	"allowed-scheduler-names":                            "only pods of the default scheduler cause scale-ups",
-	"scheduler-config-file":                              "the simulation runs the scheduler's default Filter plugins",
 	"max-nodegroup-binpacking-duration":                  "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
 	"max-binpacking-time":                                "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
 	"fastpath-binpacking-enabled":                        "the estimator has one algorithm",

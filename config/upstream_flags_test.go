@@ -55,7 +55,6 @@ func readUpstreamFlags(t *testing.T) []upstreamFlag {
 // implements at the default only: the probe must be refused, naming the flag.
 var probeRefused = map[string]bool{
 	"drain-priority-config": true,
-	"scheduler-config-file": true,
 }
 
 // Every upstream flag a DigitalOcean user may set is defined, with upstream's

@@ -192,7 +192,15 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	// With the factory, the volume plugins (PVCs, PVs, storage classes,
 	// CSI limits) take part in the simulation; they register their informers
 	// on it now and start with the others in Run.
-	checker, err := simulator.NewPredicateCheckerWithInformers(a.factory)
+	var checkerOpts []simulator.CheckerOption
+	if opts.SchedulerConfigFile != "" {
+		profile, err := simulator.LoadSchedulerProfile(opts.SchedulerConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("core: --scheduler-config-file: %w", err)
+		}
+		checkerOpts = append(checkerOpts, simulator.WithSchedulerProfile(profile))
+	}
+	checker, err := simulator.NewPredicateCheckerWithInformers(a.factory, checkerOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("core: scheduler framework: %w", err)
 	}

@@ -91,9 +91,24 @@ type PredicateChecker struct {
 // Namespaces for namespaceSelector terms) get an informer factory over a fake
 // clientset that is never started: its listers are empty, so such terms
 // match no namespace other than the ones listed explicitly.
-func NewPredicateChecker() (*PredicateChecker, error) {
+func NewPredicateChecker(opts ...CheckerOption) (*PredicateChecker, error) {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	return newPredicateChecker(factory, BasePlugins, false)
+	return newPredicateChecker(factory, BasePlugins, false, opts...)
+}
+
+// CheckerOption changes how a PredicateChecker's framework is built.
+type CheckerOption func(*checkerConfig)
+
+type checkerConfig struct {
+	profile *schedconfig.KubeSchedulerProfile
+}
+
+// WithSchedulerProfile builds the framework from the cluster's scheduler
+// profile (--scheduler-config-file, LoadSchedulerProfile) instead of the
+// default one: of the plugins the checker can run, those the profile runs
+// at Filter, with the profile's plugin arguments.
+func WithSchedulerProfile(p *schedconfig.KubeSchedulerProfile) CheckerOption {
+	return func(c *checkerConfig) { c.profile = p }
 }
 
 // NewPredicateCheckerWithInformers builds a framework with BasePlugins and
@@ -101,12 +116,16 @@ func NewPredicateChecker() (*PredicateChecker, error) {
 // StorageClasses, CSINodes, CSIDrivers and Namespaces from factory. The
 // plugins register their informers while being built, so start factory and
 // wait for its caches after this call.
-func NewPredicateCheckerWithInformers(factory informers.SharedInformerFactory) (*PredicateChecker, error) {
+func NewPredicateCheckerWithInformers(factory informers.SharedInformerFactory, opts ...CheckerOption) (*PredicateChecker, error) {
 	enabled := slices.Concat(BasePlugins, StoragePlugins)
-	return newPredicateChecker(factory, enabled, true)
+	return newPredicateChecker(factory, enabled, true, opts...)
 }
 
-func newPredicateChecker(factory informers.SharedInformerFactory, enabled []string, withCSI bool) (*PredicateChecker, error) {
+func newPredicateChecker(factory informers.SharedInformerFactory, enabled []string, withCSI bool, opts ...CheckerOption) (*PredicateChecker, error) {
+	var cc checkerConfig
+	for _, o := range opts {
+		o(&cc)
+	}
 	schedulerMetricsOnce.Do(func() {
 		// The framework records into these; unregistered they are nil.
 		schedmetrics.Register()
@@ -123,6 +142,10 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		return nil, fmt.Errorf("default scheduler configuration has no profile")
 	}
 	def := cfg.Profiles[0]
+	if cc.profile != nil {
+		def = *cc.profile
+		enabled = filterPlugins(cc.profile, enabled)
+	}
 	multi := []schedconfig.Plugin{{Name: names.PrioritySort}, {Name: names.DefaultBinder}}
 	for _, name := range enabled {
 		multi = append(multi, schedconfig.Plugin{Name: name})
@@ -135,18 +158,15 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 			// allocated for a placed pod (in the snapshot, through the DRA
 			// manager). VolumeBinding's Reserve would assume volumes in the
 			// informers' shared cache, which a simulation must not touch.
-			Reserve: schedconfig.PluginSet{
-				Enabled:  []schedconfig.Plugin{{Name: names.DynamicResources}},
-				Disabled: []schedconfig.Plugin{{Name: "*"}},
-			},
+			Reserve: reserve(enabled),
 		},
 		// Plugin arguments (NodeResourcesFit, PodTopologySpread, ...) as the
-		// default profile has them.
+		// default profile, or --scheduler-config-file's, has them.
 		PluginConfig: def.PluginConfig,
 	}
 
 	lister := &frameworkLister{}
-	opts := []schedruntime.Option{
+	fwOpts := []schedruntime.Option{
 		schedruntime.WithInformerFactory(factory),
 		schedruntime.WithSnapshotSharedLister(lister),
 		schedruntime.WithSharedDRAManager(dra.NewManager(lister.dra)),
@@ -156,17 +176,27 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		schedruntime.WithParallelism(runtime.GOMAXPROCS(0)),
 	}
 	if withCSI {
-		opts = append(opts, schedruntime.WithSharedCSIManager(csiManager{factory.Storage().V1().CSINodes().Lister()}))
+		fwOpts = append(fwOpts, schedruntime.WithSharedCSIManager(csiManager{factory.Storage().V1().CSINodes().Lister()}))
 	}
 	ctx := context.Background()
 	registry := plugins.NewInTreeRegistry()
 	withCheapDRASkip(registry)
-	f, err := schedruntime.NewFramework(ctx, registry, profile, opts...)
+	f, err := schedruntime.NewFramework(ctx, registry, profile, fwOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("building scheduler framework: %w", err)
 	}
 	klog.V(1).Infof("Scheduling simulation uses the kube-scheduler framework with plugins %v", enabled)
 	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled), ctx: context.Background()}, nil
+}
+
+// reserve is the Reserve extension point: DynamicResources only, when it
+// runs.
+func reserve(enabled []string) schedconfig.PluginSet {
+	set := schedconfig.PluginSet{Disabled: []schedconfig.Plugin{{Name: "*"}}}
+	if slices.Contains(enabled, names.DynamicResources) {
+		set.Enabled = []schedconfig.Plugin{{Name: names.DynamicResources}}
+	}
+	return set
 }
 
 // reserveClaims allocates pod's claims for nodeName in s, after Filter
