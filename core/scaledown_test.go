@@ -46,35 +46,6 @@ func protectFromScaleDown(objs []runtime.Object, name string) {
 	}
 }
 
-// An evicted pod gets its own termination grace period, capped at
-// --max-graceful-termination-sec.
-func TestEvictionGracePeriod(t *testing.T) {
-	cases := []struct {
-		name  string
-		pod   *int64 // the pod's terminationGracePeriodSeconds
-		flag  int
-		grace int64
-	}{
-		{name: "the pod's own, under the cap", pod: ptr.To[int64](30), flag: 600, grace: 30},
-		{name: "capped by the flag", pod: ptr.To[int64](900), flag: 600, grace: 600},
-		{name: "none set: the flag", pod: nil, flag: 120, grace: 120},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p, objs, light := scaleDownFixture(1)
-			light.Spec.TerminationGracePeriodSeconds = tc.pod
-			o := testOptions()
-			o.MaxGracefulTerminationSec = tc.flag
-			h := newHarness(t, o, p, objs...)
-			h.runOnce(t0)
-			h.runOnce(t0.Add(10*time.Minute + time.Second))
-			if got, ok := h.graces["default/light"]; !ok || got != tc.grace {
-				t.Fatalf("eviction grace period = %d (sent: %v), want %d", got, ok, tc.grace)
-			}
-		})
-	}
-}
-
 func TestScaleDownAfterUnneededTimeOnly(t *testing.T) {
 	p, objs, _ := scaleDownFixture(1)
 	h := newHarness(t, testOptions(), p, objs...)
@@ -535,28 +506,6 @@ func TestEmptyNodesBulkLimit(t *testing.T) {
 	calls := p.CallsOf("DeleteNodes")
 	if len(calls) != 1 || len(calls[0].Nodes) != 2 {
 		t.Fatalf("DeleteNodes calls = %+v, want one call with 2 nodes", calls)
-	}
-}
-
-// A bulk deletion that fails part-way: the nodes the cloud did delete keep
-// their taint (nothing may be scheduled there), the others are untainted.
-func TestEmptyBulkDeleteFailingPartWay(t *testing.T) {
-	p, nodes := cluster(groupSpec{id: "g1", min: 0, max: 10, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB})
-	p.Group("g1").FailDeletesAfter(1)
-	h := newHarness(t, testOptions(), p, nodes...)
-	h.runOnce(t0)
-	h.runOnce(t0.Add(11 * time.Minute))
-	calls := p.CallsOf("DeleteNodes")
-	if len(calls) != 1 || len(calls[0].Nodes) != 3 {
-		t.Fatalf("DeleteNodes calls = %+v, want one call with 3 nodes", calls)
-	}
-	for i, name := range calls[0].Nodes {
-		if tainted := hasTaint(h.node(name), clusterstate.ToBeDeletedTaint); tainted != (i == 0) {
-			t.Errorf("node %s (#%d of the batch) tainted = %v, want %v", name, i+1, tainted, i == 0)
-		}
-	}
-	if ts, _ := p.Group("g1").TargetSize(); ts != 2 {
-		t.Errorf("target = %d, want 2", ts)
 	}
 }
 

@@ -1,0 +1,74 @@
+package actuation
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
+)
+
+// evictingClientset serves the objects; an eviction deletes the pod and
+// records the grace period it asked for, by pod.
+func evictingClientset(objs ...runtime.Object) (*fake.Clientset, map[string]int64) {
+	kube := fake.NewClientset(objs...)
+	graces := map[string]int64{}
+	kube.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+		if ev.DeleteOptions != nil && ev.DeleteOptions.GracePeriodSeconds != nil {
+			graces[ev.Namespace+"/"+ev.Name] = *ev.DeleteOptions.GracePeriodSeconds
+		}
+		return true, nil, kube.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ev.Namespace, ev.Name)
+	})
+	return kube, graces
+}
+
+// An evicted pod gets its own termination grace period, capped at
+// --max-graceful-termination-sec.
+func TestEvictionGracePeriod(t *testing.T) {
+	cases := []struct {
+		name  string
+		pod   *int64 // the pod's terminationGracePeriodSeconds
+		flag  int
+		grace int64
+	}{
+		{name: "the pod's own, under the cap", pod: ptr.To[int64](30), flag: 600, grace: 30},
+		{name: "capped by the flag", pod: ptr.To[int64](900), flag: 600, grace: 600},
+		{name: "none set: the flag", pod: nil, flag: 120, grace: 120},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, objs, unneeded := emptyGroup(1)
+			pod := test.BuildScheduledPod("light", 200, 256*test.MiB, "rs-light", "g1-n0")
+			pod.Spec.TerminationGracePeriodSeconds = tc.pod
+			kube, graces := evictingClientset(append(objs, pod)...)
+			unneeded[0].Empty, unneeded[0].PodsToEvict = false, []*apiv1.Pod{pod}
+			opts := config.Defaults()
+			opts.NodeDeleteDelayAfterTaint = 0
+			opts.MaxGracefulTerminationSec = tc.flag
+			a := New(opts, Deps{Kube: kube, Provider: p, Recorder: record.NewFakeRecorder(100),
+				StatusRef: &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"}, Removals: deletiontracker.New()},
+				Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))
+
+			a.Drain(context.Background(), unneeded)
+
+			if got, ok := graces["default/light"]; !ok || got != tc.grace {
+				t.Fatalf("eviction grace period = %d (sent: %v), want %d", got, ok, tc.grace)
+			}
+		})
+	}
+}
