@@ -602,7 +602,10 @@ func (s *scenario) waitEvent(reason string, timeout time.Duration) apiv1.Event {
 }
 
 // taintedNodes: Nodes of the cluster carrying the autoscaler's deletion taint.
-func (s *scenario) taintedNodes() []string {
+func (s *scenario) taintedNodes() []string { return s.nodesWithTaint(ToBeDeletedTaint) }
+
+// nodesWithTaint: Nodes of the cluster carrying a taint with key.
+func (s *scenario) nodesWithTaint(key string) []string {
 	s.t.Helper()
 	l, err := s.kube.CoreV1().Nodes().List(s.ctx, metav1.ListOptions{})
 	if err != nil {
@@ -611,7 +614,7 @@ func (s *scenario) taintedNodes() []string {
 	var out []string
 	for _, n := range l.Items {
 		for _, t := range n.Spec.Taints {
-			if t.Key == ToBeDeletedTaint {
+			if t.Key == key {
 				out = append(out, n.Name)
 			}
 		}

@@ -285,7 +285,7 @@ func TestProvisioningRequestCheckCapacityBooksRoom(t *testing.T) {
 		}
 		// Nor marked a deletion candidate: PreferNoSchedule would steer the
 		// Job's pods away from their room.
-		if soft := s.softTaintedNodes(); len(soft) > 0 {
+		if soft := s.nodesWithTaint(clusterstate.DeletionCandidateTaint); len(soft) > 0 {
 			return fmt.Errorf("booked nodes soft-tainted: %v", soft)
 		}
 		if err := s.updatesAre(0)(); err != nil {
@@ -334,23 +334,4 @@ func TestProvisioningRequestIgnoredWithoutTheFlag(t *testing.T) {
 	if c := s.provisioningRequest(pr).Status.Conditions; len(c) > 0 {
 		t.Errorf("conditions written without the flag: %+v", c)
 	}
-}
-
-// softTaintedNodes: Nodes carrying the autoscaler's deletion-candidate
-// (PreferNoSchedule) taint.
-func (s *scenario) softTaintedNodes() []string {
-	s.t.Helper()
-	l, err := s.kube.CoreV1().Nodes().List(s.ctx, metav1.ListOptions{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	var out []string
-	for _, n := range l.Items {
-		for _, t := range n.Spec.Taints {
-			if t.Key == clusterstate.DeletionCandidateTaint {
-				out = append(out, n.Name)
-			}
-		}
-	}
-	return out
 }
