@@ -27,11 +27,11 @@ type BackoffInfo struct {
 }
 
 // NewBackoff returns an empty backoff with the given durations.
-func NewBackoff(initial, max, resetTimeout time.Duration) *Backoff {
-	if max < initial {
-		max = initial
+func NewBackoff(initial, maxDuration, resetTimeout time.Duration) *Backoff {
+	if maxDuration < initial {
+		maxDuration = initial
 	}
-	return &Backoff{initial: initial, max: max, reset: resetTimeout, entries: map[string]*backoffEntry{}}
+	return &Backoff{initial: initial, max: maxDuration, reset: resetTimeout, entries: map[string]*backoffEntry{}}
 }
 
 // Backoff records a failure of group id at now and returns when the

@@ -26,11 +26,11 @@ type Trigger struct {
 
 // NewTrigger returns a trigger. With frequent false only the interval
 // counts (--frequent-loops-enabled=false).
-func NewTrigger(c clock.Clock, idle, max time.Duration, frequent bool) *Trigger {
-	if max < idle {
-		max = idle
+func NewTrigger(c clock.Clock, idle, maxWait time.Duration, frequent bool) *Trigger {
+	if maxWait < idle {
+		maxWait = idle
 	}
-	return &Trigger{clock: c, idle: idle, max: max, frequent: frequent, wake: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
+	return &Trigger{clock: c, idle: idle, max: maxWait, frequent: frequent, wake: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 }
 
 // Notify records that a pod became unschedulable.

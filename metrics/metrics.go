@@ -343,15 +343,15 @@ func UpdateClusterMemoryCurrentBytes(b int64) {
 }
 
 // UpdateCPULimitsCores sets cpu_limits_cores{direction=minimum|maximum}.
-func UpdateCPULimitsCores(min, max int64) {
-	cpuLimitsCores.WithLabelValues("minimum").Set(float64(min))
-	cpuLimitsCores.WithLabelValues("maximum").Set(float64(max))
+func UpdateCPULimitsCores(minCores, maxCores int64) {
+	cpuLimitsCores.WithLabelValues("minimum").Set(float64(minCores))
+	cpuLimitsCores.WithLabelValues("maximum").Set(float64(maxCores))
 }
 
 // UpdateMemoryLimitsBytes sets memory_limits_bytes{direction=minimum|maximum}.
-func UpdateMemoryLimitsBytes(min, max int64) {
-	memoryLimitsBytes.WithLabelValues("minimum").Set(float64(min))
-	memoryLimitsBytes.WithLabelValues("maximum").Set(float64(max))
+func UpdateMemoryLimitsBytes(minBytes, maxBytes int64) {
+	memoryLimitsBytes.WithLabelValues("minimum").Set(float64(minBytes))
+	memoryLimitsBytes.WithLabelValues("maximum").Set(float64(maxBytes))
 }
 
 // UpdateDRATemplateMismatches sets dra_node_template_resources_mismatch
@@ -431,12 +431,12 @@ func RegisterSkippedScaleDown(reason string) {
 
 // UpdateNodeGroupMetrics sets the per node group gauges; a no-op unless
 // RegisterAll was called with emitPerNodeGroupMetrics.
-func UpdateNodeGroupMetrics(nodeGroup string, min, max, target int) {
+func UpdateNodeGroupMetrics(nodeGroup string, minSize, maxSize, target int) {
 	if !perNodeGroupEnabled.Load() {
 		return
 	}
-	nodeGroupMinCount.WithLabelValues(nodeGroup).Set(float64(min))
-	nodeGroupMaxCount.WithLabelValues(nodeGroup).Set(float64(max))
+	nodeGroupMinCount.WithLabelValues(nodeGroup).Set(float64(minSize))
+	nodeGroupMaxCount.WithLabelValues(nodeGroup).Set(float64(maxSize))
 	nodeGroupTargetCount.WithLabelValues(nodeGroup).Set(float64(target))
 }
 

@@ -217,7 +217,7 @@ func predictTemplate(size godo.Size, name string, labels map[string]string, tain
 
 // templateDifference describes how a real template differs from the
 // predicted one in what the simulation uses; "" when it does not.
-func templateDifference(predicted, real *godo.KubernetesNodeTemplate) string {
+func templateDifference(predicted, actual *godo.KubernetesNodeTemplate) string {
 	var diffs []string
 	cmp := func(what string, p, r *godo.KubernetesNodePoolResources) {
 		if p == nil || r == nil {
@@ -232,14 +232,14 @@ func templateDifference(predicted, real *godo.KubernetesNodeTemplate) string {
 			diffs = append(diffs, fmt.Sprintf("%s.memory predicted %s, real %s", what, p.Memory, r.Memory))
 		}
 	}
-	cmp("capacity", predicted.Capacity, real.Capacity)
-	cmp("allocatable", predicted.Allocatable, real.Allocatable)
+	cmp("capacity", predicted.Capacity, actual.Capacity)
+	cmp("allocatable", predicted.Allocatable, actual.Allocatable)
 	var pg, rg int64
 	if predicted.Gpu != nil {
 		pg = predicted.Gpu.Count
 	}
-	if real.Gpu != nil {
-		rg = real.Gpu.Count
+	if actual.Gpu != nil {
+		rg = actual.Gpu.Count
 	}
 	if pg != rg {
 		diffs = append(diffs, fmt.Sprintf("gpu.count predicted %d, real %d", pg, rg))
@@ -384,7 +384,7 @@ func (m *manager) addCreated(p *godo.KubernetesNodePool, maxSize int, predicted 
 
 // comparePredicted logs how a created pool's real template differs from
 // the one its creation was decided on, once.
-func (m *manager) comparePredicted(p *godo.KubernetesNodePool, real *godo.KubernetesNodeTemplate) {
+func (m *manager) comparePredicted(p *godo.KubernetesNodePool, actual *godo.KubernetesNodeTemplate) {
 	m.mu.Lock()
 	predicted := m.predicted[p.ID]
 	delete(m.predicted, p.ID)
@@ -392,7 +392,7 @@ func (m *manager) comparePredicted(p *godo.KubernetesNodePool, real *godo.Kubern
 	if predicted == nil {
 		return
 	}
-	if d := templateDifference(predicted, real); d != "" {
+	if d := templateDifference(predicted, actual); d != "" {
 		klog.InfoS("Created node pool's template differs from the one predicted from its size", "pool", p.Name, "size", p.Size, "difference", d)
 		return
 	}

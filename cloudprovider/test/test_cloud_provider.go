@@ -84,10 +84,10 @@ type NodeGroup struct {
 
 // AddNodeGroup adds a group with the given bounds, current target and
 // template (nil: TemplateNodeInfo returns ErrNotImplemented).
-func (p *Provider) AddNodeGroup(id string, min, max, target int, template *framework.NodeInfo) *NodeGroup {
+func (p *Provider) AddNodeGroup(id string, minSize, maxSize, target int, template *framework.NodeInfo) *NodeGroup {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	g := &NodeGroup{p: p, id: id, min: min, max: max, target: target, template: template,
+	g := &NodeGroup{p: p, id: id, min: minSize, max: maxSize, target: target, template: template,
 		errs: map[string]error{}, provision: true}
 	p.groups = append(p.groups, g)
 	return g

@@ -35,7 +35,7 @@ type ScaleDown struct {
 	// logged at --v=2 when it starts or its reason changes, not every loop.
 	keptFor map[string]keptKind
 	// deleted and failed are set when a removal ends (from its goroutine)
-	// and turned into cooldown start times on the loop's clock by observe.
+	// and turned into cooldown start times on the loop's clock by noteRemovalsEnded.
 	deleted, failed atomic.Bool
 }
 
@@ -71,9 +71,9 @@ type Result struct {
 // Started reports whether any removal started.
 func (r Result) Started() bool { return len(r.Empty) > 0 || len(r.Drained) > 0 }
 
-// observe turns the removals ended since the last call into cooldown start
-// times on the loop's clock.
-func (s *ScaleDown) observe(now time.Time) {
+// noteRemovalsEnded turns the removals ended since the last call into
+// cooldown start times on the loop's clock.
+func (s *ScaleDown) noteRemovalsEnded(now time.Time) {
 	if s.deleted.Swap(false) {
 		s.lastDelete = now
 	}
@@ -102,7 +102,7 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	var res Result
 	start := time.Now()
 	defer metrics.UpdateDurationFromStart(metrics.ScaleDown, start)
-	s.observe(in.Now)
+	s.noteRemovalsEnded(in.Now)
 	if in.BeingDeleted == nil {
 		in.BeingDeleted = s.removals.BeingDeleted()
 	}
@@ -142,10 +142,10 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	s.recordKept(plan.Kept)
 	res.Empty = s.startEmpty(ctx, plan.Empty)
 	res.Drained = s.startDrains(ctx, plan.Drain, in.Now)
-	s.observe(in.Now)
+	s.noteRemovalsEnded(in.Now)
 	if res.Started() {
 		// The delay after delete runs from the start of a removal (and again
-		// from its end, see observe), as upstream's does.
+		// from its end, see noteRemovalsEnded), as upstream's does.
 		s.lastDelete = in.Now
 	}
 	return res, nil

@@ -109,17 +109,17 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 // withNodeSlices returns template carrying a ready node's slices instead of
 // its own, and records where the two disagree on the devices a node of the
 // group publishes.
-func withNodeSlices(template *framework.NodeInfo, real []*resourceapi.ResourceSlice, groupID string, mismatches map[[2]string]int) *framework.NodeInfo {
+func withNodeSlices(template *framework.NodeInfo, fromNode []*resourceapi.ResourceSlice, groupID string, mismatches map[[2]string]int) *framework.NodeInfo {
 	predicted := template.ResourceSlices()
 	if len(predicted) > 0 {
-		for _, m := range dra.CompareDevices(predicted, real) {
+		for _, m := range dra.CompareDevices(predicted, fromNode) {
 			klog.V(2).InfoS("Node group template predicts other devices than its ready node publishes; the node's are used",
 				"nodeGroup", groupID, "driver", m.Driver, "mismatch", m.Kind, "detail", m.Detail)
 			mismatches[[2]string{m.Driver, m.Kind}]++
 		}
 	}
 	out := framework.NewNodeInfo(template.Node(), template.Pods()...)
-	out.SetResourceSlices(real)
+	out.SetResourceSlices(fromNode)
 	return out
 }
 

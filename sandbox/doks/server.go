@@ -367,12 +367,12 @@ func (s *Server) CreatePool(spec PoolSpec) (godo.KubernetesNodePool, error) {
 	return p.toGodo(), nil
 }
 
-func checkBounds(count, min, max int) error {
-	if min < 0 || max < min {
-		return fmt.Errorf("min_nodes %d and max_nodes %d are not a valid range", min, max)
+func checkBounds(count, minNodes, maxNodes int) error {
+	if minNodes < 0 || maxNodes < minNodes {
+		return fmt.Errorf("min_nodes %d and max_nodes %d are not a valid range", minNodes, maxNodes)
 	}
-	if count < min || count > max {
-		return fmt.Errorf("node count %d is outside the autoscaling range [%d, %d]", count, min, max)
+	if count < minNodes || count > maxNodes {
+		return fmt.Errorf("node count %d is outside the autoscaling range [%d, %d]", count, minNodes, maxNodes)
 	}
 	return nil
 }
