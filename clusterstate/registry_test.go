@@ -5,10 +5,8 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
@@ -30,22 +28,6 @@ func cluster(t *testing.T, ready int) (*test.Provider, *test.NodeGroup, []*apiv1
 		nodes = append(nodes, n)
 	}
 	return p, g, nodes
-}
-
-// registerNew builds Nodes for the group's creating instances.
-func registerNew(g *test.NodeGroup, created time.Time, ready bool) []*apiv1.Node {
-	var out []*apiv1.Node
-	ins, _ := g.Nodes()
-	for _, in := range ins {
-		if in.Status != nil && in.Status.State == cloudprovider.InstanceCreating {
-			n := test.BuildNode(in.Id[len("test://"):], 2000, 4*test.GiB)
-			n.Spec.ProviderID = in.Id
-			n.CreationTimestamp = metav1.NewTime(created)
-			test.SetNodeReady(n, ready, created)
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func mustUpdate(t *testing.T, r *Registry, nodes []*apiv1.Node, now time.Time) {
@@ -78,7 +60,7 @@ func TestUpcomingAndRequestCompletion(t *testing.T) {
 	}
 	// Nodes register but are not ready yet: still upcoming for the
 	// snapshot, no longer unregistered.
-	newNodes := registerNew(g, t0.Add(2*time.Minute), false)
+	newNodes := test.BuildRegisteredNodes(g, t0.Add(2*time.Minute), false)
 	all := append(append([]*apiv1.Node(nil), nodes...), newNodes...)
 	mustUpdate(t, r, all, t0.Add(3*time.Minute))
 	gs, _ = r.NodeGroup("g1")

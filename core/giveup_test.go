@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
@@ -37,22 +36,6 @@ func mustUpdate(t *testing.T, r *clusterstate.Registry, nodes []*apiv1.Node, now
 	if err := r.UpdateNodes(nodes, now); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// registered builds Nodes for the group's creating instances.
-func registered(g *test.NodeGroup, created time.Time, ready bool) []*apiv1.Node {
-	var out []*apiv1.Node
-	ins, _ := g.Nodes()
-	for _, in := range ins {
-		if in.Status != nil && in.Status.State == cloudprovider.InstanceCreating {
-			n := test.BuildNode(in.Id[len("test://"):], 2000, 4*test.GiB)
-			n.Spec.ProviderID = in.Id
-			n.CreationTimestamp = metav1.NewTime(created)
-			test.SetNodeReady(n, ready, created)
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func scaleUpInProgress(r *clusterstate.Registry, now time.Time) bool {
@@ -199,7 +182,7 @@ func TestErrorInstancesBackOffAtOnce(t *testing.T) {
 		t.Fatalf("after give-up: %+v inProgress=%v", gs, scaleUpInProgress(r, now))
 	}
 	// When it arrives the request completes but the backoff stays.
-	all := append(nodes, registered(g, now, true)...)
+	all := append(nodes, test.BuildRegisteredNodes(g, now, true)...)
 	mustUpdate(t, r, all, now.Add(time.Minute))
 	if scaleUpInProgress(r, now.Add(time.Minute)) {
 		t.Fatal("request still in progress")

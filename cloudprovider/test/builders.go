@@ -2,12 +2,14 @@ package test
 
 import (
 	"maps"
+	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
@@ -107,3 +109,21 @@ const (
 	MiB = int64(1) << 20
 	GiB = int64(1) << 30
 )
+
+// BuildRegisteredNodes builds, for the group's instances still being
+// created, the Nodes they register as (2000m CPU, 4 GiB), created at created
+// and ready or not since then.
+func BuildRegisteredNodes(g *NodeGroup, created time.Time, ready bool) []*apiv1.Node {
+	var out []*apiv1.Node
+	ins, _ := g.Nodes()
+	for _, in := range ins {
+		if in.Status != nil && in.Status.State == cloudprovider.InstanceCreating {
+			n := BuildNode(strings.TrimPrefix(in.Id, "test://"), 2000, 4*GiB)
+			n.Spec.ProviderID = in.Id
+			n.CreationTimestamp = metav1.NewTime(created)
+			SetNodeReady(n, ready, created)
+			out = append(out, n)
+		}
+	}
+	return out
+}
