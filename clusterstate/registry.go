@@ -316,9 +316,9 @@ func (r *Registry) countUnregistered(u *update, now time.Time) {
 	}
 }
 
-// upcomingNodes: of the target, the nodes neither registered in it nor
-// given up as long unregistered have no Node yet; with the registered ones
-// not started yet they are the nodes still coming.
+// upcomingNodes returns the nodes of the target that have no Node yet (those
+// neither registered in it nor given up as long unregistered) and, with the
+// registered ones not started yet, the nodes still coming.
 func upcomingNodes(target, inTarget, longUnregistered, notStarted int) (unregistered, upcoming int) {
 	unregistered = max(0, target-inTarget-longUnregistered)
 	return unregistered, max(0, unregistered+notStarted)

@@ -266,8 +266,8 @@ func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroup
 	}
 }
 
-// scaleUpPhase: pending pods that fit neither existing nor upcoming nodes
-// cause a scale-up. Pods that fit existing nodes stay placed in the snapshot
+// scaleUpPhase scales up for the pending pods that fit neither existing nor
+// upcoming nodes. Pods that fit existing nodes stay placed in the snapshot
 // (the scheduler will bind them there), so scale-down sees that load too;
 // so do the pods being evicted from nodes under drain.
 func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups []clusterstate.NodeGroupState,

@@ -205,7 +205,7 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 	return nil
 }
 
-// sameForScheduling: b is a as far as the simulation can tell, differing
+// sameForScheduling reports whether b is a as far as the simulation can tell, differing
 // only in resourceVersion, managed fields, its conditions' heartbeat times
 // (what a kubelet's periodic status update changes when nothing else did)
 // or PreferNoSchedule taints (the scheduler's filters ignore them; the

@@ -135,7 +135,8 @@ func WaitsForPreemption(p *apiv1.Pod, nodeExists func(string) bool) bool {
 	return false
 }
 
-// isUnprocessed: a live, unbound pod with no PodScheduled condition.
+// isUnprocessed reports whether the pod is live, unbound and has no
+// PodScheduled condition.
 func isUnprocessed(p *apiv1.Pod) bool {
 	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed {
 		return false
@@ -148,7 +149,7 @@ func isUnprocessed(p *apiv1.Pod) bool {
 	return true
 }
 
-// scaleUpDelay: the pod's own annotation when valid and not shorter than the
+// scaleUpDelay returns the pod's own annotation when valid and not shorter than the
 // global delay (as upstream, a pod may ask to wait longer, not to skip the
 // cluster's delay), the global delay otherwise.
 func scaleUpDelay(p *apiv1.Pod, global time.Duration) time.Duration {

@@ -95,7 +95,8 @@ func (s Similarity) Similar(a, b *framework.NodeInfo) bool {
 	return taintsEqual(na.Spec.Taints, nb.Spec.Taints)
 }
 
-// sameLabelValues: every one of labels is on both with the same value.
+// sameLabelValues reports whether every one of labels is on both with the
+// same value.
 func sameLabelValues(a, b map[string]string, labels []string) bool {
 	for _, l := range labels {
 		va, okA := a[l]
@@ -147,7 +148,7 @@ func closeEnough(a, b resource.Quantity, ratio float64) bool {
 	return math.Abs(fa-fb)/larger <= ratio
 }
 
-// free: allocatable minus what the template's DaemonSet pods request.
+// free returns allocatable minus what the template's DaemonSet pods request.
 func free(ni *framework.NodeInfo) apiv1.ResourceList {
 	alloc := ni.Node().Status.Allocatable
 	var cpu, mem int64

@@ -614,7 +614,7 @@ func arrivedPods(toMove []*apiv1.Pod, blocking *drain.BlockingPod) string {
 	return fmt.Sprintf("%d pod(s) arrived: %s", len(toMove), framework.PodNames(toMove, 5))
 }
 
-// stillRunning: evicted pods that still exist on the node (a pod recreated
+// stillRunning returns the evicted pods that still exist on the node (a pod recreated
 // under the same name elsewhere, or finished, counts as gone).
 func (a *Actuator) stillRunning(ctx context.Context, n *apiv1.Node, pods []*apiv1.Pod) []*apiv1.Pod {
 	var out []*apiv1.Pod

@@ -95,7 +95,7 @@ func flags(bs ...bool) uint64 {
 	return v
 }
 
-// writePods: the pods a candidate must move (which of its pods the drain
+// writePods writes the pods a candidate must move (which of its pods the drain
 // rules skip depends on the time, e.g. long-terminating ones), in any order
 // (the pod lister's order is not stable; the simulation takes the
 // snapshot's).
