@@ -291,6 +291,14 @@ func (f *Flags) options() (AutoscalingOptions, []error) {
 	if f.leaderElectLock != "leases" {
 		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock: %q is not available; only leases is", f.leaderElectLock))
 	}
+	if o.FlagsGiven["drain-priority-config"] {
+		if o.DrainPriorities, err = ParseDrainPriorityConfig(o.DrainPriorityConfig); err != nil {
+			errs = append(errs, fmt.Errorf("--drain-priority-config: %v", err))
+		}
+		if o.FlagsGiven["max-graceful-termination-sec"] {
+			errs = append(errs, fmt.Errorf("--drain-priority-config cannot be used together with --max-graceful-termination-sec (as upstream): each priority has its own grace period"))
+		}
+	}
 	f.applyDeprecatedAliases(&o)
 	errs = append(errs, validate(o)...)
 	return o, errs

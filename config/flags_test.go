@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -272,5 +273,28 @@ func TestUnderscoreAndHyphenSpellingsAreTheSameFlag(t *testing.T) {
 	}
 	if !o.FlagsGiven["scan-interval"] {
 		t.Errorf("flags given are recorded by their hyphenated name: %v", o.FlagsGiven)
+	}
+}
+
+func TestDrainPriorityConfig(t *testing.T) {
+	o, err := parse(t, "--drain-priority-config=10000:20,0:60,1000:100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DrainPriority{{0, 60}, {1000, 100}, {10000, 20}}
+	if !reflect.DeepEqual(o.DrainPriorities, want) {
+		t.Fatalf("DrainPriorities = %v, want %v (ascending)", o.DrainPriorities, want)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--drain-priority-config=10000"}, "--drain-priority-config: \"10000\" is not a priority:gracePeriodSeconds pair"},
+		{[]string{"--drain-priority-config=high:20"}, "priority \"high\" is not a 32-bit integer"},
+		{[]string{"--drain-priority-config=0:60", "--max-graceful-termination-sec=30"}, "cannot be used together with --max-graceful-termination-sec"},
+	} {
+		if _, err := parse(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }

@@ -147,9 +147,11 @@ type AutoscalingOptions struct {
 	// MaxScaleDownParallelism: nodes (empty or drained) in removal at once;
 	// MaxDrainParallelism: of those, nodes being drained. The deprecated
 	// --max-empty-bulk-delete sets the first when it is not given.
-	MaxScaleDownParallelism           int
-	MaxDrainParallelism               int
-	DrainPriorityConfig               string
+	MaxScaleDownParallelism int
+	MaxDrainParallelism     int
+	DrainPriorityConfig     string
+	// DrainPriorities is DrainPriorityConfig parsed (nil when not given).
+	DrainPriorities                   []DrainPriority
 	CordonNodeBeforeTerminate         bool
 	DaemonSetEvictionForEmptyNodes    bool
 	DaemonSetEvictionForOccupiedNodes bool

@@ -20,7 +20,6 @@ var defaultOnlyFlags = map[string]string{
 	"node-deletion-batcher-interval":                     "node deletions are not batched",
 	"node-deletion-candidate-ttl":                        "removable-node markings are kept in memory only",
 	"debugging-snapshot-enabled":                         "debugging snapshots are not available",
-	"drain-priority-config":                              "pods are evicted together, bounded by --max-graceful-termination-sec",
 	"predicate-parallelism":                              "the simulation runs the scheduler's Filter plugins serially",
 	"cluster-snapshot-parallelism":                       "the cluster snapshot is built serially",
 	"record-duplicated-events":                           "events are always deduplicated by client-go's event correlator",

@@ -53,9 +53,7 @@ func readUpstreamFlags(t *testing.T) []upstreamFlag {
 // probeRefused are upstream flags whose probe is not upstream's default (a
 // repeatable or file flag has no default value to pass) and which this build
 // implements at the default only: the probe must be refused, naming the flag.
-var probeRefused = map[string]bool{
-	"drain-priority-config": true,
-}
+var probeRefused = map[string]bool{}
 
 // Every upstream flag a DigitalOcean user may set is defined, with upstream's
 // default, and accepted at the value that stands for its default, in every

@@ -240,7 +240,7 @@ func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode) 
 		return deletiontracker.Kept, false
 	}
 	// Best effort, as upstream: the node goes whatever the answers.
-	a.evictBestEffort(ctx, u.Node, daemonSetPodsToEvict(pods, a.opts.DaemonSetEvictionForEmptyNodes))
+	a.evictBestEffort(ctx, u.Node, daemonSetPodsToEvict(pods, a.opts.DaemonSetEvictionForEmptyNodes), a.opts.DrainGroups()[0].GracePeriodSeconds)
 	if err := a.waitForDelayDeletion(ctx, u.Node); err != nil {
 		a.fail(ctx, u.Node, metrics.APICallError, err)
 		return deletiontracker.Failed, false
@@ -416,7 +416,7 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedA
 	klog.Infof("Scale-down: draining node %s (node group %s, unneeded since %s): evicting %d pod(s): %s; %d DaemonSet pod(s), best effort",
 		n.Name, c.GroupID, c.Since.Format(time.RFC3339), len(pods), framework.PodNames(pods, 5), len(ds))
 
-	if err := a.evictAll(ctx, n, pods, ds); err != nil {
+	if err := a.evictByPriority(ctx, n, pods, ds); err != nil {
 		a.fail(ctx, n, metrics.APICallError, err)
 		return
 	}
@@ -434,12 +434,56 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedA
 		n.Name, c.GroupID, len(pods), a.clock.Now().Sub(start).Round(time.Second))
 }
 
+// evictByPriority evicts the node's pods group by group of
+// --drain-priority-config, lowest priority first, each group with its own
+// grace period and waited for before the next starts, as upstream; with
+// the priority config the DaemonSet pods are among them, evicted and
+// waited for as the others. Without it, one group: every pod at once,
+// bounded by --max-graceful-termination-sec, DaemonSet pods best effort.
+func (a *Actuator) evictByPriority(ctx context.Context, n *apiv1.Node, pods, ds []*apiv1.Pod) error {
+	if len(a.opts.DrainPriorities) == 0 {
+		return a.evictAll(ctx, n, pods, ds, int64(a.opts.MaxGracefulTerminationSec))
+	}
+	groups := a.opts.DrainPriorities
+	byGroup := make([][]*apiv1.Pod, len(groups))
+	for _, p := range append(slices.Clip(pods), ds...) {
+		i := drainGroupOf(p, groups)
+		byGroup[i] = append(byGroup[i], p)
+	}
+	for i, g := range groups {
+		if len(byGroup[i]) == 0 {
+			continue
+		}
+		klog.V(2).InfoS("Scale-down: evicting a priority group", "node", klog.KObj(n), "priority", g.Priority, "gracePeriodSeconds", g.GracePeriodSeconds, "pods", framework.PodNames(byGroup[i], 5))
+		if err := a.evictAll(ctx, n, byGroup[i], nil, g.GracePeriodSeconds); err != nil {
+			return fmt.Errorf("priority group %d: %w", g.Priority, err)
+		}
+	}
+	return nil
+}
+
+// drainGroupOf is the group of a pod: the highest rule whose priority is
+// at most the pod's; pods below the lowest rule go with it.
+func drainGroupOf(p *apiv1.Pod, groups []config.DrainPriority) int {
+	var prio int32
+	if p.Spec.Priority != nil {
+		prio = *p.Spec.Priority
+	}
+	i := 0
+	for j, g := range groups {
+		if g.Priority <= prio {
+			i = j
+		}
+	}
+	return i
+}
+
 // evictAll evicts pods in parallel, each retried (PDB refusals come back as
 // 429) until --max-pod-eviction-time, then waits for all of them to be gone
 // for up to --max-graceful-termination-sec plus headroom. The bestEffort
 // (DaemonSet) pods are evicted alongside: their failures are logged only,
 // and their going is not waited for, as upstream does.
-func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort []*apiv1.Pod) error {
+func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort []*apiv1.Pod, maxGrace int64) error {
 	deadline := a.clock.Now().Add(a.opts.MaxPodEvictionTime)
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
@@ -447,11 +491,11 @@ func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort
 		wg.Add(1)
 		go func(i int, p *apiv1.Pod) {
 			defer wg.Done()
-			errs[i] = a.evict(ctx, p, deadline)
+			errs[i] = a.evict(ctx, p, deadline, maxGrace)
 		}(i, p)
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); a.evictBestEffort(ctx, n, bestEffort) }()
+	go func() { defer wg.Done(); a.evictBestEffort(ctx, n, bestEffort, maxGrace) }()
 	wg.Wait()
 	var failed []string
 	for i, err := range errs {
@@ -465,7 +509,7 @@ func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort
 		return fmt.Errorf("evicting %d pod(s) failed: %s", len(failed), strings.Join(failed, "; "))
 	}
 
-	waitUntil := a.clock.Now().Add(time.Duration(a.opts.MaxGracefulTerminationSec)*time.Second + PodEvictionHeadroom)
+	waitUntil := a.clock.Now().Add(time.Duration(maxGrace)*time.Second + PodEvictionHeadroom)
 	for {
 		remaining := a.stillRunning(ctx, n, pods)
 		if len(remaining) == 0 {
@@ -473,7 +517,7 @@ func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort
 		}
 		if !a.clock.Now().Before(waitUntil) {
 			return fmt.Errorf("%d evicted pod(s) still on the node after %ds: %s", len(remaining),
-				a.opts.MaxGracefulTerminationSec+int(PodEvictionHeadroom/time.Second), framework.PodNames(remaining, 5))
+				maxGrace+int64(PodEvictionHeadroom/time.Second), framework.PodNames(remaining, 5))
 		}
 		select {
 		case <-ctx.Done():
@@ -483,10 +527,15 @@ func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort
 	}
 }
 
-func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time) error {
-	grace := int64(a.opts.MaxGracefulTerminationSec)
-	if p.Spec.TerminationGracePeriodSeconds != nil && *p.Spec.TerminationGracePeriodSeconds < grace {
+func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time, maxGrace int64) error {
+	grace := maxGrace
+	switch {
+	case p.Spec.TerminationGracePeriodSeconds != nil && (grace == 0 || *p.Spec.TerminationGracePeriodSeconds < grace):
 		grace = *p.Spec.TerminationGracePeriodSeconds
+	case grace == 0:
+		// A group of --drain-priority-config with 0 seconds caps nothing
+		// (upstream's reading): the pod's own, defaulted, period.
+		grace = apiv1.DefaultTerminationGracePeriodSeconds
 	}
 	ev := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
@@ -558,7 +607,7 @@ func daemonSetPodsToEvict(pods []*apiv1.Pod, byDefault bool) []*apiv1.Pod {
 // evictBestEffort evicts pods in parallel (retried until
 // --max-pod-eviction-time) and waits for the calls, not for the pods: a
 // failure is logged and does not stop the node's removal.
-func (a *Actuator) evictBestEffort(ctx context.Context, n *apiv1.Node, pods []*apiv1.Pod) {
+func (a *Actuator) evictBestEffort(ctx context.Context, n *apiv1.Node, pods []*apiv1.Pod, maxGrace int64) {
 	if len(pods) == 0 {
 		return
 	}
@@ -568,7 +617,7 @@ func (a *Actuator) evictBestEffort(ctx context.Context, n *apiv1.Node, pods []*a
 		wg.Add(1)
 		go func(p *apiv1.Pod) {
 			defer wg.Done()
-			if err := a.evict(ctx, p, deadline); err != nil {
+			if err := a.evict(ctx, p, deadline, maxGrace); err != nil {
 				klog.Warningf("Scale-down: DaemonSet pod %s/%s on node %s not evicted (best effort; the node goes anyway): %v", p.Namespace, p.Name, n.Name, err)
 			}
 		}(p)
