@@ -47,7 +47,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	}
 	stateKnown = true
 	groups, err := a.giveUpPhase(c, now)
-	if err != nil || len(groups) == 0 {
+	if err != nil || (len(groups) == 0 && !a.opts.NodeAutoprovisioningEnabled) {
 		return err
 	}
 	total, healthy := a.healthCheck(now)
@@ -74,6 +74,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	}); err != nil {
 		return err
 	}
+	a.deleteEmptyAutoprovisioned(now)
 	a.minSizePhase(c, groups, sim.quotas, now)
 	return nil
 }
@@ -352,7 +353,8 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 		return false, nil
 	}
 	res, err := a.scaleUp.ScaleUp(scaleup.Input{
-		Snapshot: a.snapshot, Pods: stillPending, Quotas: sim.quotas, Templates: templates, TemplateErrors: templateErrs, Now: now,
+		Snapshot: a.snapshot, Pods: stillPending, Quotas: sim.quotas, Templates: templates, TemplateErrors: templateErrs,
+		DaemonSets: c.dss, Now: now,
 	})
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)

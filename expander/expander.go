@@ -84,6 +84,11 @@ func (c *Chain) BestOption(options []Option) *Option {
 			opts = out
 		}
 	}
+	// On a tie an existing node group is preferred to one that would have
+	// to be created (node autoprovisioning).
+	if existing := slices.DeleteFunc(slices.Clone(opts), func(o Option) bool { return !o.NodeGroup.Exist() }); len(existing) > 0 {
+		opts = existing
+	}
 	if len(opts) == 1 {
 		return &opts[0]
 	}

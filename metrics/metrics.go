@@ -314,11 +314,11 @@ func UpdateNodesCount(ready, unready, notStarted, longUnregistered, unregistered
 	nodesCount.WithLabelValues("suspended").Set(0)
 }
 
-// UpdateNodeGroupsCount sets node_groups_count; DOKS has no node auto-provisioning,
-// so autoprovisioned is always 0.
-func UpdateNodeGroupsCount(autoscaled int) {
+// UpdateNodeGroupsCount sets node_groups_count: the autoscaled groups that
+// existed before and those node autoprovisioning created.
+func UpdateNodeGroupsCount(autoscaled, autoprovisioned int) {
 	nodeGroupsCount.WithLabelValues("autoscaled").Set(float64(autoscaled))
-	nodeGroupsCount.WithLabelValues("autoprovisioned").Set(0)
+	nodeGroupsCount.WithLabelValues("autoprovisioned").Set(float64(autoprovisioned))
 }
 
 // UpdateUnschedulablePodsCount sets unschedulable_pods_count for both types.

@@ -115,7 +115,7 @@ func TestRegisterAllExposesUpstreamNames(t *testing.T) {
 	// Touch every vector once so it appears in a scrape.
 	UpdateClusterSafeToAutoscale(true)
 	UpdateNodesCount(3, 1, 1, 0, 2)
-	UpdateNodeGroupsCount(2)
+	UpdateNodeGroupsCount(2, 0)
 	UpdateUnschedulablePodsCount(5, 1)
 	UpdateMaxNodesCount(10)
 	UpdateClusterCPUCurrentCores(12)
@@ -175,7 +175,7 @@ func TestGaugeValuesAsADashboardReadsThem(t *testing.T) {
 	reg := newRegistry(t, false)
 	UpdateClusterSafeToAutoscale(true)
 	UpdateNodesCount(3, 1, 2, 4, 5)
-	UpdateNodeGroupsCount(2)
+	UpdateNodeGroupsCount(2, 0)
 	UpdateUnschedulablePodsCount(7, 1)
 	UpdateCPULimitsCores(4, 64)
 	UpdateMemoryLimitsBytes(1<<30, 256<<30)

@@ -132,3 +132,10 @@ func UpdateUnremovableNodesCount(countsByReason map[string]int) {
 func ObservePendingNodeDeletions(n int) {
 	pendingNodeDeletions.Set(float64(n))
 }
+
+// RegisterNodeGroupCreation counts a node group (DOKS pool) created by node
+// autoprovisioning; the group_type label is empty, as upstream's default.
+func RegisterNodeGroupCreation() { createdNodeGroups.WithLabelValues("").Inc() }
+
+// RegisterNodeGroupDeletion counts an autoprovisioned node group deleted.
+func RegisterNodeGroupDeletion() { deletedNodeGroups.WithLabelValues("").Inc() }

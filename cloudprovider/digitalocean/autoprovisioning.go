@@ -353,7 +353,9 @@ func (g *NodeGroup) create(count int) (*NodeGroup, error) {
 	klog.InfoS("Creating node pool", "name", name, "size", req.Size, "count", count, "group", g.id, "labels", req.Labels, "taints", len(req.Taints))
 	created, err := m.client.createNodePool(m.ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("creating node pool %s (size %s, %d nodes): %w", name, req.Size, count, err)
+		// At the droplet limit every size would get the same answer: the
+		// core backs off every group, not only this option.
+		return nil, asDropletLimit(fmt.Errorf("creating node pool %s (size %s, %d nodes): %w", name, req.Size, count, err))
 	}
 	predicted := *g.template.template
 	predicted.Name = created.Name

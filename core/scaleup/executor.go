@@ -35,6 +35,9 @@ type executor struct {
 
 	mu            sync.Mutex
 	lastNotHelped map[types.UID]time.Time
+	// creationBlockedUntil: node pool creation is backed off until then
+	// after a refused creation (see create).
+	creationBlockedUntil time.Time
 }
 
 func newExecutor(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
@@ -107,6 +110,17 @@ func (e *executor) executeBest(plan *Plan, in Input, res *Result) (untried []exp
 		id := best.NodeGroup.Id()
 		if plan.CappedByMaxNodes[id] {
 			e.maxNodesTotalReached()
+		}
+		if !best.NodeGroup.Exist() {
+			created, accountLimit := e.create(*best, in, res)
+			if created {
+				return nil, true
+			}
+			options = existingOnly(options)
+			if accountLimit {
+				break
+			}
+			continue
 		}
 		incs := plan.Increases[id]
 		if len(incs) > 1 {

@@ -3,6 +3,7 @@ package scaleup
 import (
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -30,6 +31,9 @@ type Orchestrator struct {
 	exec     *executor
 	// similarity says which groups --balance-similar-node-groups balances.
 	similarity Similarity
+	// provider describes node groups that do not exist yet and prices
+	// them (node autoprovisioning); the executor alone changes the cloud.
+	provider cloudprovider.CloudProvider
 }
 
 // New returns an orchestrator. Events about groups go to the status
@@ -37,7 +41,7 @@ type Orchestrator struct {
 func New(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
 	strategy expander.Strategy, checker *simulator.PredicateChecker, recorder record.EventRecorder) *Orchestrator {
 	return &Orchestrator{
-		opts: opts, registry: registry, checker: checker,
+		opts: opts, registry: registry, checker: checker, provider: provider,
 		exec:       newExecutor(opts, provider, registry, strategy, recorder),
 		similarity: NewSimilarity(opts),
 	}
@@ -62,7 +66,10 @@ type Input struct {
 	// Templates per group id, and why some groups have none.
 	Templates      map[string]*framework.NodeInfo
 	TemplateErrors map[string]error
-	Now            time.Time
+	// DaemonSets start pods on new nodes; templates of node groups that do
+	// not exist yet are built with them.
+	DaemonSets []*appsv1.DaemonSet
+	Now        time.Time
 	// AllOrNothing (a best-effort-atomic ProvisioningRequest's pods): only
 	// an option that places every pod counts, in one group (no balancing),
 	// grown with the provider's AtomicIncreaseSize.

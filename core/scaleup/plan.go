@@ -148,6 +148,7 @@ func (o *Orchestrator) computePlan(in Input) *Plan {
 			p.plan.Increases[f.gs.Group.Id()] = o.increasesFor(opt, f.gs, similar[f.gs.Group.Id()])
 		}
 	}
+	p.newGroupOptions(&quotas, est)
 	for _, i := range uncoveredGroups(p.egs, p.plan.Options) {
 		p.plan.NotHelped = append(p.plan.NotHelped, NotHelped{Pods: p.egs[i].Pods, Reasons: p.reasons[i]})
 	}
@@ -270,6 +271,19 @@ type fitGroup struct {
 // empty node like tmpl; for the others the scheduler's reasons are
 // recorded.
 func (p *planner) fittingGroups(tmpl *framework.NodeInfo) []fitGroup {
+	return p.fitting(tmpl, nil, p.reasons)
+}
+
+// fitting checks the equivalence groups of the indexes (all when nil) on an
+// empty node like tmpl; reasons, when not nil, gets the scheduler's reasons
+// of those that do not fit.
+func (p *planner) fitting(tmpl *framework.NodeInfo, indexes []int, reasons []map[Reason]int) []fitGroup {
+	if indexes == nil {
+		indexes = make([]int, len(p.egs))
+		for i := range indexes {
+			indexes[i] = i
+		}
+	}
 	s := p.in.Snapshot
 	probe := CloneTemplate(tmpl, "probe")
 	s.Fork()
@@ -279,17 +293,21 @@ func (p *planner) fittingGroups(tmpl *framework.NodeInfo) []fitGroup {
 		return nil
 	}
 	var out []fitGroup
-	for i, eg := range p.egs {
+	for _, i := range indexes {
+		eg := p.egs[i]
 		perr := p.o.checker.CheckPredicates(s, eg.Pods[0], probe.Node().Name)
 		if perr == nil {
 			out = append(out, fitGroup{index: i, group: eg})
+			continue
+		}
+		if reasons == nil {
 			continue
 		}
 		reason := strings.Join(perr.Reasons(), ", ")
 		if reason == "" {
 			reason = perr.Error()
 		}
-		p.reasons[i][Reason(reason)]++
+		reasons[i][Reason(reason)]++
 	}
 	return out
 }

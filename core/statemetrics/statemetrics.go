@@ -29,9 +29,13 @@ func (rep *Reporter) Report(r *clusterstate.Registry, now time.Time) {
 	groups := r.NodeGroups()
 	seen := make(map[string]bool, len(groups))
 	maxSizes := make([]int, 0, len(groups))
+	autoprovisioned := 0
 	for _, gs := range groups {
 		id := gs.Group.Id()
 		seen[id] = true
+		if gs.Group.Autoprovisioned() {
+			autoprovisioned++
+		}
 		maxSizes = append(maxSizes, gs.Group.MaxSize())
 		metrics.UpdateNodeGroupMetrics(id, gs.Group.MinSize(), gs.Group.MaxSize(), gs.Target)
 	}
@@ -44,7 +48,7 @@ func (rep *Reporter) Report(r *clusterstate.Registry, now time.Time) {
 	ReportHealth(r, now)
 	total := r.TotalReadiness()
 	metrics.UpdateNodesCount(total.Ready, total.Unready, total.NotStarted, total.LongUnregistered, total.Unregistered)
-	metrics.UpdateNodeGroupsCount(len(groups))
+	metrics.UpdateNodeGroupsCount(len(groups)-autoprovisioned, autoprovisioned)
 	metrics.UpdateMaxNodesCount(maxNodes(maxSizes, rep.maxNodesTotal))
 }
 
