@@ -65,7 +65,7 @@ func (r *Registry) GetStatus(now time.Time) *api.ClusterAutoscalerStatus {
 		if !gs.Healthy {
 			gh = api.NodeGroupUnhealthy
 		}
-		ng := api.NodeGroupStatus{Name: id}
+		ng := api.NodeGroupStatus{Name: id, Autoprovisioned: gs.Group.Autoprovisioned()}
 		ng.Health = api.NodeGroupHealthCondition{
 			Status: gh, NodeCounts: nodeCount(gs.Readiness), CloudProviderTarget: gs.Target,
 			MinSize: gs.Group.MinSize(), MaxSize: gs.Group.MaxSize(), LastProbeTime: probe,

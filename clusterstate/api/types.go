@@ -108,6 +108,11 @@ type NodeGroupStatus struct {
 	Health    NodeGroupHealthCondition  `json:"health"`
 	ScaleUp   NodeGroupScaleUpCondition `json:"scaleUp"`
 	ScaleDown ScaleDownCondition        `json:"scaleDown"`
+	// Autoprovisioned marks a node pool this autoscaler created
+	// (--node-autoprovisioning-enabled) and will delete once empty. This
+	// project's own field, absent for other pools, so readers of upstream's
+	// format see upstream's fields only.
+	Autoprovisioned bool `json:"autoprovisioned,omitempty"`
 }
 
 // ClusterHealthCondition is the cluster-wide health and node counts.

@@ -134,6 +134,17 @@ func TestAutoprovisionCheapestFittingPoolCreatedThenDeleted(t *testing.T) {
 	if n := s.sb.DOKS.RequestCount(doks.OpCreateNodePool); n != 1 {
 		t.Errorf("%d pool creations asked for while DOKS provisioned the first, want 1", n)
 	}
+	s.eventually("the status ConfigMap marks the created pool", 30*time.Second, func() error {
+		cm, err := s.kube.CoreV1().ConfigMaps(s.ns).Get(s.ctx, statusConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st := cm.Data["status"]
+		if strings.Count(st, "autoprovisioned: true") != 1 || !strings.Contains(st, "name: "+p.ID) {
+			return fmt.Errorf("want the created pool %s, and it alone, marked autoprovisioned:\n%s", p.ID, st)
+		}
+		return nil
+	})
 	if m := s.maxTarget(p.Name); m != 1 {
 		t.Errorf("created pool reached %d nodes, want 1", m)
 	}
