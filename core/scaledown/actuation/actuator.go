@@ -239,8 +239,14 @@ func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode) 
 		}
 		return deletiontracker.Kept, false
 	}
-	// Best effort, as upstream: the node goes whatever the answers.
-	a.evictBestEffort(ctx, u.Node, daemonSetPodsToEvict(pods, a.opts.DaemonSetEvictionForEmptyNodes), a.opts.DrainGroups()[0].GracePeriodSeconds)
+	// Best effort, as upstream: the node goes whatever the answers. Each
+	// DaemonSet pod gets its own drain priority group's grace period, the
+	// groups lowest first, as upstream's EvictDaemonSetPods does.
+	ds := daemonSetPodsToEvict(pods, a.opts.DaemonSetEvictionForEmptyNodes)
+	groups := a.opts.DrainGroups()
+	for i, g := range groups {
+		a.evictBestEffort(ctx, u.Node, slices.DeleteFunc(slices.Clone(ds), func(p *apiv1.Pod) bool { return drainGroupOf(p, groups) != i }), g.GracePeriodSeconds)
+	}
 	if err := a.waitForDelayDeletion(ctx, u.Node); err != nil {
 		a.fail(ctx, u.Node, metrics.APICallError, err)
 		return deletiontracker.Failed, false

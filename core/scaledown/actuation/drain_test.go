@@ -72,3 +72,29 @@ func TestEvictionGracePeriod(t *testing.T) {
 		})
 	}
 }
+
+// With --drain-priority-config, the DaemonSet pods of an empty node are
+// evicted each with its own priority group's grace period, as upstream's
+// EvictDaemonSetPods does, not all with the lowest group's.
+func TestEmptyNodeDaemonSetPodsByDrainPriority(t *testing.T) {
+	p, objs, unneeded := emptyGroup(1)
+	low := test.BuildDaemonSetPod("ds-low", 100, 64*test.MiB, "logs", "g1-n0")
+	high := test.BuildDaemonSetPod("ds-high", 100, 64*test.MiB, "csi", "g1-n0")
+	high.Spec.Priority = ptr.To[int32](2000001000)
+	kube, graces := evictingClientset(append(objs, low, high)...)
+	opts := config.Defaults()
+	opts.NodeDeleteDelayAfterTaint = 0
+	opts.DaemonSetEvictionForEmptyNodes = true
+	opts.DrainPriorities = []config.DrainPriority{{Priority: 0, GracePeriodSeconds: 10}, {Priority: 1000, GracePeriodSeconds: 120}}
+	a := New(opts, Deps{Kube: kube, Provider: p, Recorder: record.NewFakeRecorder(100),
+		StatusRef: &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"}, Removals: deletiontracker.New()},
+		Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))
+
+	a.DeleteEmpty(context.Background(), unneeded)
+
+	for pod, want := range map[string]int64{"default/ds-low": 10, "default/ds-high": 120} {
+		if got, ok := graces[pod]; !ok || got != want {
+			t.Errorf("%s: eviction grace period = %d (sent: %v), want %d", pod, got, ok, want)
+		}
+	}
+}
