@@ -39,8 +39,8 @@ var transientTaints = map[string]bool{
 // pool's current spec, so it is right even after the pool's labels or taints
 // were edited and before any node of the new spec exists. Only when the
 // provider cannot give a template is one built from a ready node of the
-// group, with node-specific state (name, provider ID, conditions' transient
-// taints, cordon) stripped. Groups with neither are left out and logged.
+// group that is not cordoned, with node-specific state (name, provider ID,
+// conditions' transient taints) stripped. Groups with neither are left out and logged.
 // Startup and status taints (see clusterstate.TaintConfig) are left out of
 // every template: a new node carries them only for a while.
 //
@@ -61,7 +61,9 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 	readyNode := map[string]*apiv1.Node{}
 	for _, n := range nodes {
 		id := nodeGroupOf(n.Name)
-		if id == "" || clusterstate.HasToBeDeletedTaint(n) {
+		// A cordoned node is no model: what got it cordoned may be in its
+		// labels or taints (upstream at --scale-from-unschedulable=false).
+		if id == "" || clusterstate.HasToBeDeletedTaint(n) || n.Spec.Unschedulable {
 			continue
 		}
 		// A node not ready yet (startup taint, GPU not advertised) would
