@@ -27,7 +27,7 @@ var defaultOnlyFlags = map[string]string{
 	"force-delete-unregistered-nodes":                    "DOKS nodes that never register are deleted through the DOKS API after --max-node-provision-time, within the pool's limits",
 	"force-delete-failed-nodes":                          "failed nodes are deleted within the pool's limits only",
 	"bypassed-scheduler-names":                           "only pods the scheduler marked unschedulable cause scale-ups",
-	"allowed-scheduler-names":                            "only pods of the default scheduler cause scale-ups",
+	"allowed-scheduler-names":                            "pods of every scheduler count once their scheduler marked them unschedulable, as upstream does with the list empty",
 	"max-nodegroup-binpacking-duration":                  "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
 	"max-binpacking-time":                                "the estimate is bounded by node counts (--max-nodes-per-scaleup), not time",
 	"fastpath-binpacking-enabled":                        "the estimator has one algorithm",
