@@ -15,9 +15,9 @@ const (
 	// ToBeDeletedTaint marks a node being drained and deleted (NoSchedule;
 	// the value is the unix time the taint was added).
 	ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
-	// DeletionCandidateTaint is upstream's soft (PreferNoSchedule) taint on
-	// unneeded nodes. This autoscaler never sets it, but removes it at
-	// start-up in case an upstream autoscaler ran before.
+	// DeletionCandidateTaint is the soft (PreferNoSchedule) taint on
+	// unneeded nodes (--max-bulk-soft-taint-count); with soft taints off it
+	// is removed at start-up.
 	DeletionCandidateTaint = "DeletionCandidateOfClusterAutoscaler"
 )
 
