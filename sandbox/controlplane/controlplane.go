@@ -34,6 +34,18 @@ import (
 // AdminUser is the user name bound to the admin token (group system:masters).
 const AdminUser = "sandbox-admin"
 
+// ClientQPS and ClientBurst are the client-side rate limits of every client the
+// sandbox's own components use: the admin client (node agent, harnesses), the
+// controllers and the scheduler. A real control plane runs each component on its own
+// machine with limits sized for the cluster; client-go's defaults (5 and 10) or the
+// scheduler's (50 and 100) would make the sandbox, not the autoscaler, the bottleneck
+// of a 5,000-node benchmark: binding 10,000 pods, or marking 5,000 unschedulable, one
+// request each.
+const (
+	ClientQPS   = 500
+	ClientBurst = 1000
+)
+
 // TokenUser is one line of the apiserver's static token file.
 type TokenUser struct {
 	Token  string
@@ -79,13 +91,15 @@ type ControlPlane struct {
 	Timings Timings
 
 	adminToken string
-	removeDir  bool
-	tb         *hostTB
-	etcd       *etcdServer
-	apiServer  *kubeapiservertesting.TestServer
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	stopOnce   sync.Once
+	// schedulerClient is the scheduler's client config, as it built it from its flags.
+	schedulerClient *rest.Config
+	removeDir       bool
+	tb              *hostTB
+	etcd            *etcdServer
+	apiServer       *kubeapiservertesting.TestServer
+	cancel          context.CancelFunc
+	wg              sync.WaitGroup
+	stopOnce        sync.Once
 }
 
 // AdminToken returns the bearer token of the admin user. Callers must not log it.
@@ -206,7 +220,7 @@ func (c *ControlPlane) startAPIServer() (err error) {
 	if err != nil {
 		return err
 	}
-	c.Config.QPS, c.Config.Burst = 500, 1000
+	c.Config.QPS, c.Config.Burst = ClientQPS, ClientBurst
 	c.Client, err = kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -38,6 +39,10 @@ func (c *ControlPlane) startScheduler(ctx context.Context) error {
 		"--kubeconfig=" + c.KubeconfigPath,
 		"--leader-elect=false",
 		"--secure-port=0",
+		// Without these the scheduler's own defaults (50 and 100) cap binding and
+		// marking pods unschedulable at about 50 pods a second.
+		"--kube-api-qps=" + strconv.Itoa(ClientQPS),
+		"--kube-api-burst=" + strconv.Itoa(ClientBurst),
 	}); err != nil {
 		return err
 	}
@@ -48,6 +53,7 @@ func (c *ControlPlane) startScheduler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.schedulerClient = cc.KubeConfig
 	// A failure before the informers sync is returned; one after it has no
 	// caller left to return to, so it is logged there.
 	errCh := make(chan error)

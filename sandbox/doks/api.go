@@ -114,6 +114,9 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 		s.counts[op]++
 		s.total++
 		limited, retryAfter := s.takeRateLimitLocked(now, w.Header())
+		if limited {
+			s.limited++
+		}
 		var fault *Fault
 		token, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		authorized := len(s.tokens) == 0 || (bearer && s.tokens[token])

@@ -142,6 +142,7 @@ type Server struct {
 	nextDroplet int64
 	counts      map[string]int
 	total       int
+	limited     int // requests answered 429 by the rate limit (not injected faults)
 	faults      []*Fault
 	rateLimit   int
 	minuteLimit int
@@ -443,6 +444,14 @@ func (s *Server) RequestCount(operation string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts[operation]
+}
+
+// RateLimited is the number of requests refused with 429 because the token was
+// over DigitalOcean's hourly or per-minute limit (injected faults not included).
+func (s *Server) RateLimited() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limited
 }
 
 // TotalRequests is the number of requests received.

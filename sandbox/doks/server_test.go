@@ -401,6 +401,10 @@ func TestFaultsAndRateLimit(t *testing.T) {
 	if statusOf(err) != 429 || resp.Header.Get("retry-after") != "" || !resp.Rate.Reset.After(time.Now()) {
 		t.Errorf("over the hourly limit: %v, retry-after %q, reset %v", err, resp.Header.Get("retry-after"), resp.Rate.Reset)
 	}
+	// The injected 429 was a fault, not the limit.
+	if got := s.RateLimited(); got != 1 {
+		t.Errorf("RateLimited() = %d, want 1 (the hourly refusal only)", got)
+	}
 }
 
 // Over the per-minute limit with hourly budget left: 429 with retry-after
@@ -421,6 +425,9 @@ func TestPerMinuteLimit(t *testing.T) {
 	}
 	if resp.Rate.Remaining == 0 {
 		t.Error("a per-minute refusal reported the hourly budget as spent")
+	}
+	if got := s.RateLimited(); got != 1 {
+		t.Errorf("RateLimited() = %d after one refusal, want 1", got)
 	}
 }
 

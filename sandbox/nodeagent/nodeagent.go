@@ -190,7 +190,10 @@ func (a *Agent) Start() error {
 	a.nodeLister = a.factory.Core().V1().Nodes().Lister()
 	podInformer := a.factory.Core().V1().Pods()
 	a.podLister = podInformer.Lister()
-	a.podQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+	// Per pod back-off only: every kubelet retries its own pods, so one 10-per-second
+	// bucket shared by all nodes (the controllers' default limiter) is not what a
+	// cluster has.
+	a.podQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 10*time.Second),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "sandbox-node-agent-pods"})
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -257,7 +260,9 @@ func (a *Agent) Start() error {
 			}
 		}
 	}()
-	for i := 0; i < 4; i++ {
+	// As many pods start at once as nodes register: thousands of kubelets each start
+	// their own.
+	for i := 0; i < apiWorkers; i++ {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
