@@ -47,6 +47,11 @@ type autoprovisioningFile struct {
 	MaxNodesPerPool *int `json:"max_nodes_per_pool"`
 	// NamePrefix starts the name of every created pool.
 	NamePrefix string `json:"name_prefix"`
+	// TaintKeys are the taint keys a created pool may carry for workload
+	// separation (see separationTaints in core/scaleup): a pod selecting
+	// key=value and tolerating key=value:NoSchedule gets a pool with that
+	// label and that taint only when key is listed here.
+	TaintKeys []string `json:"taint_keys"`
 }
 
 // autoprovisioningConfig is a validated autoprovisioning section.
@@ -54,6 +59,7 @@ type autoprovisioningConfig struct {
 	sizes           []string
 	maxNodesPerPool int
 	namePrefix      string
+	taintKeys       []string
 }
 
 var (
@@ -91,7 +97,67 @@ func parseAutoprovisioning(f *autoprovisioningFile) (*autoprovisioningConfig, er
 		}
 		c.namePrefix = f.NamePrefix
 	}
+	for i, k := range f.TaintKeys {
+		if err := checkTaintKey(k); err != nil {
+			return nil, fmt.Errorf("autoprovisioning.taint_keys[%d] %s %v", i, showPattern(k), err)
+		}
+		if slices.Contains(c.taintKeys, k) {
+			return nil, fmt.Errorf("autoprovisioning.taint_keys[%d] %q is listed twice", i, k)
+		}
+		c.taintKeys = append(c.taintKeys, k)
+	}
 	return c, nil
+}
+
+// Taint keys a created pool never carries for workload separation: the
+// namespaces Kubernetes, the autoscaler and DOKS use for taints of their
+// own (node.kubernetes.io/not-ready, ToBeDeletedByClusterAutoscaler's
+// cluster-autoscaler.kubernetes.io kin, doks.digitalocean.com/...), and the
+// GPU taints DOKS puts on GPU pools itself.
+var (
+	reservedTaintNamespaces = []string{"kubernetes.io", "k8s.io", "digitalocean.com"}
+	reservedTaintKeys       = []string{"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler",
+		string(ResourceNvidiaGPU), string(ResourceAMDGPU)}
+)
+
+// checkTaintKey says why a key may not be an allowed taint key; nil if it may.
+func checkTaintKey(k string) error {
+	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		return fmt.Errorf("is not a valid taint key: %s", strings.Join(errs, "; "))
+	}
+	if slices.Contains(reservedTaintKeys, k) {
+		return errors.New("is a taint the autoscaler or DOKS sets itself")
+	}
+	if ns, _, found := strings.Cut(k, "/"); found {
+		for _, r := range reservedTaintNamespaces {
+			if ns == r || strings.HasSuffix(ns, "."+r) {
+				return fmt.Errorf("is in the %s namespace, whose taints Kubernetes, the autoscaler or DOKS set", r)
+			}
+		}
+	}
+	return nil
+}
+
+// allowedTaints are the taints, of those asked for, that a created pool
+// carries: those whose key autoprovisioning.taint_keys lists, sorted. The
+// others are left off (logged): the pool is then as it would be without
+// them, usable by the pods that asked, which tolerate what they asked for.
+// A taint Kubernetes would refuse is an error.
+func (c *autoprovisioningConfig) allowedTaints(size string, taints []apiv1.Taint) ([]apiv1.Taint, error) {
+	var out []apiv1.Taint
+	for _, t := range taints {
+		if !slices.Contains(c.taintKeys, t.Key) {
+			klog.V(4).InfoS("Node autoprovisioning: taint left off the pool: its key is not in autoprovisioning.taint_keys",
+				"size", size, "taint", t.ToString())
+			continue
+		}
+		if _, err := parseTaint(t.ToString()); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b apiv1.Taint) int { return strings.Compare(a.ToString(), b.ToString()) })
+	return out, nil
 }
 
 // allows reports whether a size slug matches one of the allowed patterns.
@@ -203,16 +269,25 @@ func predictTemplate(size godo.Size, name string, labels map[string]string, tain
 			Memory: fmt.Sprintf("%dMi", allocMem), Pods: defaultPods}
 	}
 	for _, taint := range taints {
-		s := taint.Key
-		if taint.Value != "" {
-			s += "=" + taint.Value
-		}
-		t.Taints = append(t.Taints, s+":"+string(taint.Effect))
+		t.Taints = append(t.Taints, taint.ToString())
 	}
 	if g := size.GPUInfo; g != nil && g.Count > 0 {
-		t.Gpu = &godo.KubernetesNodePoolGPUResources{Vendor: gpuVendorOfModel(g.Model), Model: g.Model, Count: int64(g.Count)}
+		vendor := gpuVendorOfModel(g.Model)
+		t.Gpu = &godo.KubernetesNodePoolGPUResources{Vendor: vendor, Model: g.Model, Count: int64(g.Count)}
+		if gt := gpuTaint(vendor); !slices.ContainsFunc(taints, func(x apiv1.Taint) bool { return x.MatchTaint(&gt) }) {
+			t.Taints = append(t.Taints, gt.ToString())
+		}
 	}
 	return t
+}
+
+// gpuTaint is the taint DOKS puts on the nodes of a GPU pool of the vendor
+// (nvidia.com/gpu:NoSchedule, amd.com/gpu:NoSchedule), so that only pods
+// tolerating it run there. A pool created for a GPU size gets it from DOKS,
+// not from the creation request; its predicted template carries it so that
+// a pod not tolerating it never causes a GPU pool it could not run on.
+func gpuTaint(vendor string) apiv1.Taint {
+	return apiv1.Taint{Key: string(gpuResourceForVendor(vendor)), Effect: apiv1.TaintEffectNoSchedule}
 }
 
 // templateDifference describes how a real template differs from the
@@ -244,7 +319,24 @@ func templateDifference(predicted, actual *godo.KubernetesNodeTemplate) string {
 	if pg != rg {
 		diffs = append(diffs, fmt.Sprintf("gpu.count predicted %d, real %d", pg, rg))
 	}
+	if p, r := sortedTaints(predicted.Taints), sortedTaints(actual.Taints); !slices.Equal(p, r) {
+		diffs = append(diffs, fmt.Sprintf("taints predicted %v, real %v", p, r))
+	}
 	return strings.Join(diffs, "; ")
+}
+
+// sortedTaints are a template's taints in one canonical spelling, sorted.
+func sortedTaints(taints []string) []string {
+	out := make([]string, 0, len(taints))
+	for _, s := range taints {
+		if t, err := parseTaint(s); err == nil {
+			out = append(out, t.ToString())
+		} else {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // GetAvailableMachineTypes lists the sizes pools may be created with:
@@ -294,6 +386,10 @@ func (p *CloudProvider) NewNodeGroup(machineType string, labels map[string]strin
 		return nil, fmt.Errorf("size %q is not allowed by the cloud config's autoprovisioning.sizes or not offered in the cluster's region", machineType)
 	}
 	if err := checkLabels("labels", labels); err != nil {
+		return nil, err
+	}
+	taints, err = p.m.autoprovisioning.allowedTaints(machineType, taints)
+	if err != nil {
 		return nil, err
 	}
 	id := plannedGroupID(machineType, labels, taints)
@@ -350,7 +446,7 @@ func (g *NodeGroup) create(count int) (*NodeGroup, error) {
 			fmt.Sprintf("%s%d", TagPrefixMinNodes, 0), fmt.Sprintf("%s%d", TagPrefixMaxNodes, g.maxSize)},
 		Labels: maps.Clone(g.pool.Labels), Taints: slices.Clone(g.pool.Taints),
 	}
-	klog.InfoS("Creating node pool", "name", name, "size", req.Size, "count", count, "group", g.id, "labels", req.Labels, "taints", len(req.Taints))
+	klog.InfoS("Creating node pool", "name", name, "size", req.Size, "count", count, "group", g.id, "labels", req.Labels, "taints", req.Taints)
 	created, err := m.client.createNodePool(m.ctx, req)
 	if err != nil {
 		// At the droplet limit every size would get the same answer: the

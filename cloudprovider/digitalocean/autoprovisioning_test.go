@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean/gpudriver"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
@@ -33,6 +34,19 @@ func TestAutoprovisioningConfigRules(t *testing.T) {
 		{"prefix upper", `{"sizes": ["s-*"], "name_prefix": "Auto"}`, `autoprovisioning.name_prefix "Auto" is not valid`},
 		{"prefix digit first", `{"sizes": ["s-*"], "name_prefix": "1a"}`, "autoprovisioning.name_prefix"},
 		{"unknown field", `{"sizes": ["s-*"], "max_nodes": 3}`, `unknown field "max_nodes"`},
+		{"taint keys", `{"sizes": ["s-*"], "taint_keys": ["dedicated", "example.com/team"]}`, ""},
+		{"taint key blank", `{"sizes": ["s-*"], "taint_keys": [""]}`, `autoprovisioning.taint_keys[0] "" is not a valid taint key`},
+		{"taint key invalid", `{"sizes": ["s-*"], "taint_keys": ["dedicated", "a b"]}`, `autoprovisioning.taint_keys[1] "a b" is not a valid taint key`},
+		{"taint key twice", `{"sizes": ["s-*"], "taint_keys": ["dedicated", "dedicated"]}`, `autoprovisioning.taint_keys[1] "dedicated" is listed twice`},
+		{"taint key of Kubernetes", `{"sizes": ["s-*"], "taint_keys": ["node.kubernetes.io/unschedulable"]}`,
+			`autoprovisioning.taint_keys[0] "node.kubernetes.io/unschedulable" is in the kubernetes.io namespace, whose taints Kubernetes, the autoscaler or DOKS set`},
+		{"taint key of the autoscaler", `{"sizes": ["s-*"], "taint_keys": ["cluster-autoscaler.kubernetes.io/x"]}`, "is in the kubernetes.io namespace"},
+		{"taint key of k8s.io", `{"sizes": ["s-*"], "taint_keys": ["k8s.io/x"]}`, "is in the k8s.io namespace"},
+		{"taint key of DOKS", `{"sizes": ["s-*"], "taint_keys": ["doks.digitalocean.com/x"]}`, "is in the digitalocean.com namespace"},
+		{"the deletion taint", `{"sizes": ["s-*"], "taint_keys": ["ToBeDeletedByClusterAutoscaler"]}`,
+			`autoprovisioning.taint_keys[0] "ToBeDeletedByClusterAutoscaler" is a taint the autoscaler or DOKS sets itself`},
+		{"the GPU taint", `{"sizes": ["s-*"], "taint_keys": ["nvidia.com/gpu"]}`, "is a taint the autoscaler or DOKS sets itself"},
+		{"taint keys not a list", `{"sizes": ["s-*"], "taint_keys": "dedicated"}`, `field "autoprovisioning.taint_keys" must be a []string`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parseConfig([]byte(fmt.Sprintf(base, c.section)))
@@ -95,9 +109,16 @@ func TestPredictedTemplateIsOnTheSafeSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, size := range sizes {
-		spec := doks.PoolSpec{Name: "p-" + strings.ReplaceAll(size.Slug, ".", ""), Size: size.Slug, Count: 0}
-		e.pool(spec)
-		real, _, err := e.godoClient().Kubernetes.GetNodePoolTemplate(t.Context(), testCluster, spec.Name)
+		if !slices.Contains(size.Regions, doks.DefaultRegion) {
+			continue
+		}
+		// Created through the API, as DOKS creates pools: a GPU pool gets its taint.
+		name := "p-" + strings.ReplaceAll(size.Slug, ".", "")
+		if _, _, err := e.godoClient().Kubernetes.CreateNodePool(t.Context(), testCluster,
+			&godo.KubernetesNodePoolCreateRequest{Name: name, Size: size.Slug, Count: 1}); err != nil {
+			t.Fatal(err)
+		}
+		real, _, err := e.godoClient().Kubernetes.GetNodePoolTemplate(t.Context(), testCluster, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,13 +135,78 @@ func TestPredictedTemplateIsOnTheSafeSide(t *testing.T) {
 			realGPU = real.Template.Gpu.Count
 		}
 		if d := templateDifference(pred, real.Template); pred.Capacity.CpuMilliCores != real.Template.Capacity.CpuMilliCores ||
-			(pred.Gpu == nil) != (realGPU == 0) || strings.Contains(d, "capacity") || strings.Contains(d, "gpu") {
-			t.Errorf("%s: capacity or GPU differ: %s", size.Slug, d)
+			(pred.Gpu == nil) != (realGPU == 0) || strings.Contains(d, "capacity") || strings.Contains(d, "gpu") || strings.Contains(d, "taints") {
+			t.Errorf("%s: capacity, GPU or taints differ: %s", size.Slug, d)
 		}
 	}
 }
 
-const napSection = `{"sizes": ["s-*", "m-*", "gpu-h100x1-80gb", "gpu-mi300x1-192gb"], "max_nodes_per_pool": 4}`
+const napSection = `{"sizes": ["s-*", "m-*", "gpu-h100x1-80gb", "gpu-mi300x1-192gb"], "max_nodes_per_pool": 4, "taint_keys": ["dedicated"]}`
+
+// A planned group's template is what a node of the created pool will be:
+// the taints asked for whose keys taint_keys allows (the others left off,
+// in the template and in the creation request alike), DOKS's GPU taint on a
+// GPU size, and on a cluster running the vendor's DRA driver the slice that
+// driver will publish (gpu.nvidia.com for an NVIDIA size, gpu.amd.com for
+// an AMD one) instead of the extended resource.
+func TestPlannedGroupTemplateTaintsAndDevices(t *testing.T) {
+	e := newEnv(t, doks.Options{Region: "tor1"}, withAutoprovisioning(napSection))
+	e.refresh()
+	e.p.SetDRAListers(draListers(t, gpudriver.DeviceClass(gpudriver.NVIDIA), gpudriver.DeviceClass(gpudriver.AMD)))
+	sep := apiv1.Taint{Key: "dedicated", Value: "ml", Effect: apiv1.TaintEffectNoSchedule}
+	other := apiv1.Taint{Key: "team", Value: "a", Effect: apiv1.TaintEffectNoSchedule}
+	for _, c := range []struct {
+		size           string
+		taints         []apiv1.Taint
+		wantTemplate   []string
+		wantRequest    []string
+		driver         string
+		extendedRemain apiv1.ResourceName
+	}{
+		{"s-2vcpu-4gb", []apiv1.Taint{other, sep}, []string{"dedicated=ml:NoSchedule"}, []string{"dedicated=ml:NoSchedule"}, "", ""},
+		{"gpu-h100x1-80gb", nil, []string{"nvidia.com/gpu:NoSchedule"}, nil, gpudriver.NVIDIA, ResourceNvidiaGPU},
+		{"gpu-mi300x1-192gb", []apiv1.Taint{sep}, []string{"amd.com/gpu:NoSchedule", "dedicated=ml:NoSchedule"}, []string{"dedicated=ml:NoSchedule"}, gpudriver.AMD, ResourceAMDGPU},
+	} {
+		t.Run(c.size, func(t *testing.T) {
+			g, err := e.p.NewNodeGroup(c.size, map[string]string{"dedicated": "ml"}, nil, c.taints, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ni, err := g.TemplateNodeInfo()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, x := range ni.Node().Spec.Taints {
+				got = append(got, x.ToString())
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.wantTemplate) {
+				t.Errorf("template taints %v, want %v", got, c.wantTemplate)
+			}
+			var req []string
+			for _, x := range g.(*NodeGroup).pool.Taints {
+				req = append(req, x.String())
+			}
+			if !slices.Equal(req, c.wantRequest) {
+				t.Errorf("taints the creation would ask for %v, want %v", req, c.wantRequest)
+			}
+			sl := ni.ResourceSlices()
+			if c.driver == "" {
+				if len(sl) != 0 {
+					t.Errorf("a CPU size's template has slices %v", sl)
+				}
+				return
+			}
+			if len(sl) != 1 || sl[0].Spec.Driver != c.driver || len(sl[0].Spec.Devices) != 1 {
+				t.Fatalf("slices %v, want one of %s with one device", sl, c.driver)
+			}
+			if _, ok := ni.Node().Status.Allocatable[c.extendedRemain]; ok {
+				t.Errorf("the DRA template keeps %s", c.extendedRemain)
+			}
+		})
+	}
+}
 
 func TestAvailableMachineTypesAreAllowedOfferedAndCheapestFirst(t *testing.T) {
 	e := newEnv(t, doks.Options{}, withAutoprovisioning(napSection))
@@ -174,7 +260,7 @@ func TestCreatedPoolIsAnOwnedNodeGroupAndIsDeletedOnlyWhenOwned(t *testing.T) {
 	}
 	node := ni.Node()
 	if q := node.Status.Allocatable[ResourceNvidiaGPU]; q.Value() != 1 || node.Labels["team"] != "ml" ||
-		node.Labels[apiv1.LabelInstanceTypeStable] != "gpu-h100x1-80gb" || len(node.Spec.Taints) != 1 {
+		node.Labels[apiv1.LabelInstanceTypeStable] != "gpu-h100x1-80gb" || len(node.Spec.Taints) != 2 {
 		t.Errorf("template from the size: labels %v allocatable %v taints %v", node.Labels, node.Status.Allocatable, node.Spec.Taints)
 	}
 
@@ -193,7 +279,8 @@ func TestCreatedPoolIsAnOwnedNodeGroupAndIsDeletedOnlyWhenOwned(t *testing.T) {
 		t.Error("the created pool is not a node group before the next Refresh")
 	}
 	sp := e.simPool(created.Id())
-	if sp.AutoScale || !strings.HasPrefix(sp.Name, "ca-gpu-h100x1-80gb-") || sp.Labels["team"] != "ml" || len(sp.Taints) != 1 ||
+	// The taint asked for, and the GPU taint DOKS adds to a GPU pool.
+	if sp.AutoScale || !strings.HasPrefix(sp.Name, "ca-gpu-h100x1-80gb-") || sp.Labels["team"] != "ml" || len(sp.Taints) != 2 ||
 		!slices.Contains(sp.Tags, TagAutoprovisioned) || !slices.Contains(sp.Tags, TagPrefixMaxNodes+"4") || !slices.Contains(sp.Tags, TagPrefixMinNodes+"0") {
 		t.Errorf("created pool %+v", sp)
 	}

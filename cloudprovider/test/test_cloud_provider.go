@@ -12,7 +12,6 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
@@ -43,6 +42,8 @@ type Provider struct {
 	seq    int
 	// problems are what Problems reports (cloudprovider.ProblemReporter).
 	problems []string
+	// machines are the machine types new groups may be made of (AddMachineType).
+	machines []machineType
 }
 
 // SetProblems sets what Problems reports from now on.
@@ -228,16 +229,6 @@ func (p *Provider) Pricing() (cloudprovider.PricingModel, error) {
 		return nil, cloudprovider.ErrNotImplemented
 	}
 	return p.pricing, nil
-}
-
-// GetAvailableMachineTypes implements cloudprovider.CloudProvider.
-func (p *Provider) GetAvailableMachineTypes() ([]string, error) { return nil, nil }
-
-// NewNodeGroup implements cloudprovider.CloudProvider (autoprovisioning is
-// not supported).
-func (p *Provider) NewNodeGroup(string, map[string]string, map[string]string, []apiv1.Taint,
-	map[string]resource.Quantity) (cloudprovider.NodeGroup, error) {
-	return nil, cloudprovider.ErrNotImplemented
 }
 
 // GetResourceLimiter implements cloudprovider.CloudProvider.

@@ -45,10 +45,17 @@ func wantsGPU(p *apiv1.Pod) bool {
 	return false
 }
 
-// hasGPU reports whether a template node offers a GPU.
-func hasGPU(n *apiv1.Node) bool {
+// hasGPU reports whether a template offers a GPU: a device plugin's
+// resource, or devices a DRA driver publishes (the only devices DOKS nodes
+// have are GPUs).
+func hasGPU(ni *framework.NodeInfo) bool {
 	for _, r := range gpuResources {
-		if q, ok := n.Status.Allocatable[r]; ok && !q.IsZero() {
+		if q, ok := ni.Node().Status.Allocatable[r]; ok && !q.IsZero() {
+			return true
+		}
+	}
+	for _, sl := range ni.ResourceSlices() {
+		if len(sl.Spec.Devices) > 0 {
 			return true
 		}
 	}
@@ -69,12 +76,52 @@ func requiredLabels(p *apiv1.Pod) map[string]string {
 	return out
 }
 
-func labelKey(l map[string]string) string {
+// separationTaints are the taints a new pool for the pod may carry, as
+// GKE's node auto-provisioning separates workloads: for each label the pod
+// requires (requiredLabels), key=value:NoSchedule when the pod also
+// tolerates exactly that, with a toleration naming the key, operator Equal
+// (or none) and the value, effect NoSchedule or any. A pod tolerates every
+// taint derived for it, and nothing is derived from a toleration that does
+// not name its key and value (operator Exists, as a DaemonSet's "tolerate
+// everything"), nor for keys requiredLabels leaves out (node.kubernetes.io
+// and the other Kubernetes and DOKS namespaces). The provider keeps only
+// those whose keys the operator allows.
+func separationTaints(p *apiv1.Pod, labels map[string]string) []apiv1.Taint {
+	var out []apiv1.Taint
+	for _, t := range p.Spec.Tolerations {
+		value, selected := labels[t.Key]
+		if t.Key == "" || !selected || t.Value != value ||
+			(t.Operator != "" && t.Operator != apiv1.TolerationOpEqual) ||
+			(t.Effect != "" && t.Effect != apiv1.TaintEffectNoSchedule) {
+			continue
+		}
+		taint := apiv1.Taint{Key: t.Key, Value: value, Effect: apiv1.TaintEffectNoSchedule}
+		if !slices.ContainsFunc(out, func(x apiv1.Taint) bool { return x.MatchTaint(&taint) }) {
+			out = append(out, taint)
+		}
+	}
+	slices.SortFunc(out, func(a, b apiv1.Taint) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// needKey names what a new pool must carry for a pod: its labels and taints.
+func needKey(l map[string]string, taints []apiv1.Taint) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(l)) {
 		fmt.Fprintf(&b, "%s=%s,", k, l[k])
 	}
+	for _, t := range taints {
+		fmt.Fprintf(&b, "|%s", t.ToString())
+	}
 	return b.String()
+}
+
+// need is what a new pool must carry for some pending pods, and which
+// equivalence groups (indexes) they are.
+type need struct {
+	labels  map[string]string
+	taints  []apiv1.Taint
+	indexes []int
 }
 
 // newGroupOptions adds to the plan, with --node-autoprovisioning-enabled,
@@ -112,21 +159,23 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 		klog.ErrorS(err, "Scale-up: node autoprovisioning: the sizes pools may be created with are unknown")
 		return
 	}
-	// The pending pods by the labels their nodes must carry.
-	needs := map[string][]int{}
-	labels := map[string]map[string]string{}
+	// The pending pods by the labels and taints their nodes must carry.
+	needs := map[string]*need{}
 	for i, eg := range p.egs {
 		l := requiredLabels(eg.Exemplar())
-		k := labelKey(l)
-		needs[k] = append(needs[k], i)
-		labels[k] = l
+		t := separationTaints(eg.Exemplar(), l)
+		k := needKey(l, t)
+		if needs[k] == nil {
+			needs[k] = &need{labels: l, taints: t}
+		}
+		needs[k].indexes = append(needs[k].indexes, i)
 	}
 	helped := make([]bool, len(p.egs))
 	var best *expander.Option
 	var bestCost float64
 	for _, size := range sizes {
 		for _, k := range slices.Sorted(maps.Keys(needs)) {
-			f, ok := p.newGroupFit(size, labels[k], needs[k])
+			f, ok := p.newGroupFit(size, needs[k])
 			if !ok {
 				continue
 			}
@@ -171,10 +220,15 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 }
 
 // newGroupFit describes a not-yet-existing group of the size with the
-// labels, and the equivalence groups (of indexes) that fit its nodes.
-func (p *planner) newGroupFit(size string, labels map[string]string, indexes []int) (groupFit, bool) {
+// need's labels and taints, and the need's equivalence groups that fit its
+// nodes. The template is the provider's, which may leave taints off (those
+// the operator does not allow) and add its own (DOKS's GPU taint): only the
+// pods the scheduler's filters place on it count, so a taint never makes
+// the pool useless to the pods it is created for.
+func (p *planner) newGroupFit(size string, nd *need) (groupFit, bool) {
 	o := p.o
-	g, err := o.provider.NewNodeGroup(size, labels, nil, nil, nil)
+	indexes := nd.indexes
+	g, err := o.provider.NewNodeGroup(size, nd.labels, nil, nd.taints, nil)
 	if err != nil {
 		klog.V(4).InfoS("Scale-up: node autoprovisioning: no group of the size", "size", size, "err", err)
 		return groupFit{}, false
@@ -195,7 +249,7 @@ func (p *planner) newGroupFit(size string, labels map[string]string, indexes []i
 		klog.V(4).InfoS("Scale-up: node autoprovisioning: template of the size", "size", size, "err", err)
 		return groupFit{}, false
 	}
-	gpu := hasGPU(tmpl.Node())
+	gpu := hasGPU(tmpl)
 	var idx []int
 	for _, i := range indexes {
 		if !gpu || wantsGPU(p.egs[i].Exemplar()) {

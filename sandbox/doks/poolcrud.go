@@ -23,10 +23,28 @@ type createPoolRequest struct {
 	Count     *int              `json:"count"`
 	Tags      []string          `json:"tags"`
 	Labels    map[string]string `json:"labels"`
-	Taints    []godo.Taint      `json:"taints"`
+	Taints    []apiTaint        `json:"taints"`
 	AutoScale bool              `json:"auto_scale"`
 	MinNodes  int               `json:"min_nodes"`
 	MaxNodes  int               `json:"max_nodes"`
+}
+
+// createdTaints are the taints of a pool created through the API: those
+// asked for (the API's lower-case names; Go's decoder also takes godo's
+// untagged Key/Value/Effect) and, on a GPU size, the vendor's GPU taint,
+// which DOKS puts on GPU pools itself unless asked for already.
+func createdTaints(req createPoolRequest) []godo.Taint {
+	var out []godo.Taint
+	for _, t := range req.Taints {
+		out = append(out, godo.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+	}
+	if vendor, _, count := SizeGPU(req.Size); count > 0 {
+		key := string(gpuResourceName(vendor))
+		if !slices.ContainsFunc(out, func(t godo.Taint) bool { return t.Key == key && t.Effect == string(apiv1.TaintEffectNoSchedule) }) {
+			out = append(out, godo.Taint{Key: key, Effect: string(apiv1.TaintEffectNoSchedule)})
+		}
+	}
+	return out
 }
 
 // defaultPoolTags are the tags DOKS puts on every pool.
@@ -106,7 +124,7 @@ func (s *Server) handleCreatePool(w http.ResponseWriter, r *http.Request, reqID 
 	}
 	p := &pool{
 		id: string(uuid.NewUUID()), name: req.Name, size: req.Size, autoScale: req.AutoScale,
-		labels: copyLabels(req.Labels), taints: append([]godo.Taint(nil), req.Taints...),
+		labels: copyLabels(req.Labels), taints: createdTaints(req),
 	}
 	// DOKS adds its own tags to the ones asked for.
 	p.tags = append([]string(nil), req.Tags...)

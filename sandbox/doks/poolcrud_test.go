@@ -45,6 +45,59 @@ func TestCreatePoolThroughTheAPI(t *testing.T) {
 	}
 }
 
+// A pool's taints, sent by godo (whose Taint has no JSON tags: "Key",
+// "Value", "Effect") or in the API's lower-case names, are stored, listed
+// and in its template; a GPU pool also gets the vendor's GPU taint, as DOKS
+// puts it on GPU pools itself, once even when asked for.
+func TestCreatedPoolTaints(t *testing.T) {
+	s, c, _ := newTestServer(t, Options{BootDelay: -1, Region: "tor1"})
+	ctx := context.Background()
+	sep := godo.Taint{Key: "dedicated", Value: "ml", Effect: "NoSchedule"}
+	for _, tc := range []struct {
+		name, size string
+		taints     []godo.Taint
+		want       []string
+	}{
+		{"cpu", "s-2vcpu-4gb", []godo.Taint{sep}, []string{"dedicated=ml:NoSchedule"}},
+		{"nvidia", "gpu-h100x1-80gb", []godo.Taint{sep}, []string{"dedicated=ml:NoSchedule", "nvidia.com/gpu:NoSchedule"}},
+		{"amd", "gpu-mi300x1-192gb", nil, []string{"amd.com/gpu:NoSchedule"}},
+		{"gpu-taint-asked-for", "gpu-l40sx1-48gb", []godo.Taint{{Key: "nvidia.com/gpu", Effect: "NoSchedule"}}, []string{"nvidia.com/gpu:NoSchedule"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{
+				Name: tc.name, Size: tc.size, Count: 1, Taints: tc.taints})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var listed []string
+			for _, x := range p.Taints {
+				listed = append(listed, x.String())
+			}
+			tmpl, _, err := c.Kubernetes.GetNodePoolTemplate(ctx, testCluster, tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(listed, tc.want) || !slices.Equal(tmpl.Template.Taints, tc.want) {
+				t.Errorf("taints listed %v, in the template %v; want %v", listed, tmpl.Template.Taints, tc.want)
+			}
+		})
+	}
+	// The API's own lower-case names.
+	req, err := c.NewRequest(ctx, "POST", "/v2/kubernetes/clusters/"+testCluster+"/node_pools", map[string]any{
+		"name": "lower", "size": "s-2vcpu-4gb", "count": 1,
+		"taints": []map[string]string{{"key": "team", "value": "a", "effect": "NoExecute"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(ctx, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(s.Pools(), func(p godo.KubernetesNodePool) bool { return p.Name == "lower" })
+	if i < 0 || len(s.Pools()[i].Taints) != 1 || s.Pools()[i].Taints[0].String() != "team=a:NoExecute" {
+		t.Errorf("pool created with lower-case taint fields: %+v", s.Pools())
+	}
+}
+
 func TestCreatePoolRefusals(t *testing.T) {
 	s, c, _ := newTestServer(t, Options{DropletLimit: 3})
 	mustPool(t, s, PoolSpec{Name: "taken", Size: "s-2vcpu-4gb", Count: 1})

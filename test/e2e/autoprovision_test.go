@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean/gpudriver"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
+	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
 )
 
 // Node autoprovisioning scenarios (issue 20). Every pool the autoscaler creates
@@ -34,9 +36,15 @@ const (
 // default) and returns its path.
 func (s *scenario) napConfig(mode string, sizes ...string) string {
 	s.t.Helper()
+	return s.napConfigSection(mode, map[string]any{"sizes": sizes, "max_nodes_per_pool": 3})
+}
+
+// napConfigSection is napConfig with the whole autoprovisioning section.
+func (s *scenario) napConfigSection(mode string, section map[string]any) string {
+	s.t.Helper()
 	cfg := map[string]any{
 		"cluster_id": s.sb.ClusterID, "token_file": s.sb.TokenPath, "url": s.sb.DOKS.URL(),
-		"autoprovisioning": map[string]any{"sizes": sizes, "max_nodes_per_pool": 3},
+		"autoprovisioning": section,
 	}
 	if mode != "" {
 		cfg["node_pool_selection"] = mode
@@ -66,6 +74,19 @@ func withGPU(name apiv1.ResourceName, n int64) deployOption {
 		r := &d.Spec.Template.Spec.Containers[0].Resources
 		r.Requests[name] = q
 		r.Limits = apiv1.ResourceList{name: q}
+	}
+}
+
+// tolerating: the Deployment's pods tolerate the taint key=value:NoSchedule
+// (operator Exists when value is empty), as GPU pods on DOKS tolerate their
+// vendor's GPU taint.
+func tolerating(key, value string) deployOption {
+	return func(d *appsv1.Deployment) {
+		t := apiv1.Toleration{Key: key, Operator: apiv1.TolerationOpEqual, Value: value, Effect: apiv1.TaintEffectNoSchedule}
+		if value == "" {
+			t.Operator = apiv1.TolerationOpExists
+		}
+		d.Spec.Template.Spec.Tolerations = append(d.Spec.Template.Spec.Tolerations, t)
 	}
 }
 
@@ -179,11 +200,12 @@ func TestAutoprovisionCheapestFittingPoolCreatedThenDeleted(t *testing.T) {
 }
 
 // (b) A pod asking for a GPU where no pool has one: a pool of the allowed GPU size is
-// created (the cheapest H100 size, not the eight-GPU one) and the pod runs there.
+// created (the cheapest H100 size, not the eight-GPU one) and the pod, which tolerates
+// the GPU taint DOKS puts on GPU pools, runs there.
 func TestAutoprovisionGPUPoolForAGPUPod(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("cpu", 1, 1, 2)}, bootDelay: time.Second})
 	s.startAutoscaler(napFlag, "--cloud-config="+s.napConfig("", "s-*", "gpu-h100x*"))
-	s.deploy("train", 1, smallPod, withGPU("nvidia.com/gpu", 1))
+	s.deploy("train", 1, smallPod, withGPU("nvidia.com/gpu", 1), tolerating("nvidia.com/gpu", ""))
 
 	p := s.waitCreatedPool(60 * time.Second)
 	if p.Size != h100x1 {
@@ -277,4 +299,47 @@ func TestAutoprovisionNeverDeletesAHandMadePool(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A pod claiming an AMD GPU through DRA, on a cluster running both vendors' DRA drivers,
+// selecting dedicated=ml and tolerating dedicated=ml:NoSchedule (the operator allows the
+// key): the pool created is of the AMD size, though NVIDIA sizes are allowed and one is
+// cheaper, since only its predicted devices satisfy the claim; it carries the label, the
+// separation taint and DOKS's amd.com/gpu taint, and so does its node, where the pod runs.
+func TestAutoprovisionDRAClaimGetsItsVendorsGPUSizeAndSeparation(t *testing.T) {
+	s := newScenario(t, scenarioOptions{region: "tor1", pools: []doks.PoolSpec{autoscaled("cpu", 1, 1, 2)}, bootDelay: time.Second,
+		agent: nodeagent.Options{DRADrivers: []string{gpudriver.NVIDIA, gpudriver.AMD}}})
+	s.claimTemplate("one-amd-gpu", gpudriver.AMD, 1)
+	s.startAutoscaler(napFlag, "--cloud-config="+s.napConfigSection("", map[string]any{
+		"sizes": []string{"s-*", "gpu-*"}, "max_nodes_per_pool": 2, "taint_keys": []string{"dedicated"}}))
+	s.deploy("infer", 1, smallPod, withClaim("one-amd-gpu"), tolerating("amd.com/gpu", ""),
+		withNodeSelector("dedicated", "ml"), tolerating("dedicated", "ml"))
+
+	p := s.waitCreatedPool(60 * time.Second)
+	var taints []string
+	for _, t := range p.Taints {
+		taints = append(taints, t.String())
+	}
+	slices.Sort(taints)
+	want := []string{"amd.com/gpu:NoSchedule", "dedicated=ml:NoSchedule"}
+	if p.Size != "gpu-mi300x1-192gb" || p.Labels["dedicated"] != "ml" || !slices.Equal(taints, want) {
+		t.Errorf("created pool %s: size %s, labels %v, taints %v; want gpu-mi300x1-192gb, dedicated=ml, %v",
+			p.Name, p.Size, p.Labels, taints, want)
+	}
+	s.waitRunning("infer", 1, 60*time.Second)
+	nodes := s.poolNodes(p.Name)
+	if len(nodes) != 1 || s.pods("infer")[0].Spec.NodeName != nodes[0].Name {
+		t.Fatalf("the claim pod runs on %s, not on the created pool's node %v", s.pods("infer")[0].Spec.NodeName, nodes)
+	}
+	var nodeTaints []string
+	for _, t := range nodes[0].Spec.Taints {
+		nodeTaints = append(nodeTaints, t.ToString())
+	}
+	slices.Sort(nodeTaints)
+	if !slices.Equal(nodeTaints, want) {
+		t.Errorf("the created pool's node has taints %v, want %v", nodeTaints, want)
+	}
+	if n := s.sb.DOKS.RequestCount(doks.OpCreateNodePool); n != 1 {
+		t.Errorf("%d pool creations, want 1", n)
+	}
 }

@@ -120,6 +120,8 @@ type scenarioOptions struct {
 	agent     nodeagent.Options
 	// dropletLimit is the account's droplet limit; 0: none.
 	dropletLimit int
+	// region is the cluster's region; "" for the sandbox's default.
+	region string
 }
 
 func newScenario(t *testing.T, opts scenarioOptions) *scenario {
@@ -133,7 +135,7 @@ func newScenario(t *testing.T, opts scenarioOptions) *scenario {
 	}
 	sb, err := sandbox.Start(sandbox.Options{
 		ControlPlane: sharedCP, Dir: filepath.Join(artifacts, s.ns), BootDelay: bootDelay,
-		Pools: opts.pools, Agent: opts.agent, DropletLimit: opts.dropletLimit,
+		Pools: opts.pools, Agent: opts.agent, DropletLimit: opts.dropletLimit, Region: opts.region,
 	})
 	if err != nil {
 		cancel()

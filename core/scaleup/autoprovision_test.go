@@ -1,0 +1,242 @@
+package scaleup
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean/gpudriver"
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
+)
+
+func toleration(key string, op apiv1.TolerationOperator, value string, effect apiv1.TaintEffect) apiv1.Toleration {
+	return apiv1.Toleration{Key: key, Operator: op, Value: value, Effect: effect}
+}
+
+// A pool's workload-separation taint comes only from a pod that both
+// selects key=value and tolerates exactly key=value:NoSchedule (GKE's
+// rule), so the pod always tolerates it.
+func TestSeparationTaints(t *testing.T) {
+	ml := apiv1.Taint{Key: "dedicated", Value: "ml", Effect: apiv1.TaintEffectNoSchedule}
+	cases := []struct {
+		name        string
+		selector    map[string]string
+		tolerations []apiv1.Toleration
+		want        []apiv1.Taint
+	}{
+		{"selects and tolerates key=value:NoSchedule", map[string]string{"dedicated": "ml"},
+			[]apiv1.Toleration{toleration("dedicated", apiv1.TolerationOpEqual, "ml", apiv1.TaintEffectNoSchedule)}, []apiv1.Taint{ml}},
+		{"operator and effect left empty (Equal, every effect)", map[string]string{"dedicated": "ml"},
+			[]apiv1.Toleration{toleration("dedicated", "", "ml", "")}, []apiv1.Taint{ml}},
+		{"tolerates without selecting", nil,
+			[]apiv1.Toleration{toleration("dedicated", apiv1.TolerationOpEqual, "ml", apiv1.TaintEffectNoSchedule)}, nil},
+		{"selects without tolerating", map[string]string{"dedicated": "ml"}, nil, nil},
+		{"another value tolerated", map[string]string{"dedicated": "ml"},
+			[]apiv1.Toleration{toleration("dedicated", apiv1.TolerationOpEqual, "web", apiv1.TaintEffectNoSchedule)}, nil},
+		{"operator Exists on the key", map[string]string{"dedicated": "ml"},
+			[]apiv1.Toleration{toleration("dedicated", apiv1.TolerationOpExists, "", "")}, nil},
+		{"tolerates everything", map[string]string{"dedicated": "ml"},
+			[]apiv1.Toleration{toleration("", apiv1.TolerationOpExists, "", "")}, nil},
+		{"NoExecute only: a NoSchedule taint would not be tolerated", map[string]string{"dedicated": "ml"},
+			[]apiv1.Toleration{toleration("dedicated", apiv1.TolerationOpEqual, "ml", apiv1.TaintEffectNoExecute)}, nil},
+		{"PreferNoSchedule only", map[string]string{"dedicated": "ml"},
+			[]apiv1.Toleration{toleration("dedicated", apiv1.TolerationOpEqual, "ml", apiv1.TaintEffectPreferNoSchedule)}, nil},
+		{"Kubernetes' namespace", map[string]string{"node.kubernetes.io/role": "x"},
+			[]apiv1.Toleration{toleration("node.kubernetes.io/role", apiv1.TolerationOpEqual, "x", apiv1.TaintEffectNoSchedule)}, nil},
+		{"two keys, sorted, each once", map[string]string{"team": "a", "dedicated": "ml"},
+			[]apiv1.Toleration{
+				toleration("team", apiv1.TolerationOpEqual, "a", ""),
+				toleration("dedicated", apiv1.TolerationOpEqual, "ml", apiv1.TaintEffectNoSchedule),
+				toleration("team", apiv1.TolerationOpEqual, "a", apiv1.TaintEffectNoSchedule),
+			},
+			[]apiv1.Taint{ml, {Key: "team", Value: "a", Effect: apiv1.TaintEffectNoSchedule}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := test.BuildPendingPod("p", 100, test.MiB, "rs")
+			p.Spec.NodeSelector = c.selector
+			p.Spec.Tolerations = c.tolerations
+			if got := separationTaints(p, requiredLabels(p)); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("separationTaints = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// machine is a machine type of the autoprovisioning tests: its nodes'
+// resources, GPUs (count, DRA driver, model), and price per hour.
+type machine struct {
+	name     string
+	milliCPU int64
+	gpus     int
+	driver   string
+	price    float64
+}
+
+// template is a template of the machine as the DigitalOcean provider
+// predicts one in DRA mode: the slice its vendor's driver publishes
+// (gpudriver.Slice) and the GPU taint DOKS puts on GPU pools.
+func (m machine) template() *framework.NodeInfo {
+	ni := test.BuildTemplate(m.name, m.milliCPU, 64*test.GiB, nil)
+	if m.gpus > 0 {
+		model := "nvidia_h100"
+		key := "nvidia.com/gpu"
+		if m.driver == gpudriver.AMD {
+			model, key = "amd_mi300x", "amd.com/gpu"
+		}
+		ni.Node().Spec.Taints = []apiv1.Taint{{Key: key, Effect: apiv1.TaintEffectNoSchedule}}
+		ni.SetResourceSlices([]*resourceapi.ResourceSlice{gpudriver.Slice(ni.Node().Name, m.driver, model, m.gpus)})
+	}
+	return ni
+}
+
+// newGroupPlan plans a scale-up for pods with autoprovisioning on, no
+// existing group, and the machines offered, in a cluster whose DRA objects
+// are claims and both GPU drivers' DeviceClasses.
+func newGroupPlan(t *testing.T, machines []machine, pods []*apiv1.Pod, claims ...*resourceapi.ResourceClaim) *Plan {
+	t.Helper()
+	checker, err := simulator.NewPredicateChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := test.NewProvider()
+	prices := map[string]float64{}
+	for _, m := range machines {
+		p.AddMachineType(m.name, m.template())
+		prices[m.name+"-template"] = m.price
+	}
+	p.SetPricing(&test.PricingModel{NodePrices: prices})
+	opts := config.Defaults()
+	opts.NodeAutoprovisioningEnabled = true
+	now := time.Now()
+	registry := clusterstate.NewRegistry(p, opts)
+	if err := registry.UpdateNodes(nil, now); err != nil {
+		t.Fatal(err)
+	}
+	snap := simulator.NewClusterSnapshot()
+	classes := []*resourceapi.DeviceClass{gpudriver.DeviceClass(gpudriver.NVIDIA), gpudriver.DeviceClass(gpudriver.AMD)}
+	if err := snap.SetDRA(dra.NewSnapshot(nil, claims, classes)); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods {
+		pod.UID = types.UID(pod.Name)
+	}
+	o := New(opts, p, registry, nil, checker, record.NewFakeRecorder(100))
+	return o.computePlan(Input{Snapshot: snap, Pods: pods, Templates: map[string]*framework.NodeInfo{}, Now: now,
+		Quotas: resourcequotas.NewTracker(resourcequotas.Limits{}, nil, nil)})
+}
+
+// gpuPod is a pending pod tolerating both vendors' GPU taints, as GPU pods
+// on DOKS must; with claim it uses that ResourceClaim.
+func gpuPod(name, claim string) *apiv1.Pod {
+	p := test.BuildPendingPod(name, 1000, test.GiB, "rs-"+name)
+	p.Spec.Tolerations = []apiv1.Toleration{
+		toleration("nvidia.com/gpu", apiv1.TolerationOpExists, "", apiv1.TaintEffectNoSchedule),
+		toleration("amd.com/gpu", apiv1.TolerationOpExists, "", apiv1.TaintEffectNoSchedule),
+	}
+	if claim != "" {
+		WithClaim(p, claim)
+	}
+	return p
+}
+
+// A pod claiming a GPU of one vendor gets a new pool of the cheapest size
+// whose predicted devices satisfy its claim: an NVIDIA size for an NVIDIA
+// claim, an AMD size for an AMD claim though an NVIDIA size is cheaper,
+// the 8-GPU size for 8 GPUs (a claim is allocated on one node). A pod
+// asking for no GPU never gets a GPU size, even one cheaper and tolerated.
+func TestNewPoolForAClaimIsItsVendorsCheapestFittingSize(t *testing.T) {
+	machines := []machine{
+		{name: "cpu", milliCPU: 4000, price: 0.5},
+		{name: "amd-x1", milliCPU: 8000, gpus: 1, driver: gpudriver.AMD, price: 0.4},
+		{name: "nvidia-x1", milliCPU: 8000, gpus: 1, driver: gpudriver.NVIDIA, price: 0.3},
+		{name: "nvidia-x8", milliCPU: 64000, gpus: 8, driver: gpudriver.NVIDIA, price: 24},
+		{name: "nvidia-big-x1", milliCPU: 64000, gpus: 1, driver: gpudriver.NVIDIA, price: 2},
+	}
+	cases := []struct {
+		name  string
+		pod   *apiv1.Pod
+		claim *resourceapi.ResourceClaim
+		want  string
+	}{
+		{"one NVIDIA GPU", gpuPod("n1", "n1"), Claim("n1", gpudriver.NVIDIA, 1), "nvidia-x1"},
+		{"one AMD GPU", gpuPod("a1", "a1"), Claim("a1", gpudriver.AMD, 1), "amd-x1"},
+		{"eight NVIDIA GPUs", gpuPod("n8", "n8"), Claim("n8", gpudriver.NVIDIA, 8), "nvidia-x8"},
+		{"no GPU, though GPU taints are tolerated", gpuPod("plain", ""), nil, "cpu"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var claims []*resourceapi.ResourceClaim
+			if c.claim != nil {
+				claims = append(claims, c.claim)
+			}
+			plan := newGroupPlan(t, machines, []*apiv1.Pod{c.pod}, claims...)
+			if len(plan.Options) != 1 {
+				t.Fatalf("options %d, want the one new group; not helped: %v", len(plan.Options), plan.NotHelped)
+			}
+			opt := plan.Options[0]
+			if id := opt.NodeGroup.Id(); id != c.want || opt.NodeGroup.Exist() || opt.NodeCount != 1 {
+				t.Errorf("new group %s (exists %v) +%d, want %s +1", id, opt.NodeGroup.Exist(), opt.NodeCount, c.want)
+			}
+		})
+	}
+}
+
+// A GPU pod that does not tolerate the GPU taint DOKS puts on GPU pools
+// gets no GPU pool it could not run on: no allowed size fits it.
+func TestNoNewGPUPoolForAPodNotToleratingItsTaint(t *testing.T) {
+	machines := []machine{{name: "nvidia-x1", milliCPU: 8000, gpus: 1, driver: gpudriver.NVIDIA, price: 0.3}}
+	pod := WithClaim(test.BuildPendingPod("n1", 1000, test.GiB, "rs-n1"), "n1")
+	plan := newGroupPlan(t, machines, []*apiv1.Pod{pod}, Claim("n1", gpudriver.NVIDIA, 1))
+	if len(plan.Options) != 0 || len(plan.NotHelped) != 1 || plan.NotHelped[0].Reasons[ReasonNoAllowedSizeFits] != 1 {
+		t.Fatalf("options %d, not helped %v: want none, and the pod told no allowed size fits", len(plan.Options), plan.NotHelped)
+	}
+}
+
+// A pod that selects dedicated=ml and tolerates dedicated=ml:NoSchedule is
+// planned a new group asked for that label and that taint, whose nodes
+// carry both; a pod that only selects the label gets the label alone.
+func TestNewPoolForASeparatedWorkloadCarriesItsTaint(t *testing.T) {
+	cpu := []machine{{name: "cpu", milliCPU: 4000, price: 0.5}}
+	ml := apiv1.Taint{Key: "dedicated", Value: "ml", Effect: apiv1.TaintEffectNoSchedule}
+	cases := []struct {
+		name        string
+		tolerations []apiv1.Toleration
+		want        []apiv1.Taint
+	}{
+		{"selects and tolerates", []apiv1.Toleration{toleration("dedicated", apiv1.TolerationOpEqual, "ml", apiv1.TaintEffectNoSchedule)}, []apiv1.Taint{ml}},
+		{"selects only", nil, nil},
+		{"selects and tolerates everything", []apiv1.Toleration{toleration("", apiv1.TolerationOpExists, "", "")}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := test.BuildPendingPod("p", 1000, test.GiB, "rs")
+			pod.Spec.NodeSelector = map[string]string{"dedicated": "ml"}
+			pod.Spec.Tolerations = c.tolerations
+			plan := newGroupPlan(t, cpu, []*apiv1.Pod{pod})
+			if len(plan.Options) != 1 {
+				t.Fatalf("options %d, want the one new group; not helped: %v", len(plan.Options), plan.NotHelped)
+			}
+			opt := plan.Options[0]
+			g := opt.NodeGroup.(*test.PlannedGroup)
+			if g.Labels["dedicated"] != "ml" || !reflect.DeepEqual(g.Taints, c.want) {
+				t.Errorf("new group asked for labels %v taints %v, want dedicated=ml and %v", g.Labels, g.Taints, c.want)
+			}
+			if got := opt.NodeInfo.Node().Spec.Taints; !reflect.DeepEqual(got, c.want) {
+				t.Errorf("the option's template node has taints %v, want %v", got, c.want)
+			}
+		})
+	}
+}
