@@ -302,9 +302,9 @@ func TestAutoprovisionNeverDeletesAHandMadePool(t *testing.T) {
 }
 
 // A pod claiming an AMD GPU through DRA, on a cluster running both vendors' DRA drivers,
-// selecting dedicated=ml and tolerating dedicated=ml:NoSchedule (the operator allows the
-// key): the pool created is of the AMD size, though NVIDIA sizes are allowed and one is
-// cheaper, since only its predicted devices satisfy the claim; it carries the label, the
+// tolerating both GPU taints, selecting dedicated=ml and tolerating dedicated=ml:NoSchedule
+// (the operator allows the key): the pool created is of the AMD size, though NVIDIA sizes are
+// allowed and one is cheaper, since only its predicted devices satisfy the claim; it carries the label, the
 // separation taint and DOKS's amd.com/gpu taint, and so does its node, where the pod runs.
 func TestAutoprovisionDRAClaimGetsItsVendorsGPUSizeAndSeparation(t *testing.T) {
 	s := newScenario(t, scenarioOptions{region: "tor1", pools: []doks.PoolSpec{autoscaled("cpu", 1, 1, 2)}, bootDelay: time.Second,
@@ -312,7 +312,8 @@ func TestAutoprovisionDRAClaimGetsItsVendorsGPUSizeAndSeparation(t *testing.T) {
 	s.claimTemplate("one-amd-gpu", gpudriver.AMD, 1)
 	s.startAutoscaler(napFlag, "--cloud-config="+s.napConfigSection("", map[string]any{
 		"sizes": []string{"s-*", "gpu-*"}, "max_nodes_per_pool": 2, "taint_keys": []string{"dedicated"}}))
-	s.deploy("infer", 1, smallPod, withClaim("one-amd-gpu"), tolerating("amd.com/gpu", ""),
+	// Tolerating both vendors' GPU taints: the claim alone must tell the sizes apart.
+	s.deploy("infer", 1, smallPod, withClaim("one-amd-gpu"), tolerating("amd.com/gpu", ""), tolerating("nvidia.com/gpu", ""),
 		withNodeSelector("dedicated", "ml"), tolerating("dedicated", "ml"))
 
 	p := s.waitCreatedPool(60 * time.Second)
