@@ -115,7 +115,7 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 		s.total++
 		limited, retryAfter := s.takeRateLimitLocked(now, w.Header())
 		if limited {
-			s.limited++
+			s.limited[op]++
 		}
 		var fault *Fault
 		token, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

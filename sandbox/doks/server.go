@@ -142,7 +142,7 @@ type Server struct {
 	nextDroplet int64
 	counts      map[string]int
 	total       int
-	limited     int // requests answered 429 by the rate limit (not injected faults)
+	limited     map[string]int // per operation, requests answered 429 by the rate limit (not injected faults)
 	faults      []*Fault
 	rateLimit   int
 	minuteLimit int
@@ -172,6 +172,7 @@ func NewServer(opts Options) *Server {
 		opts:         opts,
 		nextDroplet:  400000000,
 		counts:       map[string]int{},
+		limited:      map[string]int{},
 		rateLimit:    DefaultRateLimit,
 		minuteLimit:  DefaultMinuteLimit,
 		dropletLimit: opts.DropletLimit,
@@ -446,12 +447,20 @@ func (s *Server) RequestCount(operation string) int {
 	return s.counts[operation]
 }
 
-// RateLimited is the number of requests refused with 429 because the token was
-// over DigitalOcean's hourly or per-minute limit (injected faults not included).
-func (s *Server) RateLimited() int {
+// RateLimited is the number of requests for an operation ("": any) refused with 429
+// because the token was over DigitalOcean's hourly or per-minute limit (injected faults
+// not included). RequestCount counts them too.
+func (s *Server) RateLimited(operation string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.limited
+	if operation != "" {
+		return s.limited[operation]
+	}
+	n := 0
+	for _, c := range s.limited {
+		n += c
+	}
+	return n
 }
 
 // TotalRequests is the number of requests received.

@@ -402,8 +402,8 @@ func TestFaultsAndRateLimit(t *testing.T) {
 		t.Errorf("over the hourly limit: %v, retry-after %q, reset %v", err, resp.Header.Get("retry-after"), resp.Rate.Reset)
 	}
 	// The injected 429 was a fault, not the limit.
-	if got := s.RateLimited(); got != 1 {
-		t.Errorf("RateLimited() = %d, want 1 (the hourly refusal only)", got)
+	if got := s.RateLimited(""); got != 1 {
+		t.Errorf("RateLimited = %d, want 1 (the hourly refusal only)", got)
 	}
 }
 
@@ -426,8 +426,8 @@ func TestPerMinuteLimit(t *testing.T) {
 	if resp.Rate.Remaining == 0 {
 		t.Error("a per-minute refusal reported the hourly budget as spent")
 	}
-	if got := s.RateLimited(); got != 1 {
-		t.Errorf("RateLimited() = %d after one refusal, want 1", got)
+	if got, of := s.RateLimited(""), s.RateLimited(OpListSizes); got != 1 || of != 1 {
+		t.Errorf("RateLimited: %d in all, %d of ListSizes after one refusal of ListSizes, want 1 and 1", got, of)
 	}
 }
 
