@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/digitalocean/godo"
@@ -25,58 +25,15 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
 
-// figures are what runFigures measured.
-type figures struct {
-	// Steady state with c.pools pools of one (full) node each.
-	steadyRequests, steadyIters int
-	steadyByOp                  map[string]int
-	steadyWindow                time.Duration
-	smallIterMean               time.Duration
-	smallRSS                    int64
-	// Pending pod created → UpdateNodePool received.
-	latencies []time.Duration
-	// At scale.
-	scaleNodes, scalePods int
-	scaleRegister         time.Duration
-	scale                 steady
-	scaleSkipped          string
-}
-
 var ops = []string{doks.OpListNodePools, doks.OpGetNodePool, doks.OpGetNodePoolTemplate, doks.OpListSizes,
 	doks.OpUpdateNodePool, doks.OpDeleteNode, doks.OpUnknown}
 
-func (f *figures) print(w io.Writer, c config) {
-	perIter := func(n int) float64 { return float64(n) / float64(f.steadyIters) }
-	var parts []string
-	for _, op := range ops {
-		if n := f.steadyByOp[op]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.2f", op, perIter(n)))
-		}
-	}
-	fmt.Fprintf(w, "DO API requests per steady-state iteration, %d autoscaled pools\t%.2f (%s): %d requests / %d iterations in %v, --scan-interval=%v\n",
-		c.pools, perIter(f.steadyRequests), strings.Join(parts, ", "), f.steadyRequests, f.steadyIters, f.steadyWindow.Round(time.Second), c.scanInterval)
-	fmt.Fprintf(w, "iteration time / autoscaler RSS at %d nodes\t%v mean / %s\n", c.pools, f.smallIterMean.Round(100*time.Microsecond), mib(f.smallRSS))
-	if n := len(f.latencies); n > 0 {
-		fmt.Fprintf(w, "pending pod created → UpdateNodePool, %d trials\tp50 %v, p95 %v (min %v, max %v); --pending-pods-batch-idle=1s (default)\n", n,
-			percentile(f.latencies, 0.50).Round(time.Millisecond), percentile(f.latencies, 0.95).Round(time.Millisecond),
-			percentile(f.latencies, 0).Round(time.Millisecond), percentile(f.latencies, 1).Round(time.Millisecond))
-	}
-	if f.scaleSkipped != "" {
-		fmt.Fprintf(w, "scale figures\tskipped: %s\n", f.scaleSkipped)
-		return
-	}
-	fmt.Fprintf(w, "sandbox at scale\t%d nodes in %d pools registered in %v, %d pods running\n",
-		f.scaleNodes, c.pools, f.scaleRegister.Round(time.Second), f.scalePods)
-	fmt.Fprintf(w, "first iteration at %d nodes\tdone %v after start\n", f.scaleNodes, f.scale.firstIter.Round(time.Millisecond))
-	f.scale.print(w, c, f.scaleNodes)
-}
-
-// runFigures starts one sandbox with c.pools autoscaled pools and measures, in turn:
-// steady-state API requests, pending-pod → UpdateNodePool latency, then (after growing
-// every pool to c.nodesPerPool nodes) iteration time and RSS at scale. It prints the
-// table before the sandbox is torn down, whose shutdown logs would otherwise come first.
-func runFigures(ctx context.Context, c config, out io.Writer) error {
-	f := &figures{}
+// runFigures starts one sandbox with c.pools autoscaled pools and measures c.binary, in
+// turn: steady-state API requests, pending-pod → UpdateNodePool latency, then (after
+// growing every pool to c.nodesPerPool nodes) iteration time and RSS at scale. It returns
+// the figures measured, those before an error included.
+func runFigures(ctx context.Context, c config, out io.Writer) (*rows, error) {
+	r := &rows{}
 	var pools []doks.PoolSpec
 	for i := 0; i < c.pools; i++ {
 		pools = append(pools, doks.PoolSpec{Name: fmt.Sprintf("pool-%02d", i+1), Size: "s-2vcpu-4gb", Count: 1,
@@ -85,105 +42,137 @@ func runFigures(ctx context.Context, c config, out io.Writer) error {
 	t0 := time.Now()
 	sb, err := sandbox.Start(sandbox.Options{Dir: filepath.Join(c.dir, "sandbox"), BootDelay: c.bootDelay, Pools: pools})
 	if err != nil {
-		return err
+		return r, err
 	}
 	defer sb.Stop()
 	fmt.Fprintf(out, "sandbox with %d pools up in %v (files in %s)\n", c.pools, time.Since(t0).Round(time.Millisecond), c.dir)
 	if err := sb.ControlPlane.EnsureNamespace(ctx, "bench"); err != nil {
-		return err
+		return r, err
 	}
 	// Fill every node, so that each trial pod needs a node of its own and the steady
 	// state has pods to look at. 1500m fits once on an s-2vcpu-4gb (1900m allocatable).
 	if err := createDeployment(ctx, sb, "filler", c.pools, "1500m"); err != nil {
-		return err
+		return r, err
 	}
 	if err := waitRunning(ctx, sb, "filler", c.pools, c.timeout); err != nil {
-		return fmt.Errorf("filler pods: %w", err)
+		return r, fmt.Errorf("filler pods: %w", err)
 	}
 
 	// Steady state: nothing to do, so every request is the cost of watching.
 	ca, addr, err := startAutoscaler(c, sb, "autoscaler.log", false)
 	if err != nil {
-		return err
+		return r, err
 	}
 	defer ca.Stop(15 * time.Second)
 	fmt.Fprintf(out, "autoscaler up (log %s, metrics http://%s/metrics); steady state for %v...\n", ca.LogPath, addr, c.idle)
 	// The first iterations fetch templates and sizes; measure after them.
 	if _, err := waitIterations(ctx, ca, addr, 2, c.timeout); err != nil {
-		return err
+		return r, err
 	}
-	m0, req0, byOp0, err := alignedSnapshot(ctx, ca, sb, addr)
+	s0, err := alignedSnapshot(ctx, ca, sb, addr)
 	if err != nil {
-		return err
+		return r, err
 	}
-	start := time.Now()
 	if err := sleep(ctx, c.idle); err != nil {
-		return err
+		return r, err
 	}
-	m1, req1, byOp1, err := alignedSnapshot(ctx, ca, sb, addr)
+	s1, err := alignedSnapshot(ctx, ca, sb, addr)
 	if err != nil {
-		return err
+		return r, err
 	}
-	f.steadyWindow = time.Since(start)
-	f.steadyIters, f.steadyRequests = int(m1.count-m0.count), req1-req0
-	f.steadyByOp = map[string]int{}
-	for op, n := range byOp1 {
-		f.steadyByOp[op] = n - byOp0[op]
+	iters := int(s1.m.count - s0.m.count)
+	if iters == 0 {
+		return r, fmt.Errorf("no iteration in %v (see %s)", c.idle, ca.LogPath)
 	}
-	f.smallIterMean = m1.meanSince(m0)
-	f.smallRSS, _ = procMem(ca.Cmd.Process.Pid)
-	if f.steadyIters == 0 {
-		return fmt.Errorf("no iteration in %v (see %s)", c.idle, ca.LogPath)
-	}
+	rss, _ := procMem(ca.Cmd.Process.Pid)
+	r.add(fmt.Sprintf("DO API requests per steady-state iteration, %d autoscaled pools", c.pools), "%s; %d iterations in %v",
+		requestsPerIteration(s0, s1), iters, s1.at.Sub(s0.at).Round(time.Second))
+	r.add(fmt.Sprintf("iteration time / autoscaler RSS at %d nodes", c.pools), "%v mean / %s",
+		s1.m.meanSince(s0.m).Round(100*time.Microsecond), mib(rss))
 
 	// Latency: each trial pod fits on no existing node; the trial ends when its new node
 	// runs it, so the next trial again starts from a full cluster with nothing pending.
 	if c.trials > 0 {
 		fmt.Fprintf(out, "%d latency trials...\n", c.trials)
-	}
-	for i := 0; i < c.trials; i++ {
-		d, err := trial(ctx, c, sb, i)
-		if err != nil {
-			return fmt.Errorf("trial %d: %w (see %s)", i+1, err, ca.LogPath)
+		var latencies []time.Duration
+		missed, limited0 := 0, sb.DOKS.RateLimited("")
+		for i := 0; i < c.trials; i++ {
+			d, err := trial(ctx, c, sb, i)
+			switch {
+			case errors.Is(err, errNoUpdate):
+				missed++
+			case err != nil:
+				return r, fmt.Errorf("trial %d: %w (see %s)", i+1, err, ca.LogPath)
+			default:
+				latencies = append(latencies, d)
+			}
 		}
-		f.latencies = append(f.latencies, d)
+		r.add(fmt.Sprintf("pending pod created → UpdateNodePool, %d trials", c.trials), "%s", latencySummary(latencies, missed, sb.DOKS.RateLimited("")-limited0))
 	}
 	ca.Stop(15 * time.Second)
 
 	if c.skipScale {
-		f.scaleSkipped = "--skip-scale"
-	} else if err := scaleFigures(ctx, c, out, sb, f); err != nil {
-		return err
+		r.add("scale figures", "skipped: --skip-scale")
+		return r, nil
 	}
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "\nfigure\tvalue\n")
-	f.print(w, c)
-	return w.Flush()
+	return r, scaleFigures(ctx, c, out, sb, r)
+}
+
+// errNoUpdate: a trial's pod got no UpdateNodePool within the trial's minute.
+var errNoUpdate = errors.New("no UpdateNodePool within a minute")
+
+// latencySummary is the trials' figure: percentiles of those that got an UpdateNodePool,
+// how many did not, and how many requests the rate limit refused meanwhile.
+func latencySummary(ds []time.Duration, missed, limited int) string {
+	var parts []string
+	if len(ds) > 0 {
+		parts = append(parts, fmt.Sprintf("p50 %v, p95 %v (min %v, max %v)",
+			percentile(ds, 0.50).Round(time.Millisecond), percentile(ds, 0.95).Round(time.Millisecond),
+			percentile(ds, 0).Round(time.Millisecond), percentile(ds, 1).Round(time.Millisecond)))
+	}
+	if missed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d trials without an UpdateNodePool within a minute", missed, len(ds)+missed))
+	}
+	if limited > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests answered 429 by the rate limit meanwhile", limited))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// acceptedUpdates counts the UpdateNodePool requests the simulator received and did not
+// refuse for the rate limit: a refused one gives no node.
+func acceptedUpdates(sb *sandbox.Sandbox) int {
+	return sb.DOKS.RequestCount(doks.OpUpdateNodePool) - sb.DOKS.RateLimited(doks.OpUpdateNodePool)
 }
 
 func trial(ctx context.Context, c config, sb *sandbox.Sandbox, i int) (time.Duration, error) {
 	pod := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("trial-%02d", i+1), Namespace: "bench",
 		Labels: map[string]string{"app": "trial"}}, Spec: podSpec("1500m")}
-	updates0 := sb.DOKS.RequestCount(doks.OpUpdateNodePool)
+	updates0 := acceptedUpdates(sb)
 	created := time.Now()
 	if _, err := sb.Kube.CoreV1().Pods("bench").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return 0, err
 	}
 	var latency time.Duration
-	// RequestCount goes up when the PUT arrives, before it is handled; 2ms polling is the
+	// The count goes up when the PUT arrives, before it is handled; 2ms polling is the
 	// resolution of the figure.
-	err := poll(ctx, time.Minute, 2*time.Millisecond, func() (bool, error) {
-		if sb.DOKS.RequestCount(doks.OpUpdateNodePool) > updates0 {
+	// Past the minute the trial has no figure, but the pod must still run (below).
+	_ = poll(ctx, time.Minute, 2*time.Millisecond, func() (bool, error) {
+		if acceptedUpdates(sb) > updates0 {
 			latency = time.Since(created)
 			return true, nil
 		}
 		return false, nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("no UpdateNodePool: %w", err)
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
 	}
 	if err := waitRunning(ctx, sb, "trial", i+1, c.timeout); err != nil {
 		return 0, err
+	}
+	if latency == 0 {
+		// The pod runs after all: the next trial starts from a full cluster again.
+		return 0, errNoUpdate
 	}
 	// Let the iteration that follows the new node's arrival pass before the next pod.
 	return latency, sleep(ctx, time.Second)
@@ -191,17 +180,16 @@ func trial(ctx context.Context, c config, sb *sandbox.Sandbox, i int) (time.Dura
 
 // scaleFigures grows every pool to c.nodesPerPool nodes at once, spreads small pods over
 // them and measures a fresh autoscaler's iterations and memory.
-func scaleFigures(ctx context.Context, c config, out io.Writer, sb *sandbox.Sandbox, f *figures) error {
+func scaleFigures(ctx context.Context, c config, out io.Writer, sb *sandbox.Sandbox, r *rows) error {
 	want := c.pools * c.nodesPerPool
 	fmt.Fprintf(out, "growing to %d nodes...\n", want)
-	var err error
-	f.scaleNodes, f.scaleRegister, err = growPools(ctx, sb, c.nodesPerPool, c.timeout)
+	nodes, took, err := growPools(ctx, sb, c.nodesPerPool, c.timeout)
 	if err != nil {
-		f.scaleSkipped = fmt.Sprintf("only %d of %d nodes registered in %v", f.scaleNodes, want, c.timeout)
+		r.add("scale figures", "skipped: only %d of %d nodes registered in %v (%v)", nodes, want, c.timeout, err)
 		return nil
 	}
 	if c.smallPods > 0 {
-		fmt.Fprintf(out, "%d nodes registered in %v; creating %d small pods...\n", f.scaleNodes, f.scaleRegister.Round(time.Second), c.smallPods)
+		fmt.Fprintf(out, "%d nodes registered in %v; creating %d small pods...\n", nodes, took.Round(time.Second), c.smallPods)
 		if err := createDeployment(ctx, sb, "small", c.smallPods, "50m"); err != nil {
 			return err
 		}
@@ -209,34 +197,32 @@ func scaleFigures(ctx context.Context, c config, out io.Writer, sb *sandbox.Sand
 			fmt.Fprintf(out, "small pods: %v; measuring with what runs\n", err)
 		}
 	}
+	pods := 0
 	for _, app := range []string{"filler", "trial", "small"} {
 		n, err := runningPods(ctx, sb, app)
 		if err != nil {
 			return err
 		}
-		f.scalePods += n
+		pods += n
 	}
+	r.add("sandbox at scale", "%d nodes in %d pools registered in %v, %d pods running", nodes, c.pools, took.Round(time.Second), pods)
 
 	ca, addr, err := startAutoscaler(c, sb, "autoscaler-scale.log", c.profileDir != "")
 	if err != nil {
 		return err
 	}
 	defer ca.Stop(30 * time.Second)
-	fmt.Fprintf(out, "autoscaler at %d nodes (log %s); measuring for %v...\n", f.scaleNodes, ca.LogPath, c.window)
-	s, err := measureSteady(ctx, c, out, sb, ca, addr, f.scaleNodes)
-	if err != nil {
-		return err
-	}
-	f.scale = s
-	return nil
+	fmt.Fprintf(out, "autoscaler at %d nodes (log %s); measuring for %v...\n", nodes, ca.LogPath, c.window)
+	s, err := measureSteady(ctx, c, out, sb, ca, addr, want)
+	s.add(r, c, want)
+	return err
 }
 
 // steady is what measureSteady measured of a freshly started autoscaler.
 type steady struct {
-	firstIter time.Duration // start → end of its first iteration
-	iters     int
-	requests  int // DigitalOcean requests during those iterations
-	mean, max time.Duration
+	firstIter time.Duration // start → end of its first iteration; 0: none
+	s0, s1    snapshot      // the window's ends (aligned to iteration ends)
+	max       time.Duration
 	rss, hwm  int64
 	// cpuPerIter: the autoscaler's CPU time (user+system, all goroutines: informers,
 	// /metrics) over the window divided by its iterations; on a loaded machine wall time
@@ -245,13 +231,45 @@ type steady struct {
 	cpuProf, heapP string // profile files, when c.profileDir is set
 }
 
-func (s steady) print(w io.Writer, c config, nodes int) {
-	fmt.Fprintf(w, "iteration time at %d nodes\t%v mean, %v max (%d iterations in %v, --v=%d); %v CPU per iteration\n",
-		nodes, s.mean.Round(time.Millisecond), s.max.Round(time.Millisecond), s.iters, c.window, c.verbosity, s.cpuPerIter.Round(time.Millisecond))
-	fmt.Fprintf(w, "autoscaler RSS at %d nodes\t%s (peak %s)\n", nodes, mib(s.rss), mib(s.hwm))
-	if s.iters > 0 {
-		fmt.Fprintf(w, "DO API requests per iteration at %d nodes\t%.2f\n", nodes, float64(s.requests)/float64(s.iters))
+// add puts what was measured among r's figures.
+func (s steady) add(r *rows, c config, nodes int) {
+	if s.firstIter == 0 {
+		r.add(fmt.Sprintf("first iteration at %d nodes", nodes), "none within %v", c.timeout)
+		return
 	}
+	r.add(fmt.Sprintf("first iteration at %d nodes", nodes), "done %v after start", s.firstIter.Round(time.Millisecond))
+	iters := int(s.s1.m.count - s.s0.m.count)
+	if iters <= 0 {
+		return
+	}
+	r.add(fmt.Sprintf("iteration time at %d nodes", nodes), "%v mean, %v max (%d iterations in %v, --v=%d); %v CPU per iteration",
+		s.s1.m.meanSince(s.s0.m).Round(time.Millisecond), s.max.Round(time.Millisecond), iters, s.s1.at.Sub(s.s0.at).Round(time.Second),
+		c.verbosity, s.cpuPerIter.Round(time.Millisecond))
+	r.add(fmt.Sprintf("autoscaler RSS at %d nodes", nodes), "%s (peak %s)", mib(s.rss), mib(s.hwm))
+	r.add(fmt.Sprintf("DO API requests per iteration at %d nodes", nodes), "%s", requestsPerIteration(s.s0, s.s1))
+}
+
+// requestsPerIteration is the DigitalOcean requests between two snapshots divided by the
+// iterations between them, by operation, with the rate limit's refusals.
+func requestsPerIteration(s0, s1 snapshot) string {
+	iters := s1.m.count - s0.m.count
+	if iters <= 0 {
+		return "no iteration"
+	}
+	var parts []string
+	for _, op := range ops {
+		if n := s1.byOp[op] - s0.byOp[op]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", op, float64(n)/iters))
+		}
+	}
+	v := fmt.Sprintf("%.2f", float64(s1.total-s0.total)/iters)
+	if len(parts) > 0 {
+		v += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if n := s1.limited - s0.limited; n > 0 {
+		v += fmt.Sprintf("; %d answered 429 by the rate limit", n)
+	}
+	return v
 }
 
 // measureSteady waits for the first iterations of an autoscaler just started, then
@@ -268,8 +286,8 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 	if _, err := waitIterations(ctx, ca, addr, 2, c.timeout); err != nil {
 		return s, err
 	}
-	m0, req0, _, err := alignedSnapshot(ctx, ca, sb, addr)
-	if err != nil {
+	var err error
+	if s.s0, err = alignedSnapshot(ctx, ca, sb, addr); err != nil {
 		return s, err
 	}
 	cpu0 := procCPU(ca.Cmd.Process.Pid)
@@ -281,7 +299,7 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 	} else {
 		profDone <- nil
 	}
-	prev := m0
+	prev := s.s0.m
 	deadline := time.Now().Add(c.window)
 	for time.Now().Before(deadline) {
 		if err := sleep(ctx, 200*time.Millisecond); err != nil {
@@ -298,17 +316,15 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 			prev = m
 		}
 	}
-	m1, req1, _, err := alignedSnapshot(ctx, ca, sb, addr)
-	if err != nil {
+	if s.s1, err = alignedSnapshot(ctx, ca, sb, addr); err != nil {
+		s.s1 = s.s0
 		return s, err
 	}
-	if d := m1.meanSince(prev); m1.count > prev.count && d > s.max {
+	if d := s.s1.m.meanSince(prev); s.s1.m.count > prev.count && d > s.max {
 		s.max = d
 	}
-	s.iters, s.requests = int(m1.count-m0.count), req1-req0
-	s.mean = m1.meanSince(m0)
-	if s.iters > 0 {
-		s.cpuPerIter = (procCPU(ca.Cmd.Process.Pid) - cpu0) / time.Duration(s.iters)
+	if iters := int(s.s1.m.count - s.s0.m.count); iters > 0 {
+		s.cpuPerIter = (procCPU(ca.Cmd.Process.Pid) - cpu0) / time.Duration(iters)
 	}
 	s.rss, s.hwm = procMem(ca.Cmd.Process.Pid)
 	if err := <-profDone; err != nil {
@@ -324,7 +340,6 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 	return s, nil
 }
 
-// savePprof saves the autoscaler's /debug/pprof/<what> to path.
 func savePprof(addr, what, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -353,14 +368,11 @@ func savePprof(addr, what, path string) error {
 // waits up to timeout for all their Nodes: it returns how many registered and how long
 // that took; err when not all did.
 func growPools(ctx context.Context, sb *sandbox.Sandbox, nodesPerPool int, timeout time.Duration) (int, time.Duration, error) {
-	gc := sb.GodoClient()
 	begin := time.Now()
 	pools := sb.DOKS.Pools()
 	for _, p := range pools {
-		req := &godo.KubernetesNodePoolUpdateRequest{Name: p.Name, Count: ptr.To(nodesPerPool), AutoScale: ptr.To(true),
-			MinNodes: ptr.To(1), MaxNodes: ptr.To(nodesPerPool + 10)}
-		if _, _, err := gc.Kubernetes.UpdateNodePool(ctx, sb.ClusterID, p.ID, req); err != nil {
-			return 0, 0, fmt.Errorf("resizing %s: %w", p.Name, err)
+		if err := resizePool(ctx, sb, p, nodesPerPool, nodesPerPool+10); err != nil {
+			return 0, 0, err
 		}
 	}
 	want, nodes := len(pools)*nodesPerPool, 0
@@ -373,6 +385,30 @@ func growPools(ctx context.Context, sb *sandbox.Sandbox, nodesPerPool int, timeo
 		return nodes >= want, nil
 	})
 	return nodes, time.Since(begin), err
+}
+
+// resizePool sets pool p's count and max through the DigitalOcean API. The harness
+// spends the same token's budget as the autoscaler: when the autoscaler measured before
+// has spent it, it waits for the limit as a client should (retry-after, or a minute).
+func resizePool(ctx context.Context, sb *sandbox.Sandbox, p godo.KubernetesNodePool, count, maxNodes int) error {
+	req := &godo.KubernetesNodePoolUpdateRequest{Name: p.Name, Count: ptr.To(count), AutoScale: ptr.To(true),
+		MinNodes: ptr.To(1), MaxNodes: ptr.To(maxNodes)}
+	for {
+		_, resp, err := sb.GodoClient().Kubernetes.UpdateNodePool(ctx, sb.ClusterID, p.ID, req)
+		if err == nil {
+			return nil
+		}
+		if resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+			return fmt.Errorf("resizing %s: %w", p.Name, err)
+		}
+		wait := time.Minute
+		if s, perr := strconv.Atoi(resp.Header.Get("retry-after")); perr == nil && s > 0 {
+			wait = time.Duration(s) * time.Second
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
 }
 
 // startAutoscaler runs the binary against sb with production defaults except for what a
@@ -417,19 +453,25 @@ func (m mainMetric) meanSince(before mainMetric) time.Duration {
 }
 
 func scrape(addr string) (mainMetric, error) {
-	var m mainMetric
 	// Uncompressed: gzip of every scrape would be a large share of the CPU measured.
 	client := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableCompression: true}}
 	resp, err := client.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return m, err
+		return mainMetric{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return m, fmt.Errorf("/metrics: %s", resp.Status)
+		return mainMetric{}, fmt.Errorf("/metrics: %s", resp.Status)
 	}
+	return parseMainMetric(resp.Body)
+}
+
+// parseMainMetric reads cluster_autoscaler_function_duration_seconds{function="main"}'s
+// sum and count from a Prometheus text exposition (both projects name it so).
+func parseMainMetric(r io.Reader) (mainMetric, error) {
+	var m mainMetric
 	const name = "cluster_autoscaler_function_duration_seconds_"
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -468,45 +510,58 @@ func waitIterations(ctx context.Context, ca *sandbox.Process, addr string, n flo
 	return m, nil
 }
 
+// snapshot is the autoscaler's iteration metric and the simulator's request counters
+// at one moment.
+type snapshot struct {
+	at             time.Time
+	m              mainMetric
+	total, limited int
+	byOp           map[string]int
+}
+
 // alignedSnapshot waits for the end of the next iteration and then reads the simulator's
 // request counters, so that a window between two snapshots holds whole iterations and
 // exactly their requests.
-func alignedSnapshot(ctx context.Context, ca *sandbox.Process, sb *sandbox.Sandbox, addr string) (mainMetric, int, map[string]int, error) {
+func alignedSnapshot(ctx context.Context, ca *sandbox.Process, sb *sandbox.Sandbox, addr string) (snapshot, error) {
+	var s snapshot
 	m0, err := scrape(addr)
 	if err != nil {
-		return m0, 0, nil, err
+		return s, err
 	}
-	m, err := func() (mainMetric, error) {
-		var m mainMetric
-		err := poll(ctx, 10*time.Minute, 20*time.Millisecond, func() (bool, error) {
-			if !ca.Running() {
-				return false, fmt.Errorf("autoscaler exited (see %s)", ca.LogPath)
-			}
-			var err error
-			m, err = scrape(addr)
-			return err == nil && m.count > m0.count, nil
-		})
-		return m, err
-	}()
-	byOp := map[string]int{}
+	err = poll(ctx, 10*time.Minute, 20*time.Millisecond, func() (bool, error) {
+		if !ca.Running() {
+			return false, fmt.Errorf("autoscaler exited (see %s)", ca.LogPath)
+		}
+		var err error
+		s.m, err = scrape(addr)
+		return err == nil && s.m.count > m0.count, nil
+	})
+	s.at = time.Now()
+	s.byOp = map[string]int{}
 	for _, op := range ops {
-		byOp[op] = sb.DOKS.RequestCount(op)
+		s.byOp[op] = sb.DOKS.RequestCount(op)
 	}
-	return m, sb.DOKS.TotalRequests(), byOp, err
+	s.total, s.limited = sb.DOKS.TotalRequests(), sb.DOKS.RateLimited("")
+	return s, err
 }
 
-// procCPU reads the user+system CPU time of a process (clock ticks of 10ms).
+// procCPU reads the user+system CPU time of a process.
 func procCPU(pid int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
+	return parseProcStatCPU(string(b))
+}
+
+// parseProcStatCPU is utime+stime of a /proc/<pid>/stat line, in clock ticks of 10ms.
+func parseProcStatCPU(stat string) time.Duration {
 	// Fields after the command name, which is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(string(b), ')')
+	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
 		return 0
 	}
-	fields := strings.Fields(string(b[i+1:]))
+	fields := strings.Fields(stat[i+1:])
 	if len(fields) < 13 {
 		return 0
 	}
@@ -521,7 +576,12 @@ func procMem(pid int) (rss, hwm int64) {
 	if err != nil {
 		return 0, 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return parseProcStatusMem(string(b))
+}
+
+// parseProcStatusMem reads VmRSS and VmHWM from /proc/<pid>/status, in bytes.
+func parseProcStatusMem(status string) (rss, hwm int64) {
+	for _, line := range strings.Split(status, "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 2 {
 			continue

@@ -7,32 +7,23 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
 
-// largeFigures are what runLarge measured.
-type largeFigures struct {
-	nodes, running   int
-	register, settle time.Duration
-	steady
-	// pending: c.largePending pods that fit no existing node.
-	createdIn        time.Duration // first create call → last one returned
-	firstUpdate      time.Duration // first pod created → first UpdateNodePool
-	afterLastCreated time.Duration // last pod created → first UpdateNodePool (negative: before)
-	skipped          string
-}
-
 // runLarge is the 5,000-node scenario (--large): c.largePools pools of
-// c.largeNodesPerPool nodes, c.largePods running pods filling every node, a freshly
-// started autoscaler's first and steady iterations, and then c.largePending pods that
-// need new nodes, created at once: how long until the first UpdateNodePool.
+// c.largeNodesPerPool nodes, c.largePods running pods filling every node; then, for each
+// binary of c.builds in turn on that same cluster, a freshly started autoscaler's first
+// and steady iterations, and c.largePending pods that need new nodes, created at once:
+// how long until the first UpdateNodePool. Between two binaries the pending pods go and
+// the pools are set back, so that each finds the cluster as the first did.
 //
 // Every node runs two 900m pods (1,800m of an s-2vcpu-4gb's 1,900m allocatable), so a
 // pending 500m pod fits no existing node and three fit a new one.
@@ -52,78 +43,208 @@ func runLarge(ctx context.Context, c config, out io.Writer) error {
 	if err := sb.ControlPlane.EnsureNamespace(ctx, "bench"); err != nil {
 		return err
 	}
-	f := &largeFigures{}
-	f.nodes, f.register, err = growPools(ctx, sb, c.largeNodesPerPool, c.largeTimeout)
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	defer w.Flush()
+	nodes, register, err := growPools(ctx, sb, c.largeNodesPerPool, c.largeTimeout)
 	if err != nil {
-		f.skipped = fmt.Sprintf("only %d of %d nodes registered in %v", f.nodes, want, c.largeTimeout)
-		f.print(w, c)
-		return nil
+		r := &rows{}
+		r.add("large scenario", "skipped: only %d of %d nodes registered in %v", nodes, want, c.largeTimeout)
+		return printTable(out, "figure (--large)", []string{"sandbox"}, []*rows{r})
 	}
-	fmt.Fprintf(out, "%d nodes registered in %v; creating %d running pods...\n", f.nodes, f.register.Round(time.Second), c.largePods)
+	fmt.Fprintf(out, "%d nodes registered in %v; creating %d running pods...\n", nodes, register.Round(time.Second), c.largePods)
 	begin := time.Now()
 	if err := createDeployment(ctx, sb, "large", c.largePods, "900m"); err != nil {
 		return err
 	}
-	if err := waitRunning(ctx, sb, "large", c.largePods, c.largeTimeout); err != nil {
+	if err := waitRunningProgress(ctx, out, sb, "large", c.largePods, c.largeTimeout); err != nil {
 		fmt.Fprintf(out, "running pods: %v; measuring with what runs\n", err)
 	}
-	f.settle = time.Since(begin)
-	if f.running, err = runningPods(ctx, sb, "large"); err != nil {
+	settle := time.Since(begin)
+	running, err := runningPods(ctx, sb, "large")
+	if err != nil {
 		return err
 	}
 
+	var runs []*rows
+	var failed error
+	for i, b := range c.builds {
+		if i > 0 {
+			fmt.Fprintf(out, "setting the cluster back for %s...\n", b.name)
+			if err := resetLarge(ctx, c, sb, want); err != nil {
+				failed = err
+				break
+			}
+		}
+		r := &rows{}
+		r.add("sandbox at scale", "%d nodes in %d pools registered in %v; %d pods running %v after they were created",
+			nodes, c.largePools, register.Round(time.Second), running, settle.Round(time.Second))
+		cb := c
+		cb.binary, cb.dir = b.path, b.dir
+		fmt.Fprintf(out, "large: %s at %d nodes, %d pods running; measuring for %v...\n", b.name, nodes, running, c.window)
+		if err := largeRun(ctx, cb, out, sb, want, r); err != nil {
+			r.add("run ended early", "%v", err)
+			failed = fmt.Errorf("large, %s: %w", b.name, err)
+		}
+		runs = append(runs, r)
+	}
+	if err := printTable(out, "figure (--large)", c.buildNames()[:len(runs)], runs); err != nil {
+		return err
+	}
+	return failed
+}
+
+// largeRun measures one binary on the large cluster: steady iterations, then the pending
+// pods. The autoscaler is stopped when it returns.
+func largeRun(ctx context.Context, c config, out io.Writer, sb *sandbox.Sandbox, nodes int, r *rows) error {
 	ca, addr, err := startAutoscaler(c, sb, "autoscaler-large.log", c.profileDir != "")
 	if err != nil {
 		return err
 	}
 	defer ca.Stop(30 * time.Second)
-	fmt.Fprintf(out, "autoscaler at %d nodes, %d pods running (log %s); measuring for %v...\n", f.nodes, f.running, ca.LogPath, c.window)
-	if f.steady, err = measureSteady(ctx, c, out, sb, ca, addr, f.nodes); err != nil {
+	s, err := measureSteady(ctx, c, out, sb, ca, addr, nodes)
+	s.add(r, c, nodes)
+	if err != nil {
 		return err
 	}
-
 	fmt.Fprintf(out, "creating %d pending pods...\n", c.largePending)
-	updates0 := sb.DOKS.RequestCount(doks.OpUpdateNodePool)
-	var firstUpdate atomic.Int64 // unix nanos
-	stopPoll := make(chan struct{})
+	p, err := measurePending(ctx, c, sb)
+	p.add(r, c.largePending, c.timeout)
+	return err
+}
+
+// pending is what measurePending measured.
+type pending struct {
+	first, last time.Time // first create call started, last one returned
+	update      time.Time // first UpdateNodePool arrived; zero: none
+	// When the scheduler marked pods unschedulable (PodScheduled False), as the
+	// harness's watch saw it: the first, and how many by the first UpdateNodePool.
+	firstMarked    time.Time
+	markedByUpdate int
+	requests       int // DigitalOcean requests from the first pod to the first update
+	limited        int // of which answered 429 by the rate limit
+}
+
+func (p pending) add(r *rows, n int, timeout time.Duration) {
+	name := fmt.Sprintf("%d pending pods → first UpdateNodePool", n)
+	if p.update.IsZero() {
+		r.add(name, "none within %v of the last pod's creation (%d requests, %d answered 429)", timeout, p.requests, p.limited)
+		return
+	}
+	r.add(name, "%v after the first was created, %v after the last (all created in %v)",
+		p.update.Sub(p.first).Round(time.Millisecond), p.update.Sub(p.last).Round(time.Millisecond), p.last.Sub(p.first).Round(time.Millisecond))
+	marked := "none"
+	if !p.firstMarked.IsZero() {
+		marked = fmt.Sprintf("the first %v after the first was created", p.firstMarked.Sub(p.first).Round(time.Millisecond))
+	}
+	r.add("… pods the scheduler had marked unschedulable by then", "%d of %d; %s", p.markedByUpdate, n, marked)
+	r.add("… DO API requests until then", "%d (%d answered 429 by the rate limit)", p.requests, p.limited)
+}
+
+// measurePending creates c.largePending pods at once and waits up to c.timeout after the
+// last for the first UpdateNodePool, watching meanwhile when the scheduler marks them
+// unschedulable: the autoscaler acts only on pods so marked.
+func measurePending(ctx context.Context, c config, sb *sandbox.Sandbox) (pending, error) {
+	var p pending
+	var mu sync.Mutex
+	marked := map[string]bool{}
+	stop := make(chan struct{})
+	defer close(stop)
+	factory := informers.NewSharedInformerFactoryWithOptions(sb.Kube, 0, informers.WithNamespace("bench"),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=large-pending" }))
+	inf := factory.Core().V1().Pods().Informer()
+	onPod := func(obj any) {
+		pod, ok := obj.(*apiv1.Pod)
+		if !ok || !unschedulable(pod) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !marked[pod.Name] {
+			marked[pod.Name] = true
+			if p.firstMarked.IsZero() {
+				p.firstMarked = time.Now()
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }}); err != nil {
+		return p, err
+	}
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+
+	updates0, total0, limited0 := acceptedUpdates(sb), sb.DOKS.TotalRequests(), sb.DOKS.RateLimited("")
+	var update atomic.Int64 // unix nanos of the first UpdateNodePool
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		for {
-			if sb.DOKS.RequestCount(doks.OpUpdateNodePool) > updates0 {
-				firstUpdate.Store(time.Now().UnixNano())
-				return
-			}
+		for acceptedUpdates(sb) == updates0 {
 			select {
-			case <-stopPoll:
+			case <-stop:
 				return
 			case <-time.After(2 * time.Millisecond):
 			}
 		}
+		update.Store(time.Now().UnixNano())
+		mu.Lock()
+		p.markedByUpdate = len(marked)
+		mu.Unlock()
 	}()
-	first, last, err := createPendingPods(ctx, sb, c.largePending)
+	var err error
+	p.first, p.last, err = createPendingPods(ctx, sb, c.largePending)
 	if err != nil {
-		close(stopPoll)
-		return err
+		return p, err
 	}
-	f.createdIn = last.Sub(first)
 	select {
 	case <-polled:
 	case <-time.After(c.timeout):
-		close(stopPoll)
-		<-polled
 	case <-ctx.Done():
-		close(stopPoll)
-		return ctx.Err()
+		return p, ctx.Err()
 	}
-	if ns := firstUpdate.Load(); ns > 0 {
-		at := time.Unix(0, ns)
-		f.firstUpdate, f.afterLastCreated = at.Sub(first), at.Sub(last)
+	p.requests, p.limited = sb.DOKS.TotalRequests()-total0, sb.DOKS.RateLimited("")-limited0
+	mu.Lock()
+	defer mu.Unlock()
+	if ns := update.Load(); ns > 0 {
+		p.update = time.Unix(0, ns)
 	}
-	f.print(w, c)
-	return nil
+	return p, nil
+}
+
+func unschedulable(pod *apiv1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == apiv1.PodScheduled && c.Status == apiv1.ConditionFalse && c.Reason == apiv1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// resetLarge puts the cluster back as the first binary found it: the pending pods
+// deleted, every pool back at c.largeNodesPerPool nodes (DOKS removes the newest, the
+// ones the scale-up added), and then a minute without requests so that the per-minute
+// rate limit starts empty for the next binary as it did for the first.
+func resetLarge(ctx context.Context, c config, sb *sandbox.Sandbox, want int) error {
+	zero := int64(0)
+	if err := sb.Kube.CoreV1().Pods("bench").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+		metav1.ListOptions{LabelSelector: "app=large-pending"}); err != nil {
+		return fmt.Errorf("deleting the pending pods: %w", err)
+	}
+	for _, p := range sb.DOKS.Pools() {
+		if p.Count != c.largeNodesPerPool {
+			if err := resizePool(ctx, sb, p, c.largeNodesPerPool, c.largeNodesPerPool+10); err != nil {
+				return err
+			}
+		}
+	}
+	err := poll(ctx, c.largeTimeout, time.Second, func() (bool, error) {
+		l, err := sb.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, err
+		}
+		n, err := countPods(ctx, sb, "large-pending")
+		return err == nil && len(l.Items) == want && n.total == 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("setting the cluster back: %w", err)
+	}
+	return sleep(ctx, time.Minute+time.Second)
 }
 
 // createPendingPods creates n pods of 500m with 16 clients in parallel and returns when
@@ -157,20 +278,49 @@ func createPendingPods(ctx context.Context, sb *sandbox.Sandbox, n int) (first, 
 	return first, time.Now(), err
 }
 
-func (f *largeFigures) print(w io.Writer, c config) {
-	fmt.Fprintf(w, "\nfigure (--large)\tvalue\n")
-	if f.skipped != "" {
-		fmt.Fprintf(w, "large scenario\tskipped: %s\n", f.skipped)
-		return
+// podCounts counts the pods labelled app=<app> in namespace bench by how far they got.
+type podCounts struct{ total, bound, running int }
+
+func countPods(ctx context.Context, sb *sandbox.Sandbox, app string) (podCounts, error) {
+	var n podCounts
+	l, err := sb.Kube.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{LabelSelector: "app=" + app, ResourceVersion: "0"})
+	if err != nil {
+		return n, err
 	}
-	fmt.Fprintf(w, "sandbox at scale\t%d nodes in %d pools registered in %v; %d pods running after %v\n",
-		f.nodes, c.largePools, f.register.Round(time.Second), f.running, f.settle.Round(time.Second))
-	fmt.Fprintf(w, "first iteration at %d nodes\tdone %v after start\n", f.nodes, f.firstIter.Round(time.Millisecond))
-	f.steady.print(w, c, f.nodes)
-	if f.firstUpdate == 0 {
-		fmt.Fprintf(w, "%d pending pods → UpdateNodePool\tnone within %v\n", c.largePending, c.timeout)
-		return
+	for i := range l.Items {
+		p := &l.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		n.total++
+		if p.Spec.NodeName != "" {
+			n.bound++
+		}
+		if p.Status.Phase == apiv1.PodRunning {
+			n.running++
+		}
 	}
-	fmt.Fprintf(w, "%d pending pods → first UpdateNodePool\t%v after the first was created, %v after the last (all created in %v)\n",
-		c.largePending, f.firstUpdate.Round(time.Millisecond), f.afterLastCreated.Round(time.Millisecond), f.createdIn.Round(time.Millisecond))
+	return n, nil
+}
+
+// waitRunningProgress is waitRunning printing, every 30s, how many pods exist, are bound
+// and run: at thousands of pods, which component is slow shows there.
+func waitRunningProgress(ctx context.Context, out io.Writer, sb *sandbox.Sandbox, app string, want int, timeout time.Duration) error {
+	begin, last := time.Now(), time.Now()
+	var n podCounts
+	err := poll(ctx, timeout, time.Second, func() (bool, error) {
+		var err error
+		if n, err = countPods(ctx, sb, app); err != nil {
+			return false, err
+		}
+		if time.Since(last) >= 30*time.Second {
+			last = time.Now()
+			fmt.Fprintf(out, "  %v: %d pods created, %d bound, %d running\n", time.Since(begin).Round(time.Second), n.total, n.bound, n.running)
+		}
+		return n.running >= want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d %s pods running (%d created, %d bound): %w", n.running, want, app, n.total, n.bound, err)
+	}
+	return nil
 }

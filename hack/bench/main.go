@@ -18,17 +18,24 @@
 //
 //	CA_BINARY=bin/cluster-autoscaler go run ./hack/bench [--pools 20 --trials 20 ...]
 //
+// With --upstream-binary=PATH the figures run and the --large scenario run a second
+// autoscaler binary (upstream's) with the same flags on the same cluster, and print one
+// table with a column for each. The scale-down, buffer and burst scenarios run this
+// project's binary only.
+//
 // It asserts nothing: it reports. The autoscaler runs as its own process, so its RSS and
 // its /metrics are its own; the control plane, simulator and node agent live in this one.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -54,6 +61,10 @@ type config struct {
 	burstPools, pods, maxPerPl int
 	burstScan, unneeded        time.Duration
 	dir, binary                string
+	// upstream: a second autoscaler binary run beside CA_BINARY (--upstream-binary).
+	upstream string
+	// builds are the binaries the figures and --large runs measure, in table order.
+	builds []build
 	// profileDir: where the scale runs save the autoscaler's CPU profile (over the
 	// measurement window) and heap profile (at its end); empty: no profiling.
 	profileDir string
@@ -97,6 +108,7 @@ func main() {
 	flag.DurationVar(&c.largeTimeout, "large-timeout", 20*time.Minute, "large: give up registering the nodes or running the pods after this long")
 	flag.BoolVar(&c.buffer, "buffer", true, "run the warm-capacity figure: a Deployment's new pods to Running, without and with a CapacityBuffer")
 	flag.DurationVar(&c.bufferBootDelay, "buffer-boot-delay", 20*time.Second, "buffer: simulated droplet boot time")
+	flag.StringVar(&c.upstream, "upstream-binary", "", "also run this autoscaler binary (e.g. upstream 1.36.1 built with -tags digitalocean) in the figures and --large runs, same flags and cluster, and print both side by side")
 	flag.StringVar(&c.dir, "dir", "", "directory for sandbox files and autoscaler logs (default: a temp dir)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -123,8 +135,30 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.builds = []build{{"this project", c.binary, c.dir}}
+	if c.upstream != "" {
+		// Its own directory: the same log file names, the same scenario sandboxes.
+		up := filepath.Join(c.dir, "upstream")
+		if err := os.MkdirAll(up, 0o755); err != nil {
+			return err
+		}
+		c.builds = append(c.builds, build{"upstream " + filepath.Base(c.upstream), c.upstream, up})
+	}
+	var failed error
 	if c.figures {
-		if err := runFigures(ctx, c, out); err != nil {
+		var runs []*rows
+		for _, b := range c.builds {
+			cb := c
+			cb.binary, cb.dir = b.path, b.dir
+			fmt.Fprintf(out, "\nfigures run: %s (%s)\n", b.name, b.path)
+			r, err := runFigures(ctx, cb, out)
+			if err != nil {
+				r.add("run ended early", "%v", err)
+				failed = errors.Join(failed, fmt.Errorf("%s: %w", b.name, err))
+			}
+			runs = append(runs, r)
+		}
+		if err := printTable(out, "figure", c.buildNames(), runs); err != nil {
 			return err
 		}
 	}
@@ -135,7 +169,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if c.large {
 		if err := runLarge(ctx, c, out); err != nil {
-			return err
+			failed = errors.Join(failed, err)
 		}
 	}
 	if c.buffer {
@@ -144,9 +178,22 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 	}
 	if c.burst {
-		return runBurst(ctx, c, out)
+		if err := runBurst(ctx, c, out); err != nil {
+			return err
+		}
 	}
-	return nil
+	return failed
+}
+
+// build is one autoscaler binary under measurement, with the directory for its logs.
+type build struct{ name, path, dir string }
+
+func (c config) buildNames() []string {
+	var names []string
+	for _, b := range c.builds {
+		names = append(names, b.name)
+	}
+	return names
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
