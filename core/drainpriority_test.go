@@ -28,10 +28,12 @@ func TestDrainInPriorityOrder(t *testing.T) {
 	h := newHarness(t, o, p, append(objs, runtime.Object(low))...)
 	h.runOnce(t0)
 	h.runOnce(t0.Add(10*time.Minute + time.Second))
-	if got := h.evictions; len(got) != 2 || got[0] != "default/low" || got[1] != "default/light" {
+	if got := h.evicts.Evictions(); len(got) != 2 || got[0] != "default/low" || got[1] != "default/light" {
 		t.Fatalf("evictions = %v, want default/low (priority 10) before default/light (2000)", got)
 	}
-	if h.graces["default/low"] != 5 || h.graces["default/light"] != 20 {
-		t.Fatalf("grace periods = %v, want low 5s (group 0) and light 20s (group 1000)", h.graces)
+	lowGrace, _ := h.evicts.Grace("default/low")
+	lightGrace, _ := h.evicts.Grace("default/light")
+	if lowGrace != 5 || lightGrace != 20 {
+		t.Fatalf("grace periods = low %ds, light %ds, want low 5s (group 0) and light 20s (group 1000)", lowGrace, lightGrace)
 	}
 }

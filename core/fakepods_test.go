@@ -80,9 +80,9 @@ func TestFakePodsKeepTheRoomTheyNeed(t *testing.T) {
 	if got := increases(p); len(got) != 0 {
 		t.Fatalf("scaled up %v: the fake pod fits an existing node", got)
 	}
-	for _, e := range h.evictions {
+	for _, e := range h.evicts.Evictions() {
 		if strings.Contains(e, "capacity-buffer") {
-			t.Errorf("evicted a fake pod: %v", h.evictions)
+			t.Errorf("evicted a fake pod: %v", h.evicts.Evictions())
 		}
 	}
 	buffer.n = 0

@@ -8,26 +8,21 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
 )
 
@@ -42,13 +37,8 @@ type harness struct {
 	a        *Autoscaler
 	recorder *record.FakeRecorder
 	ctx      context.Context
-
-	mu        sync.Mutex
-	evictions []string
-	// graces: the grace period each eviction asked for, by pod.
-	graces map[string]int64
-	// evict decides what an eviction does; default: the pod is deleted.
-	evict func(ns, name string) error
+	// evicts records the evictions asked of kube, which delete their pod.
+	evicts *sdtest.Kube
 }
 
 // newHarness builds an autoscaler on a fake clientset holding objs and the
@@ -75,33 +65,11 @@ func newAsyncHarness(t testing.TB, opts config.AutoscalingOptions, provider *tes
 
 func buildHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.Provider, async bool, extra []actuation.Option, objs ...runtime.Object) *harness {
 	t.Helper()
-	kube := fake.NewClientset(withReplicaSets(objs)...)
+	evicts := sdtest.NewKube(sdtest.WithReplicaSets(objs)...)
+	kube := evicts.Clientset
 	rec := record.NewFakeRecorder(100000)
 	rec.IncludeObject = true
-	h := &harness{t: t, kube: kube, provider: provider, recorder: rec}
-	kube.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
-		h.mu.Lock()
-		h.evictions = append(h.evictions, ev.Namespace+"/"+ev.Name)
-		if ev.DeleteOptions != nil && ev.DeleteOptions.GracePeriodSeconds != nil {
-			if h.graces == nil {
-				h.graces = map[string]int64{}
-			}
-			h.graces[ev.Namespace+"/"+ev.Name] = *ev.DeleteOptions.GracePeriodSeconds
-		}
-		decide := h.evict
-		h.mu.Unlock()
-		if decide != nil {
-			if err := decide(ev.Namespace, ev.Name); err != nil {
-				return true, nil, err
-			}
-		}
-		err := kube.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ev.Namespace, ev.Name)
-		return true, nil, err
-	})
+	h := &harness{t: t, kube: kube, provider: provider, recorder: rec, evicts: evicts}
 	actuatorOptions := []actuation.Option{actuation.WithPacing(5*time.Millisecond, 5*time.Millisecond)}
 	if !async {
 		actuatorOptions = append(actuatorOptions, actuation.Synchronous())
@@ -139,18 +107,8 @@ func testOptions() config.AutoscalingOptions {
 // on evictions succeed. (Refused rather than blocked: the fake clientset
 // holds its lock while a reactor runs.)
 func (h *harness) refuseEvictions() (release func()) {
-	released := make(chan struct{})
-	h.mu.Lock()
-	h.evict = func(ns, name string) error {
-		select {
-		case <-released:
-			return nil
-		default:
-			return apierrors.NewTooManyRequests("disruption budget", 1)
-		}
-	}
-	h.mu.Unlock()
-	return func() { close(released) }
+	h.evicts.Refuse(func(string, string) error { return apierrors.NewTooManyRequests("disruption budget", 1) })
+	return func() { h.evicts.Refuse(nil) }
 }
 
 func (h *harness) runOnce(now time.Time) {
@@ -310,41 +268,10 @@ func pending(prefix string, count int, milliCPU, mem int64) []runtime.Object {
 
 func join(groups ...[]runtime.Object) []runtime.Object { return slices.Concat(groups...) }
 
-func resourceMilli(m int64) *resource.Quantity {
-	return resource.NewMilliQuantity(m, resource.DecimalSI)
-}
-
 // TestMain registers klog's flags so `go test ./core -args -v=4` shows the
 // decision logs.
 func TestMain(m *testing.M) {
 	klog.InitFlags(nil)
 	flag.Parse()
 	os.Exit(m.Run())
-}
-
-// withReplicaSets adds the ReplicaSets the pods in objs say they belong to
-// (3 replicas each, none for names starting with "gone-"), so the drain
-// rules find their controllers.
-func withReplicaSets(objs []runtime.Object) []runtime.Object {
-	seen := map[string]bool{}
-	out := append([]runtime.Object(nil), objs...)
-	for _, o := range objs {
-		p, ok := o.(*apiv1.Pod)
-		if !ok {
-			continue
-		}
-		for _, ref := range p.OwnerReferences {
-			key := p.Namespace + "/" + ref.Name
-			if ref.Kind != "ReplicaSet" || seen[key] || strings.HasPrefix(ref.Name, "gone-") {
-				continue
-			}
-			seen[key] = true
-			replicas := int32(3)
-			out = append(out, &appsv1.ReplicaSet{
-				ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: p.Namespace, UID: ref.UID},
-				Spec:       appsv1.ReplicaSetSpec{Replicas: &replicas},
-			})
-		}
-	}
-	return out
 }

@@ -2,45 +2,38 @@ package actuation
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 )
 
-// emptyGroup: group g1 (min 0, max 10) of n empty nodes, each planned for
-// removal.
-func emptyGroup(n int) (*test.Provider, []runtime.Object, []*scaledown.UnneededNode) {
-	p := test.NewProvider()
-	p.AddNodeGroup("g1", 0, 10, n, test.BuildTemplate("g1", 2000, 4*test.GiB, nil))
-	var objs []runtime.Object
+// emptyGroup: group g1 of n empty nodes, each planned for removal.
+func emptyGroup(n int) (*sdtest.Cluster, []*scaledown.UnneededNode) {
+	c := sdtest.NewCluster("g1", 0, n)
 	var unneeded []*scaledown.UnneededNode
-	for i := range n {
-		node := test.BuildNode(fmt.Sprintf("g1-n%d", i), 2000, 4*test.GiB)
-		p.AddNode("g1", node)
-		objs = append(objs, node)
+	for _, node := range c.Nodes {
 		unneeded = append(unneeded, &scaledown.UnneededNode{Node: node, GroupID: "g1", Empty: true})
 	}
-	return p, objs, unneeded
+	return c, unneeded
 }
 
 // A bulk deletion that fails part-way: the nodes the cloud did delete keep
 // their taint (nothing may be scheduled there), the others are untainted,
 // and the tracker hears one removal deleted and two failed.
 func TestDeleteEmptyFailingPartWay(t *testing.T) {
-	p, objs, unneeded := emptyGroup(3)
+	c, unneeded := emptyGroup(3)
+	p := c.Provider
 	p.Group("g1").FailDeletesAfter(1)
-	kube := fake.NewClientset(objs...)
+	kube := fake.NewClientset(c.Objects()...)
 	outcomes := map[string]deletiontracker.Outcome{}
 	removals := deletiontracker.New(func(node, _ string, o deletiontracker.Outcome) { outcomes[node] = o })
 	opts := config.Defaults()

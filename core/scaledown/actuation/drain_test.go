@@ -6,36 +6,14 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 )
-
-// evictingClientset serves the objects; an eviction deletes the pod and
-// records the grace period it asked for, by pod.
-func evictingClientset(objs ...runtime.Object) (*fake.Clientset, map[string]int64) {
-	kube := fake.NewClientset(objs...)
-	graces := map[string]int64{}
-	kube.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
-		if ev.DeleteOptions != nil && ev.DeleteOptions.GracePeriodSeconds != nil {
-			graces[ev.Namespace+"/"+ev.Name] = *ev.DeleteOptions.GracePeriodSeconds
-		}
-		return true, nil, kube.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ev.Namespace, ev.Name)
-	})
-	return kube, graces
-}
 
 // An evicted pod gets its own termination grace period, capped at
 // --max-graceful-termination-sec.
@@ -52,21 +30,21 @@ func TestEvictionGracePeriod(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, objs, unneeded := emptyGroup(1)
-			pod := test.BuildScheduledPod("light", 200, 256*test.MiB, "rs-light", "g1-n0")
+			c, unneeded := emptyGroup(1)
+			pod := c.Pod("light", 200, "rs-light", "g1-n0")
 			pod.Spec.TerminationGracePeriodSeconds = tc.pod
-			kube, graces := evictingClientset(append(objs, pod)...)
+			kube := sdtest.NewKube(c.Objects()...)
 			unneeded[0].Empty, unneeded[0].PodsToEvict = false, []*apiv1.Pod{pod}
 			opts := config.Defaults()
 			opts.NodeDeleteDelayAfterTaint = 0
 			opts.MaxGracefulTerminationSec = tc.flag
-			a := New(opts, Deps{Kube: kube, Provider: p, Recorder: record.NewFakeRecorder(100),
+			a := New(opts, Deps{Kube: kube, Provider: c.Provider, Recorder: record.NewFakeRecorder(100),
 				StatusRef: &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"}, Removals: deletiontracker.New()},
 				Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))
 
 			a.Drain(context.Background(), unneeded)
 
-			if got, ok := graces["default/light"]; !ok || got != tc.grace {
+			if got, ok := kube.Grace("default/light"); !ok || got != tc.grace {
 				t.Fatalf("eviction grace period = %d (sent: %v), want %d", got, ok, tc.grace)
 			}
 		})
@@ -77,23 +55,24 @@ func TestEvictionGracePeriod(t *testing.T) {
 // evicted each with its own priority group's grace period, as upstream's
 // EvictDaemonSetPods does, not all with the lowest group's.
 func TestEmptyNodeDaemonSetPodsByDrainPriority(t *testing.T) {
-	p, objs, unneeded := emptyGroup(1)
+	c, unneeded := emptyGroup(1)
 	low := test.BuildDaemonSetPod("ds-low", 100, 64*test.MiB, "logs", "g1-n0")
 	high := test.BuildDaemonSetPod("ds-high", 100, 64*test.MiB, "csi", "g1-n0")
 	high.Spec.Priority = ptr.To[int32](2000001000)
-	kube, graces := evictingClientset(append(objs, low, high)...)
+	c.Pods = append(c.Pods, low, high)
+	kube := sdtest.NewKube(c.Objects()...)
 	opts := config.Defaults()
 	opts.NodeDeleteDelayAfterTaint = 0
 	opts.DaemonSetEvictionForEmptyNodes = true
 	opts.DrainPriorities = []config.DrainPriority{{Priority: 0, GracePeriodSeconds: 10}, {Priority: 1000, GracePeriodSeconds: 120}}
-	a := New(opts, Deps{Kube: kube, Provider: p, Recorder: record.NewFakeRecorder(100),
+	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Recorder: record.NewFakeRecorder(100),
 		StatusRef: &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"}, Removals: deletiontracker.New()},
 		Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))
 
 	a.DeleteEmpty(context.Background(), unneeded)
 
 	for pod, want := range map[string]int64{"default/ds-low": 10, "default/ds-high": 120} {
-		if got, ok := graces[pod]; !ok || got != want {
+		if got, ok := kube.Grace(pod); !ok || got != want {
 			t.Errorf("%s: eviction grace period = %d (sent: %v), want %d", pod, got, ok, want)
 		}
 	}
