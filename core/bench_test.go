@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,6 +101,45 @@ func BenchmarkRunOnce(b *testing.B) {
 	b.Run("1000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50, false) })
 	b.Run("1000-unneeded-pod-churn", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50, true) })
 	b.Run("5000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 100, 50, false) })
+	b.Run("1000-ramp", benchmarkRunOnceRamp)
+}
+
+// benchmarkRunOnceRamp: the cluster of 1000-unneeded with the production
+// candidate limits (--scale-down-non-empty-candidates-count=30): each loop
+// finds 30 more unneeded nodes, so the candidates change every loop and the
+// whole-loop reuse never applies (hack/bench's window at 1,000 nodes). Ten
+// untimed loops first (300 nodes known), then one loop per iteration.
+func benchmarkRunOnceRamp(b *testing.B) {
+	klog.SetOutput(discard{})
+	klog.LogToStderr(false)
+	b.Cleanup(func() { klog.LogToStderr(true) })
+	p, objs := benchNodes(benchShape{groups: 20, nodesPerGroup: 50, nodeCPU: 2000, nodeMem: 4 * test.GiB,
+		podsPerNode: 2, podCPU: 50, podMem: 64 * test.MiB, replicaSets: 100})
+	h := newHarness(b, testOptions(), p, objs...)
+	h.a.recorder = &record.FakeRecorder{}
+	h.a.rebuild()
+	now := t0
+	for i := 0; i < 10; i++ {
+		h.runOnce(now)
+		now = now.Add(10 * time.Second)
+	}
+	known, reused := len(h.a.planner.Unneeded()), h.a.planner.Reused()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.runOnce(now)
+		now = now.Add(10 * time.Second)
+	}
+	b.StopTimer()
+	if got := len(h.a.planner.Unneeded()); got <= known {
+		b.Fatalf("%d unneeded nodes after the timed loops, %d before: not a ramp", got, known)
+	}
+	if h.a.planner.Reused()-reused < known*b.N {
+		b.Fatalf("%d node simulations reused in %d loops, want at least the %d nodes known before each", h.a.planner.Reused()-reused, b.N, known)
+	}
+	if len(deletions(h.provider)) != 0 {
+		b.Fatalf("removed nodes before their unneeded time: %v", deletions(h.provider))
+	}
 }
 
 // benchmarkRunOnceUnneeded: groups × nodesPerGroup nodes (2 cpu, 4 GiB), each

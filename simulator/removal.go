@@ -30,6 +30,9 @@ func NewRemovalSimulator(c *PredicateChecker, s *ClusterSnapshot, opts drain.Opt
 type NodeToBeRemoved struct {
 	Node             *apiv1.Node
 	PodsToReschedule []*apiv1.Pod
+	// Destinations[i] is the node the simulation placed PodsToReschedule[i]
+	// on: what ReplayNodeRemoval repeats.
+	Destinations []string
 }
 
 // UnremovableNode is a node that cannot go, and why.
@@ -63,7 +66,35 @@ func (u *UnremovableNode) String() string {
 // is left with the node removed and its pods placed (the caller Forks to keep
 // or drop that); on failure the snapshot is unchanged.
 func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map[string]bool, pdbs []*policyv1.PodDisruptionBudget, now time.Time) (*NodeToBeRemoved, *UnremovableNode) {
+	return r.removeNode(nodeName, destinations, pdbs, now, nil)
+}
+
+// ReplayNodeRemoval repeats a removal SimulateNodeRemoval found on a
+// snapshot in the same state (the caller's to know: the same content, and
+// the same removals before it): the node goes and each pod that must leave
+// is placed where prev placed it, without running the scheduler's plugins
+// again. It gives up (false, snapshot unchanged) when the pods to move are
+// not prev's, one by one, or a destination is no longer in the snapshot or
+// in destinations, or a pod holds claims (their devices are allocated by
+// the search): the caller then simulates.
+func (r *RemovalSimulator) ReplayNodeRemoval(prev *NodeToBeRemoved, destinations map[string]bool, pdbs []*policyv1.PodDisruptionBudget, now time.Time) (*NodeToBeRemoved, bool) {
+	if prev == nil || prev.Node == nil || len(prev.Destinations) != len(prev.PodsToReschedule) {
+		return nil, false
+	}
+	removal, unremovable := r.removeNode(prev.Node.Name, destinations, pdbs, now, prev)
+	if removal == nil || unremovable != nil {
+		return nil, false
+	}
+	return removal, true
+}
+
+// removeNode is SimulateNodeRemoval, or with replay its repetition: then it
+// returns (nil, nil) when replay does not apply.
+func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]bool, pdbs []*policyv1.PodDisruptionBudget, now time.Time, replay *NodeToBeRemoved) (*NodeToBeRemoved, *UnremovableNode) {
 	info, found := r.snapshot.nodes[nodeName]
+	if !found && replay != nil {
+		return nil, nil
+	}
 	if !found {
 		klog.Warningf("Scale-down simulation: node %s is not in the cluster snapshot", nodeName)
 		return nil, &UnremovableNode{Node: &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, Reason: NoNodeInfo}
@@ -79,6 +110,9 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 	}
 
 	toMove, blocking := drain.PodsToMove(pods, pdbs, r.opts, now)
+	if replay != nil && (blocking != nil || !r.replayable(replay, toMove, destinations)) {
+		return nil, nil
+	}
 	if blocking != nil {
 		klog.V(2).Infof("Node %s cannot be removed: pod %s/%s blocks it (%s)", nodeName, blocking.Pod.Namespace, blocking.Pod.Name, blocking.Reason)
 		return nil, &UnremovableNode{Node: node, Reason: BlockedByPod, BlockingPod: blocking}
@@ -102,10 +136,24 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 	}
 	// Equivalent pods resume where the previous one landed.
 	hints := map[uint64]int{}
-	for _, p := range toMove {
+	placedOn := make([]string, 0, len(toMove))
+	for i, p := range toMove {
 		moved := withNodeName(p, "")
-		h := r.checker.hints.hash(moved)
-		idx, dest, pf, err := r.checker.fitsAnyNode(r.snapshot, moved, match, hints[h])
+		var (
+			dest string
+			pf   *preFilterOutcome
+			err  error
+		)
+		if replay != nil {
+			dest = replay.Destinations[i]
+		} else {
+			h := r.checker.hints.hash(moved)
+			var idx int
+			idx, dest, pf, err = r.checker.fitsAnyNode(r.snapshot, moved, match, hints[h])
+			if err == nil {
+				hints[h] = idx
+			}
+		}
 		if err != nil {
 			r.snapshot.Revert()
 			if pe, ok := err.(*PredicateError); ok && pe.IsInternal() {
@@ -115,7 +163,7 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 			klog.V(2).Infof("Node %s cannot be removed: pod %s/%s has no place to go: %v", nodeName, p.Namespace, p.Name, err)
 			return nil, &UnremovableNode{Node: node, Reason: NoPlaceToMovePods}
 		}
-		hints[h] = idx
+		placedOn = append(placedOn, dest)
 		if err := r.checker.reserveClaims(r.snapshot, pf, moved, dest); err != nil {
 			r.snapshot.Revert()
 			klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
@@ -155,7 +203,28 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 	if v := klog.V(4); v.Enabled() {
 		v.Infof("Node %s can be removed: its %d pods to move fit elsewhere", nodeName, len(toMove))
 	}
-	return &NodeToBeRemoved{Node: node, PodsToReschedule: toMove}, nil
+	return &NodeToBeRemoved{Node: node, PodsToReschedule: toMove, Destinations: placedOn}, nil
+}
+
+// replayable: toMove are replay's pods (same objects by UID and version, in
+// order), none holds claims, and every destination is still in the snapshot
+// and allowed.
+func (r *RemovalSimulator) replayable(replay *NodeToBeRemoved, toMove []*apiv1.Pod, destinations map[string]bool) bool {
+	if len(toMove) != len(replay.PodsToReschedule) {
+		return false
+	}
+	for i, p := range toMove {
+		q := replay.PodsToReschedule[i]
+		if p.UID != q.UID || p.Namespace != q.Namespace || p.Name != q.Name || p.ResourceVersion != q.ResourceVersion ||
+			len(p.Spec.ResourceClaims) > 0 {
+			return false
+		}
+		d := replay.Destinations[i]
+		if _, ok := r.snapshot.nodes[d]; !ok || d == replay.Node.Name || destinations != nil && !destinations[d] {
+			return false
+		}
+	}
+	return true
 }
 
 // hintHashes caches schedulingHash for the removal simulation's hints, by

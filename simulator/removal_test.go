@@ -146,3 +146,58 @@ func TestSimulateNodeRemoval(t *testing.T) {
 		}
 	})
 }
+
+// A replay repeats a removal on a snapshot in the same state: the same
+// snapshot content as a fresh simulation, without the search. It gives up,
+// the snapshot untouched, when the node's pods to move or a destination are
+// not those of the removal it repeats.
+func TestReplayNodeRemoval(t *testing.T) {
+	c := testChecker(t)
+	now := time.Now()
+	nodes := []*apiv1.Node{Node("n1", 2000, 4*GiB), Node("n2", 2000, 4*GiB), Node("n3", 2000, 4*GiB)}
+	pods := []*apiv1.Pod{rsPod("a", 500, "n1"), rsPod("b", 500, "n1"), rsPod("c", 1600, "n2"), rsPod("d", 800, "n3")}
+	first, bad := NewRemovalSimulator(c, snapshotOf(t, nodes, pods), defaultDrain).SimulateNodeRemoval("n1", nil, nil, now)
+	if bad != nil {
+		t.Fatal(bad)
+	}
+	if got := first.Destinations; len(got) != 2 || got[0] != "n3" || got[1] != "n3" {
+		t.Fatalf("destinations %v, want [n3 n3]", got)
+	}
+
+	t.Run("same state", func(t *testing.T) {
+		s := snapshotOf(t, nodes, pods)
+		r, ok := NewRemovalSimulator(c, s, defaultDrain).ReplayNodeRemoval(first, nil, nil, now)
+		if !ok || len(r.PodsToReschedule) != 2 || s.HasNode("n1") || requestedCPU(t, s, "n3") != 1800 {
+			t.Fatalf("replay: ok %v, removal %+v; n1 kept %v, n3 requested %d; want n1 gone, a and b on n3",
+				ok, r, s.HasNode("n1"), requestedCPU(t, s, "n3"))
+		}
+	})
+	refused := []struct {
+		name  string
+		pods  []*apiv1.Pod
+		nodes []*apiv1.Node
+		dest  map[string]bool
+	}{
+		{"a pod added to the node", append([]*apiv1.Pod{rsPod("e", 100, "n1")}, pods...), nodes, nil},
+		{"a pod of the node changed", append([]*apiv1.Pod{withVersion(rsPod("a", 500, "n1"), "2")}, pods[1:]...), nodes, nil},
+		{"the destination gone", pods, nodes[:2], nil},
+		{"the destination no longer allowed", pods, nodes, map[string]bool{"n2": true}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapshotOf(t, tc.nodes, tc.pods)
+			version := s.Version()
+			if r, ok := NewRemovalSimulator(c, s, defaultDrain).ReplayNodeRemoval(first, tc.dest, nil, now); ok {
+				t.Fatalf("replayed %+v, want refused", r)
+			}
+			if s.Version() != version || !s.HasNode("n1") || s.ForkDepth() != 0 {
+				t.Fatalf("a refused replay changed the snapshot")
+			}
+		})
+	}
+}
+
+func withVersion(p *apiv1.Pod, rv string) *apiv1.Pod {
+	p.ResourceVersion = rv
+	return p
+}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"encoding/binary"
+	"hash"
 	"hash/fnv"
 	"sort"
 
@@ -19,6 +20,17 @@ import (
 // re-simulate every unneeded node, to the same answer: at 1,000 nodes that
 // was nearly all of a loop's CPU.
 //
+// When the candidates changed (a loop of the ramp, where each loop finds
+// --scale-down-non-empty-candidates-count more unneeded nodes), each
+// node's own simulation is reused instead (records): its outcome holds when
+// the snapshot is in the state the previous loop simulated it in, i.e. the
+// same content, destinations and PDBs at the start (base), the same
+// removals committed before it, in the same order (before: failed
+// simulations change nothing), and the node with the same pods to move.
+// A removable node is then replayed: removed, its pods placed where they
+// went, without the scheduler's plugins; the replay itself checks the pods
+// and destinations and falls back to simulating.
+//
 // Not reused: after a loop whose --scale-down-simulation-timeout cut it
 // short (where it stopped depends on the clock), and with DRA objects in
 // the cluster (claims allocated in a simulation do not show in the
@@ -31,6 +43,20 @@ type simulationMemo struct {
 	// skipped and found are the budget's counts, for the loop's log line.
 	skipped, found int
 	why            string
+	// records are the loop's simulations by node name.
+	records map[string]memoRecord
+}
+
+// memoRecord is one node's simulation: its inputs, the removals committed
+// before it (as a chain hash starting from the loop's base), and its
+// outcome (removal, or why it stays).
+type memoRecord struct {
+	input, before uint64
+	removal       *simulator.NodeToBeRemoved
+	// stays: the node is not removable, for reason (detail says why).
+	stays  bool
+	reason simulator.UnremovableReason
+	detail string
 }
 
 type memoResult struct {
@@ -46,44 +72,85 @@ type memoNote struct {
 	detail string
 }
 
-// simulationKey hashes what simulate reads besides the snapshot's content.
-func (p *Planner) simulationKey(version uint64, cands []candidate, dest map[string]bool, pdbs []*policyv1.PodDisruptionBudget) uint64 {
-	h := fnv.New64a()
-	var buf [8]byte
-	num := func(v uint64) {
-		binary.LittleEndian.PutUint64(buf[:], v)
-		_, _ = h.Write(buf[:])
-	}
-	str := func(s string) {
-		num(uint64(len(s)))
-		_, _ = h.Write([]byte(s))
-	}
-	num(version)
-	num(uint64(len(cands)))
-	for _, c := range cands {
+// simulationKey hashes what simulate reads besides the snapshot's content
+// (in base): the candidates in order, each with its inputs and whether it
+// was already unneeded.
+func (p *Planner) simulationKey(base uint64, cands []candidate, inputs []uint64) uint64 {
+	h := newHasher()
+	h.num(base)
+	h.num(uint64(len(cands)))
+	for i, c := range cands {
 		_, known := p.unneeded[c.node.Name]
-		str(c.node.Name)
-		str(c.groupID)
-		num(flags(c.empty, c.unready, known))
-		writePods(num, c.toMove)
+		h.num(inputs[i])
+		h.num(flags(known))
 	}
+	return h.sum()
+}
+
+// baseKey hashes what every simulation of a loop starts from: the
+// snapshot's content, the destinations and the PDBs.
+func baseKey(version uint64, dest map[string]bool, pdbs []*policyv1.PodDisruptionBudget) uint64 {
+	h := newHasher()
+	h.num(version)
 	names := make([]string, 0, len(dest))
 	for n := range dest {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	num(uint64(len(names)))
+	h.num(uint64(len(names)))
 	for _, n := range names {
-		str(n)
+		h.str(n)
 	}
-	num(uint64(len(pdbs)))
+	h.num(uint64(len(pdbs)))
 	for _, b := range pdbs {
-		str(string(b.UID))
-		str(b.Namespace + "/" + b.Name)
-		str(b.ResourceVersion)
+		h.str(string(b.UID))
+		h.str(b.Namespace + "/" + b.Name)
+		h.str(b.ResourceVersion)
 	}
-	return h.Sum64()
+	return h.sum()
 }
+
+// candidateKey hashes what a node's own simulation reads of the candidate.
+func candidateKey(c candidate) uint64 {
+	h := newHasher()
+	h.str(c.node.Name)
+	h.str(c.groupID)
+	h.num(flags(c.empty, c.unready))
+	writePods(h.num, c.toMove)
+	return h.sum()
+}
+
+// chain extends the hash of the removals committed so far with one more.
+func chain(before uint64, r *simulator.NodeToBeRemoved) uint64 {
+	h := newHasher()
+	h.num(before)
+	h.str(r.Node.Name)
+	h.num(uint64(len(r.Destinations)))
+	for i, d := range r.Destinations {
+		h.str(string(r.PodsToReschedule[i].UID))
+		h.str(d)
+	}
+	return h.sum()
+}
+
+type hasher struct {
+	h   hash.Hash64
+	buf [8]byte
+}
+
+func newHasher() *hasher { return &hasher{h: fnv.New64a()} }
+
+func (h *hasher) num(v uint64) {
+	binary.LittleEndian.PutUint64(h.buf[:], v)
+	_, _ = h.h.Write(h.buf[:])
+}
+
+func (h *hasher) str(s string) {
+	h.num(uint64(len(s)))
+	_, _ = h.h.Write([]byte(s))
+}
+
+func (h *hasher) sum() uint64 { return h.h.Sum64() }
 
 func flags(bs ...bool) uint64 {
 	var v uint64
@@ -116,3 +183,7 @@ func writePods(num func(uint64), pods []*apiv1.Pod) {
 // Simulated counts the loops that ran the removal simulations (the others
 // reused the previous loop's).
 func (p *Planner) Simulated() int { return p.simulated }
+
+// Reused counts the nodes whose previous simulation a simulating loop
+// reused instead of simulating them again.
+func (p *Planner) Reused() int { return p.reused }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 
@@ -42,8 +43,9 @@ type Planner struct {
 	unremovable *unremovableNodes
 	requests    *requestsCache
 	memo        simulationMemo
-	// simulated counts loops that ran the removal simulations.
-	simulated int
+	// simulated counts loops that ran the removal simulations; reused,
+	// nodes whose previous simulation such a loop reused.
+	simulated, reused int
 }
 
 // New returns a planner that judges pods by drainOpts.
@@ -96,17 +98,23 @@ func (p *Planner) Update(in scaledown.PlannerInput) error {
 
 // sortCandidates orders the simulations: empty nodes first (they add no load
 // elsewhere), then nodes already unneeded (so the non-empty limit does not
-// reset their timers), then the least utilized.
+// reset their timers), the longest unneeded first (a node found this loop
+// never takes the room a node waiting longer moves its pods to), then the
+// least utilized. A loop thus simulates the previous loop's unneeded nodes
+// in the previous loop's order, which lets it reuse their simulations
+// (simulationMemo).
 func (p *Planner) sortCandidates(cands []candidate) {
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if a.empty != b.empty {
 			return a.empty
 		}
-		_, ua := p.unneeded[a.node.Name]
-		_, ub := p.unneeded[b.node.Name]
-		if ua != ub {
-			return ua
+		ua, ub := p.unneeded[a.node.Name], p.unneeded[b.node.Name]
+		if (ua != nil) != (ub != nil) {
+			return ua != nil
+		}
+		if ua != nil && !ua.Since.Equal(ub.Since) {
+			return ua.Since.Before(ub.Since)
 		}
 		if a.util.Utilization != b.util.Utilization {
 			return a.util.Utilization < b.util.Utilization
@@ -153,18 +161,29 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 	}
 	dest := destinations(in)
 	pdbs := in.PDBs
-	key := p.simulationKey(snap.Version(), cands, dest, pdbs)
+	base := baseKey(snap.Version(), dest, pdbs)
+	inputs := make([]uint64, len(cands))
+	for i, c := range cands {
+		inputs[i] = candidateKey(c)
+	}
+	key := p.simulationKey(base, cands, inputs)
 	memoOK := snap.DRA() == nil || snap.DRA().Empty()
 	if memoOK && p.memo.valid && p.memo.key == key {
 		return p.replay(cands, in), nil
 	}
 	p.simulated++
-	p.memo = simulationMemo{key: key}
+	last := p.memo.records
+	if !memoOK || !p.memo.valid {
+		last = nil
+	}
+	p.memo = simulationMemo{key: key, records: make(map[string]memoRecord, len(last))}
 	snap.Fork()
 	defer snap.Revert()
 	rs := simulator.NewRemovalSimulator(p.checker, snap, p.drainOpts)
 	budget := p.newCandidateBudget(len(in.Nodes))
-	for _, c := range cands {
+	// chained names the removals committed so far (see memoRecord).
+	chained := base
+	for i, c := range cands {
 		_, known := p.unneeded[c.node.Name]
 		fresh := !c.empty && !known
 		if fresh {
@@ -177,14 +196,24 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 		}
 		wasDest := dest[c.node.Name]
 		delete(dest, c.node.Name)
-		removal, unremovable := rs.SimulateNodeRemoval(c.node.Name, dest, pdbs, in.Now)
-		if unremovable != nil {
+		rec := memoRecord{input: inputs[i], before: chained}
+		if !p.reuse(rs, last[c.node.Name], &rec, dest, pdbs, in.Now) {
+			removal, unremovable := rs.SimulateNodeRemoval(c.node.Name, dest, pdbs, in.Now)
+			if unremovable != nil {
+				rec.stays, rec.reason, rec.detail = true, unremovable.Reason, describeUnremovable(unremovable)
+			}
+			rec.removal = removal
+		}
+		p.memo.records[c.node.Name] = rec
+		if rec.stays {
 			if wasDest {
 				dest[c.node.Name] = true
 			}
-			p.note(c.node.Name, unremovable.Reason, describeUnremovable(unremovable))
+			p.note(c.node.Name, rec.reason, rec.detail)
 			continue
 		}
+		removal := rec.removal
+		chained = chain(chained, removal)
 		if fresh {
 			budget.found++
 		}
@@ -207,6 +236,29 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 	}
 	p.memo.valid = memoOK && !budget.timedOut
 	return next, nil
+}
+
+// reuse fills cur with the previous loop's outcome of the node's simulation
+// when prev was simulated from the state this one is in (the same inputs
+// and chain), replaying its removal on the snapshot. False: the node must
+// be simulated. (A failure of the simulation itself is never reused.)
+func (p *Planner) reuse(rs *simulator.RemovalSimulator, prev memoRecord, cur *memoRecord, dest map[string]bool,
+	pdbs []*policyv1.PodDisruptionBudget, now time.Time) bool {
+	if prev.input != cur.input || prev.before != cur.before || prev.removal == nil && !prev.stays ||
+		prev.stays && prev.reason == simulator.UnexpectedError {
+		return false
+	}
+	if prev.stays {
+		cur.stays, cur.reason, cur.detail = true, prev.reason, prev.detail
+	} else {
+		r, ok := rs.ReplayNodeRemoval(prev.removal, dest, pdbs, now)
+		if !ok {
+			return false
+		}
+		cur.removal = r
+	}
+	p.reused++
+	return true
 }
 
 // note records why a simulated node stays, for this loop and its replays.
