@@ -11,6 +11,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -126,6 +127,10 @@ type Autoscaler struct {
 	// statusCM is the status ConfigMap as the last write returned it (nil
 	// after a failed write: the next one reads it again).
 	statusCM *apiv1.ConfigMap
+	// deletedGroups are the autoprovisioned groups deleted so far, each
+	// recorded once (see deleteNodeGroup); group IDs are never reused.
+	deletedGroupsMu sync.Mutex
+	deletedGroups   map[string]bool
 }
 
 // NewAutoscaler wires informers (nodes, pods, PDBs, DaemonSets, ConfigMaps in
@@ -144,7 +149,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
-	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health}
+	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{}}
 
 	// Managed fields are dropped from cached objects: with tens of thousands
 	// of pods they are a large share of the cache's memory.
@@ -245,6 +250,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	a.actuator = actuation.New(a.opts, actuation.Deps{
 		Kube: a.kube, Provider: a.provider, Recorder: a.recorder, StatusRef: scaleup.StatusConfigMapRef(a.opts),
 		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals, Nodes: a.nodes,
+		GroupGone: func(g cloudprovider.NodeGroup) { a.deleteNodeGroup(g) },
 	}, actuatorOptions...)
 	a.scaleDown = scaledown.New(a.opts, a.registry, a.planner, a.actuator, a.removals)
 	// Cooldowns start from the removals' ends.

@@ -74,7 +74,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	}); err != nil {
 		return err
 	}
-	a.deleteEmptyAutoprovisioned(now)
+	a.deleteEmptyAutoprovisioned()
 	a.minSizePhase(c, groups, sim.quotas, now)
 	return nil
 }
@@ -148,6 +148,13 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 	}
 	a.acted = true
 	a.reportGiveUps(gaveUp)
+	// Giving up on every node of a created pool may have deleted the pool
+	// in their place: recorded now, before a Refresh forgets it.
+	for _, g := range gaveUp {
+		if g.deleteErr == nil && g.plan.Group.Autoprovisioned() && !g.plan.Group.Exist() {
+			a.deleteNodeGroup(g.plan.Group)
+		}
+	}
 	// The targets changed: recount upcoming nodes before scaling up.
 	if err := a.updateClusterState(c.nodes, now); err != nil {
 		return nil, err

@@ -95,6 +95,11 @@ type manager struct {
 	// poolNames are the names of every listed pool, so a new pool's name
 	// never collides.
 	poolNames map[string]bool
+	// deleted are the pools this autoscaler deleted (by ID, never reused):
+	// their groups no longer exist, even those an older Refresh made, and
+	// a listing that still shows one while DOKS drains it makes no group
+	// of it. One entry per pool deleted in this process's life.
+	deleted map[string]bool
 }
 
 func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) *manager {
@@ -117,6 +122,7 @@ func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) 
 		notes:           map[string]string{},
 		predicted:       map[string]*godo.KubernetesNodeTemplate{},
 		poolNames:       map[string]bool{},
+		deleted:         map[string]bool{},
 	}
 }
 
@@ -207,6 +213,10 @@ func (m *manager) Refresh(ctx context.Context) error {
 				sizes[instanceID(n)] = p.Size
 			}
 		}
+		if m.isDeleted(p.ID) {
+			klog.V(2).Infof("node pool %s (%s) is being deleted: not a node group", p.Name, p.ID)
+			continue
+		}
 		v := selectPool(m.selection, p)
 		logVerdict(v, oldNotes[p.ID])
 		if v.refused != "" && v.note != oldNotes[p.ID] {
@@ -249,6 +259,8 @@ func (m *manager) Refresh(ctx context.Context) error {
 	problems := m.tagScopeProblem(pools)
 
 	m.mu.Lock()
+	// A pool deleted while it was being listed is no node group either.
+	groups = slices.DeleteFunc(groups, func(g *NodeGroup) bool { return m.deleted[g.id] })
 	for id := range m.counters {
 		if templates[id] == nil {
 			delete(m.counters, id) // the pool is gone or no longer a node group
@@ -404,6 +416,20 @@ func (m *manager) instanceSize(providerID string) (string, bool) {
 	defer m.mu.RUnlock()
 	s, ok := m.sizeByInstance[providerID]
 	return s, ok
+}
+
+// markDeleted records that this autoscaler deleted the pool.
+func (m *manager) markDeleted(poolID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deleted[poolID] = true
+}
+
+// isDeleted reports whether this autoscaler deleted the pool.
+func (m *manager) isDeleted(poolID string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.deleted[poolID]
 }
 
 // forget drops a deleted pool's group until the next Refresh.

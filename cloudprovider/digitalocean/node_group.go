@@ -2,6 +2,7 @@ package digitalocean
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -150,6 +151,9 @@ func (g *NodeGroup) IncreaseSize(delta int) error {
 		return fmt.Errorf("node group %s does not exist yet: create it first", g.id)
 	}
 	defer g.lockForChange()()
+	if err := g.deletedErrLocked(); err != nil {
+		return err
+	}
 	target := g.pool.Count + delta
 	if target > g.maxSize {
 		return fmt.Errorf("node pool %s: size increase too large: desired %d, max %d (current %d)", g.name, target, g.maxSize, g.pool.Count)
@@ -208,6 +212,9 @@ func (g *NodeGroup) DecreaseTargetSize(delta int) error {
 		return fmt.Errorf("node group %s does not exist yet", g.id)
 	}
 	defer g.lockForChange()()
+	if err := g.deletedErrLocked(); err != nil {
+		return err
+	}
 	target := g.pool.Count + delta
 	if target < g.minSize {
 		return fmt.Errorf("node pool %s: size decrease too large: desired %d, min %d (current %d)", g.name, target, g.minSize, g.pool.Count)
@@ -254,11 +261,21 @@ func (g *NodeGroup) findNodeLocked(node *apiv1.Node) (*godo.KubernetesNode, erro
 // drained them) and no replacement; each deletion lowers the count by one.
 // Every node is checked before the first call; the cached count follows
 // each successful deletion, so a failure part-way leaves it right.
+//
+// When the nodes are every node left in a pool this autoscaler created
+// (see wholePoolLocked), the pool itself is deleted instead, with one
+// DeleteNodePool: the pool is not left behind at a count of 0. The group
+// then no longer exists (Exist is false, its target 0, its nodes draining)
+// and Delete, which the core calls on an emptied autoprovisioned group,
+// has nothing left to do.
 func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
 	if g.planned != nil {
 		return fmt.Errorf("node group %s does not exist yet", g.id)
 	}
 	defer g.lockForChange()()
+	if err := g.deletedErrLocked(); err != nil {
+		return err
+	}
 	var targets []*godo.KubernetesNode
 	seen := map[string]bool{}
 	for _, node := range nodes {
@@ -282,6 +299,9 @@ func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
 	if g.pool.Count-len(targets) < g.minSize {
 		return fmt.Errorf("node pool %s: deleting %d nodes would take the count from %d below the minimum of %d", g.name, len(targets), g.pool.Count, g.minSize)
 	}
+	if g.wholePoolLocked(targets) {
+		return g.deletePoolLocked(targets)
+	}
 	for i, n := range targets {
 		klog.Infof("node pool %s (%s): deleting node %s (%s, droplet %s) with skip_drain", g.name, g.id, n.Name, n.ID, n.DropletID)
 		if err := g.m.client.deleteNode(g.m.ctx, g.id, n.ID); err != nil {
@@ -290,6 +310,56 @@ func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
 		g.pool.Count--
 		g.gen = g.counter.store(g.pool.Count)
 		n.Status = &godo.KubernetesNodeStatus{State: "deleting"}
+	}
+	return nil
+}
+
+// wholePoolLocked reports whether deleting targets would remove every
+// node of a pool this autoscaler created, with autoprovisioning on: the
+// count falls to 0 and each of the pool's other nodes is already being
+// deleted. A pool without TagAutoprovisioned never qualifies, whatever its
+// min: its last node is deleted as any other.
+func (g *NodeGroup) wholePoolLocked(targets []*godo.KubernetesNode) bool {
+	if g.m.autoprovisioning == nil || !isAutoprovisioned(g.pool) || g.pool.Count != len(targets) {
+		return false
+	}
+	for _, n := range g.pool.Nodes {
+		if slices.Contains(targets, n) || (n.Status != nil && (n.Status.State == "deleting" || n.Status.State == "draining")) {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// deletePoolLocked deletes the pool in place of its last nodes. DOKS drains
+// and deletes them after its 204 (the API has no skip_drain for a pool: the
+// core has drained them already, DaemonSet pods are all a second drain
+// finds).
+func (g *NodeGroup) deletePoolLocked(targets []*godo.KubernetesNode) error {
+	names := make([]string, len(targets))
+	for i, n := range targets {
+		names[i] = n.Name
+	}
+	klog.InfoS("Deleting node pool in place of its last nodes", "pool", g.name, "id", g.id, "nodes", names)
+	if err := g.m.client.deleteNodePool(g.m.ctx, g.id); err != nil {
+		return fmt.Errorf("node pool %s: deleting the pool in place of its last %d node(s): %w", g.name, len(targets), err)
+	}
+	g.m.markDeleted(g.id)
+	g.pool.Count = 0
+	g.gen = g.counter.store(0)
+	for _, n := range g.pool.Nodes {
+		if n.Status == nil || (n.Status.State != "deleting" && n.Status.State != "draining") {
+			n.Status = &godo.KubernetesNodeStatus{State: "draining"}
+		}
+	}
+	return nil
+}
+
+// deletedErrLocked refuses a change to a pool this autoscaler deleted.
+func (g *NodeGroup) deletedErrLocked() error {
+	if g.m.isDeleted(g.id) {
+		return fmt.Errorf("node pool %s (%s) was deleted", g.name, g.id)
 	}
 	return nil
 }
@@ -363,8 +433,8 @@ func (g *NodeGroup) TemplateNodeInfo() (*framework.NodeInfo, error) {
 }
 
 // Exist is false for a group NewNodeGroup described and Create has not
-// made yet.
-func (g *NodeGroup) Exist() bool { return g.planned == nil }
+// made yet, and for a pool this autoscaler deleted.
+func (g *NodeGroup) Exist() bool { return g.planned == nil && !g.m.isDeleted(g.id) }
 
 // Create makes the pool of a planned group with one node; CreateWithSize
 // makes it with the nodes the pending pods need in one call, which the core
@@ -382,21 +452,26 @@ func (g *NodeGroup) CreateWithSize(count int) (cloudprovider.NodeGroup, error) {
 
 // Delete deletes the pool with DeleteNodePool; DOKS drains and deletes its
 // nodes. Only a pool this autoscaler created (TagAutoprovisioned) is ever
-// deleted: any other is refused whatever the caller thinks.
+// deleted: any other is refused whatever the caller thinks. A pool
+// DeleteNodes already deleted with its last nodes is only forgotten.
 func (g *NodeGroup) Delete() error {
 	if g.planned != nil {
 		return fmt.Errorf("node group %s does not exist", g.id)
 	}
-	g.mu.Lock()
-	owned := isAutoprovisioned(g.pool)
-	g.mu.Unlock()
-	if !owned {
+	defer g.lockForChange()()
+	if g.m.isDeleted(g.id) {
+		klog.V(2).InfoS("Node pool already deleted with its last nodes", "name", g.name, "id", g.id)
+		g.m.forget(g.id)
+		return nil
+	}
+	if !isAutoprovisioned(g.pool) {
 		return fmt.Errorf("node pool %s (%s) has no tag %s: it was not created by this autoscaler and is never deleted by it", g.name, g.id, TagAutoprovisioned)
 	}
 	klog.InfoS("Deleting node pool", "name", g.name, "id", g.id)
 	if err := g.m.client.deleteNodePool(g.m.ctx, g.id); err != nil {
 		return fmt.Errorf("deleting node pool %s (%s): %w", g.name, g.id, err)
 	}
+	g.m.markDeleted(g.id)
 	g.m.forget(g.id)
 	return nil
 }

@@ -113,6 +113,9 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 		s.mu.Lock()
 		s.counts[op]++
 		s.total++
+		if r.Method != http.MethodGet {
+			s.changes = append(s.changes, Change{Op: op, Pool: r.PathValue("pool"), Node: r.PathValue("node")})
+		}
 		limited, retryAfter := s.takeRateLimitLocked(now, w.Header())
 		if limited {
 			s.limited[op]++

@@ -154,6 +154,10 @@ func TestDeletePoolDrainsThenForgetsIt(t *testing.T) {
 	if _, err := c.Kubernetes.DeleteNodePool(ctx, testCluster, p.ID); statusOf(err) != 404 {
 		t.Errorf("second delete: %v, want 404", err)
 	}
+	want := []Change{{Op: OpDeleteNodePool, Pool: p.ID}, {Op: OpDeleteNodePool, Pool: p.ID}}
+	if got := s.Changes(); !slices.Equal(got, want) {
+		t.Errorf("changes %+v, want the two pool deletes and nothing else", got)
+	}
 	waitFor(t, s, "the pool's droplets to go", func() bool { return len(s.Pools()) == 0 })
 	// The name is free again.
 	if _, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{Name: "gone", Size: "s-2vcpu-4gb", Count: 1}); err != nil {

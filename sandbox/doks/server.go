@@ -143,6 +143,7 @@ type Server struct {
 	counts      map[string]int
 	total       int
 	limited     map[string]int // per operation, requests answered 429 by the rate limit (not injected faults)
+	changes     []Change
 	faults      []*Fault
 	rateLimit   int
 	minuteLimit int
@@ -461,6 +462,23 @@ func (s *Server) RateLimited(operation string) int {
 		n += c
 	}
 	return n
+}
+
+// Change is a request received to change pools or nodes (any method but
+// GET), with the IDs its path names.
+type Change struct {
+	// Op is the operation: OpCreateNodePool, OpDeleteNode, ...
+	Op string
+	// Pool and Node are the path's pool and node IDs ("" when none).
+	Pool, Node string
+}
+
+// Changes returns the changing requests received, oldest first, refused
+// ones included: tests tell from it what was asked, and in which order.
+func (s *Server) Changes() []Change {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Change(nil), s.changes...)
 }
 
 // TotalRequests is the number of requests received.

@@ -132,7 +132,9 @@ func (s *scenario) nothingCreated(pools int) func() error {
 // (a) A pod asking for 12 GiB in a cluster whose only pool is s-2vcpu-4gb: one pool of
 // the cheapest allowed size that fits is created, with the one node the pod needs and
 // no second pool while DOKS provisions it; the pod runs there. Once the Deployment is
-// deleted the pool's node is unneeded and the pool is deleted with DeleteNodePool.
+// deleted the pool's node is unneeded, scale-down removes it as usual, and since it is
+// the pool's last node the pool is deleted with DeleteNodePool in its place: no DELETE
+// of the node, no count of 0.
 func TestAutoprovisionCheapestFittingPoolCreatedThenDeleted(t *testing.T) {
 	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("small", 1, 1, 2)}, bootDelay: 3 * time.Second})
 	ca := s.startAutoscaler(napFlag, "--cloud-config="+s.napConfig("", "s-*", "m-*", "g-*"))
@@ -187,6 +189,18 @@ func TestAutoprovisionCheapestFittingPoolCreatedThenDeleted(t *testing.T) {
 	})
 	if n := s.sb.DOKS.RequestCount(doks.OpDeleteNodePool); n != 1 {
 		t.Errorf("%d DeleteNodePool requests, want 1", n)
+	}
+	var changed []doks.Change
+	for _, c := range s.sb.DOKS.Changes() {
+		if c.Pool == p.ID {
+			changed = append(changed, c)
+		}
+	}
+	if want := []doks.Change{{Op: doks.OpDeleteNodePool, Pool: p.ID}}; !slices.Equal(changed, want) {
+		t.Errorf("requests changing the created pool: %+v, want its DeleteNodePool alone (no node delete, no count change first)", changed)
+	}
+	if n := s.metric(ca, "cluster_autoscaler_scaled_down_nodes_total", map[string]string{"reason": "empty"}); n != 1 {
+		t.Errorf("scaled_down_nodes_total{reason=empty} = %v, want 1: the pool's node goes through scale-down", n)
 	}
 	if _, ok := s.sb.Pool("small"); !ok {
 		t.Error("the hand-made pool small is gone")

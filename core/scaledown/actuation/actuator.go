@@ -75,6 +75,10 @@ type Deps struct {
 	// Nodes reads nodes from the informer: their delay-deletion
 	// annotations, and how soon a taint shows there.
 	Nodes corelisters.NodeLister
+	// GroupGone, when set, hears of a group that no longer exists after
+	// DeleteNodes took its nodes: the provider deleted the whole group
+	// in their place (a DOKS pool node autoprovisioning created).
+	GroupGone func(cloudprovider.NodeGroup)
 }
 
 // Option changes how an actuator paces its work.
@@ -326,6 +330,9 @@ func (a *Actuator) deleteNodes(nodes []*apiv1.Node) (deleted map[string]bool, er
 	before, _ := g.Nodes() // nil on error: then only "deleting" counts
 	err = g.DeleteNodes(nodes)
 	if err == nil {
+		if !g.Exist() && a.deps.GroupGone != nil {
+			a.deps.GroupGone(g)
+		}
 		return nil, nil
 	}
 	after, lerr := g.Nodes()
