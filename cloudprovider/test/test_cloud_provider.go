@@ -20,7 +20,7 @@ import (
 
 // Call is one recorded provider call.
 type Call struct {
-	Method string   // IncreaseSize, AtomicIncreaseSize, DecreaseTargetSize, DeleteNodes, ForceDeleteNodes, Refresh, Cleanup
+	Method string   // IncreaseSize, AtomicIncreaseSize, DecreaseTargetSize, DeleteNodes, ForceDeleteNodes, Delete, Refresh, Cleanup
 	Group  string   // node group id ("" for provider-wide calls)
 	Delta  int      // for size changes
 	Nodes  []string // node names, for deletions
@@ -81,6 +81,20 @@ type NodeGroup struct {
 	// deleteLimit, when set, is how many nodes DeleteNodes deletes before
 	// it fails.
 	deleteLimit *int
+	// goesWithLastNodes: autoprovisioned, and deleted in place of its last
+	// nodes (see GoesWithLastNodes); gone once that happened.
+	goesWithLastNodes, gone bool
+}
+
+// GoesWithLastNodes makes the group an autoprovisioned one that the cloud
+// deletes in place of its last nodes, as the DigitalOcean provider deletes
+// a pool it created: a DeleteNodes that takes every instance left deletes
+// the group (Exist false, target 0), and Delete then drops it from
+// NodeGroups.
+func (g *NodeGroup) GoesWithLastNodes() {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	g.goesWithLastNodes = true
 }
 
 // AddNodeGroup adds a group with the given bounds, current target and
@@ -408,8 +422,14 @@ func (g *NodeGroup) del(method string, nodes []*apiv1.Node, respectMin bool) err
 	if err := g.errs[method]; err != nil {
 		return err
 	}
+	if g.gone {
+		return fmt.Errorf("node group %s was deleted", g.id)
+	}
 	if respectMin && g.target-len(nodes) < g.min {
 		return fmt.Errorf("cannot delete %d nodes: target %d would go below min %d", len(nodes), g.target, g.min)
+	}
+	if g.goesWithLastNodes && g.target == len(nodes) {
+		defer func() { g.gone = g.target == 0 }()
 	}
 	for k, n := range nodes {
 		if g.deleteLimit != nil && k == *g.deleteLimit {
@@ -500,18 +520,36 @@ func (g *NodeGroup) TemplateNodeInfo() (*framework.NodeInfo, error) {
 }
 
 // Exist implements cloudprovider.NodeGroup.
-func (g *NodeGroup) Exist() bool { return true }
+func (g *NodeGroup) Exist() bool {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	return !g.gone
+}
 
 // Create implements cloudprovider.NodeGroup.
 func (g *NodeGroup) Create() (cloudprovider.NodeGroup, error) {
 	return nil, cloudprovider.ErrAlreadyExist
 }
 
-// Delete implements cloudprovider.NodeGroup.
-func (g *NodeGroup) Delete() error { return cloudprovider.ErrNotImplemented }
+// Delete implements cloudprovider.NodeGroup: only a group GoesWithLastNodes
+// deleted can be, which drops it from NodeGroups.
+func (g *NodeGroup) Delete() error {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	g.p.record(Call{Method: "Delete", Group: g.id})
+	if !g.gone {
+		return cloudprovider.ErrNotImplemented
+	}
+	g.p.groups = slices.DeleteFunc(g.p.groups, func(o *NodeGroup) bool { return o == g })
+	return nil
+}
 
 // Autoprovisioned implements cloudprovider.NodeGroup.
-func (g *NodeGroup) Autoprovisioned() bool { return false }
+func (g *NodeGroup) Autoprovisioned() bool {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	return g.goesWithLastNodes
+}
 
 // GetOptions implements cloudprovider.NodeGroup.
 func (g *NodeGroup) GetOptions(defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
