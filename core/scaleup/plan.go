@@ -161,6 +161,14 @@ func (p *planner) groupFits(groups []clusterstate.NodeGroupState) []groupFit {
 	var out []groupFit
 	for _, gs := range groups {
 		id := gs.Group.Id()
+		if !gs.Group.Exist() {
+			// Deleted since the registry listed it: a pool node
+			// autoprovisioning created, deleted with its last nodes by a
+			// removal that ended during this loop. It is no option, and
+			// no reason for the pods either.
+			klog.V(4).InfoS("Scale-up: skipping a node group deleted since it was listed", "nodeGroup", id)
+			continue
+		}
 		if reason := p.o.skipReason(gs, p.in); reason != "" {
 			klog.V(4).InfoS("Scale-up: skipping node group", "nodeGroup", id, "reason", reason)
 			p.reasonAll(reason)

@@ -25,6 +25,9 @@ type planGroup struct {
 	milliCPU            int64
 	target, max         int
 	noTemplate, backOff bool
+	// deleted: the cloud deleted the group after the registry listed it
+	// (a pool deleted with its last nodes while the loop runs).
+	deleted bool
 }
 
 // TestComputePlan checks the decision alone: which groups would grow and
@@ -53,6 +56,9 @@ func TestComputePlan(t *testing.T) {
 				{id: "off", milliCPU: 2000, max: 5, backOff: true}}, pods: 1,
 			want:      map[string][]Increase{},
 			notHelped: map[Reason]int{ReasonMaxSize: 1, ReasonNoTemplate: 1, ReasonBackoff: 1}},
+		{name: "a group deleted since the registry listed it is no option",
+			groups: []planGroup{{id: "gone", milliCPU: 2000, max: 10, deleted: true}, {id: "a", milliCPU: 1000, max: 10}}, pods: 1,
+			want: map[string][]Increase{"a": {{GroupID: "a", From: 0, To: 1, Max: 10}}}},
 		{name: "a pod too large for every template gets the scheduler's reason",
 			groups: []planGroup{{id: "a", milliCPU: 2000, max: 10}}, pods: 1, podCPU: 3000,
 			want: map[string][]Increase{}, notHelped: map[Reason]int{"Insufficient cpu": 1}},
@@ -110,6 +116,16 @@ func TestComputePlan(t *testing.T) {
 			for _, g := range backOff {
 				registry.RegisterFailedScaleUp(g, "cloudProviderError", clusterstate.BackoffInfo{ErrorCode: "x"}, now)
 			}
+			for _, g := range c.groups {
+				if g.deleted {
+					ng := p.Group(g.id)
+					ng.GoesWithLastNodes()
+					if err := ng.DeleteNodes(nil); err != nil || ng.Exist() {
+						t.Fatalf("deleting group %s: %v (exists %v)", g.id, err, ng.Exist())
+					}
+				}
+			}
+			p.ResetCalls()
 			recorder := record.NewFakeRecorder(100)
 			o := New(opts, p, registry, nil, checker, recorder)
 			podCPU := c.podCPU
