@@ -55,8 +55,8 @@ func run(args []string) int {
 		return code
 	}
 	defer klog.Flush()
-	klog.Infof("cluster-autoscaler %s starting: provider %s, scan interval %v, expanders %v",
-		version.Version, opts.CloudProviderName, opts.ScanInterval, opts.ExpanderNames)
+	klog.InfoS("Starting cluster-autoscaler", "version", version.Version, "provider", opts.CloudProviderName,
+		"scanInterval", opts.ScanInterval, "expanders", opts.ExpanderNames)
 
 	// Metrics first: the provider reports every cloud request from its first.
 	// legacyregistry, as upstream: it holds the Go and process collectors and
@@ -107,10 +107,10 @@ func run(args []string) int {
 		err = runWithLeaderElection(ctx, opts, kube, recorder, autoscale)
 	}
 	if err != nil {
-		klog.Errorf("cluster-autoscaler stopped: %v", err)
+		klog.ErrorS(err, "Autoscaler stopped")
 		return 1
 	}
-	klog.Info("cluster-autoscaler stopped")
+	klog.InfoS("Autoscaler stopped")
 	return 0
 }
 
@@ -142,9 +142,9 @@ func parseFlags(args []string) (opts config.AutoscalingOptions, code int) {
 		return opts, 2
 	}
 	for _, w := range flags.Warnings() {
-		klog.Warning(w)
+		klog.InfoS("Flag warning", "warning", w)
 	}
-	fs.VisitAll(func(f *pflag.Flag) { klog.V(2).Infof("FLAG: --%s=%q", f.Name, f.Value) })
+	fs.VisitAll(func(f *pflag.Flag) { klog.V(2).InfoS("Flag", "name", f.Name, "value", f.Value.String()) })
 	return opts, -1
 }
 
@@ -162,9 +162,9 @@ func cancelCloudCallsAfterGrace(ctx context.Context, exited <-chan struct{}, pro
 	defer t.Stop()
 	select {
 	case <-t.C:
-		klog.Warningf("Shutdown: %s after the signal; cancelling the cloud provider's calls still running", core.CloudCallGrace)
+		klog.InfoS("Shutdown: cancelling the cloud provider's calls still running", "afterSignal", core.CloudCallGrace)
 		if err := provider.Cleanup(); err != nil {
-			klog.Errorf("Shutdown: provider clean-up: %v", err)
+			klog.ErrorS(err, "Shutdown: provider clean-up failed")
 		}
 	case <-exited:
 	}
@@ -287,10 +287,10 @@ func serveHTTP(opts config.AutoscalingOptions, health *metrics.HealthCheck) (*ht
 	if err != nil {
 		return nil, fmt.Errorf("--address %s: %v", opts.Address, err)
 	}
-	klog.Infof("serving /metrics and /health-check on %s", listener.Addr())
+	klog.InfoS("Serving /metrics and /health-check", "address", listener.Addr().String())
 	go func() {
 		if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.Errorf("HTTP server on %s stopped: %v", opts.Address, err)
+			klog.ErrorS(err, "HTTP server stopped", "address", opts.Address)
 		}
 	}()
 	return server, nil
@@ -325,7 +325,7 @@ func runWithLeaderElection(ctx context.Context, opts config.AutoscalingOptions, 
 			releaseLease()
 		}
 	}()
-	klog.Infof("waiting to acquire Lease %s/%s as %s", opts.Namespace, opts.LeaderElectResourceName, identity)
+	klog.InfoS("Waiting to acquire the Lease", "lease", klog.KRef(opts.Namespace, opts.LeaderElectResourceName), "identity", identity)
 	leaderelection.RunOrDie(leaderCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   opts.LeaderElectLeaseDuration,
@@ -336,7 +336,7 @@ func runWithLeaderElection(ctx context.Context, opts config.AutoscalingOptions, 
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leaseCtx context.Context) {
 				started.Store(true)
-				klog.Infof("acquired Lease %s/%s: this replica is the leader", opts.Namespace, opts.LeaderElectResourceName)
+				klog.InfoS("Acquired the Lease: this replica is the leader", "lease", klog.KRef(opts.Namespace, opts.LeaderElectResourceName))
 				runCtx, stop := context.WithCancel(leaseCtx)
 				defer stop()
 				go func() {
@@ -352,7 +352,7 @@ func runWithLeaderElection(ctx context.Context, opts config.AutoscalingOptions, 
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
 				if id != identity {
-					klog.Infof("replica %s is the leader", id)
+					klog.InfoS("Another replica is the leader", "identity", id)
 				}
 			},
 		},

@@ -194,7 +194,7 @@ func (r *Registry) collectGroups() (*update, error) {
 			Group: g, Target: target, Options: NodeGroupOptions(g, r.opts.NodeGroupDefaults)}}
 		gs.instances, gs.nodesErr = g.Nodes()
 		if gs.nodesErr != nil {
-			klog.Warningf("Cannot list instances of node group %s: %v (counting upcoming nodes from its target only)", g.Id(), gs.nodesErr)
+			klog.InfoS("Cannot list the instances of a node group; counting upcoming nodes from its target only", "nodeGroup", g.Id(), "err", gs.nodesErr)
 		}
 		gs.deletingIDs = map[string]bool{}
 		for _, in := range gs.instances {
@@ -387,8 +387,8 @@ func (e *groupLookupErrors) log() {
 	if e.count == 0 {
 		return
 	}
-	klog.Warningf("Cannot tell the node group of %d node(s) (first: %s); %d of them found by provider ID in a group's instances, the others count as in no group",
-		e.count, e.first, e.recovered)
+	klog.InfoS("Cannot tell the node group of nodes; those found by provider ID in a group's instances count in it, the others in no group",
+		"nodes", e.count, "first", klog.KRef("", e.first), "foundByProviderID", e.recovered)
 }
 
 // beingDeletedInTarget counts the group's tainted nodes the cloud still
@@ -503,7 +503,7 @@ func (r *Registry) updateRequests(now time.Time) {
 			continue
 		}
 		if gs.UpcomingUnregistered == 0 && len(r.notGivenUp(id, gs.errored)) == 0 && len(r.notGivenUp(id, gs.longUnreg)) == 0 {
-			klog.V(2).Infof("Scale-up of node group %s by %d completed after %s", id, req.Increase, now.Sub(req.Time).Round(time.Second))
+			klog.V(2).InfoS("Scale-up completed", "nodeGroup", id, "increase", req.Increase, "after", now.Sub(req.Time).Round(time.Second))
 			delete(r.requests, id)
 			if !req.failed {
 				r.backoff.Remove(id)
@@ -602,7 +602,7 @@ func (r *Registry) RegisterFailedScaleUp(g cloudprovider.NodeGroup, reason strin
 // the same answer. It returns when the backoff ends.
 func (r *Registry) RegisterAccountLimit(reason string, info BackoffInfo, now time.Time) time.Time {
 	until := r.backoff.Backoff(accountBackoffKey, info, now)
-	klog.Warningf("Scale-up of every node group backed off until %s (%s): %s", until.Format(time.RFC3339), reason, info.ErrorMessage)
+	klog.InfoS("Scale-up of every node group backed off", "until", until.Format(time.RFC3339), "reason", reason, "error", info.ErrorMessage)
 	return until
 }
 
@@ -614,7 +614,7 @@ func (r *Registry) backOff(id, reason string, info BackoffInfo, now time.Time) {
 	}
 	// The error's message was logged where it was met (the scale-up that
 	// failed, the give-up of instances in error): only its code is repeated.
-	klog.Warningf("Node group %s backed off until %s (%s): %s", id, until.Format(time.RFC3339), reason, info.ErrorCode)
+	klog.InfoS("Node group backed off", "nodeGroup", id, "until", until.Format(time.RFC3339), "reason", reason, "errorCode", info.ErrorCode)
 }
 
 // SetMessage sets the status ConfigMap's message ("" for none).

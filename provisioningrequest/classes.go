@@ -42,8 +42,8 @@ func SupportedCheckCapacity(pr *v1.ProvisioningRequest, instance string) bool {
 	case requested != "":
 		return requested == instance && class == v1.ProvisioningClassCheckCapacity
 	case strings.HasPrefix(class, instance) && class[len(instance):] == v1.ProvisioningClassCheckCapacity:
-		klog.Warningf("ProvisioningRequest %s/%s names its processor instance as a prefix of its class %q; use the %q parameter instead",
-			pr.Namespace, pr.Name, class, ProcessorInstanceParameter)
+		klog.InfoS("ProvisioningRequest names its processor instance as a prefix of its class; use the parameter instead",
+			"provisioningRequest", klog.KObj(pr), "class", class, "parameter", ProcessorInstanceParameter)
 		return true
 	}
 	return false

@@ -185,7 +185,7 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 	if err != nil {
 		return nil, fmt.Errorf("building scheduler framework: %w", err)
 	}
-	klog.V(1).Infof("Scheduling simulation uses the kube-scheduler framework with plugins %v", enabled)
+	klog.V(1).InfoS("Scheduling simulation uses the kube-scheduler framework", "plugins", enabled)
 	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled), ctx: context.Background()}, nil
 }
 

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"fmt"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -96,7 +95,7 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 		return nil, nil
 	}
 	if !found {
-		klog.Warningf("Scale-down simulation: node %s is not in the cluster snapshot", nodeName)
+		klog.InfoS("Scale-down simulation: node is not in the cluster snapshot", "node", klog.KRef("", nodeName))
 		return nil, &UnremovableNode{Node: &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, Reason: NoNodeInfo}
 	}
 	node := info.Node()
@@ -114,14 +113,14 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 		return nil, nil
 	}
 	if blocking != nil {
-		klog.V(2).Infof("Node %s cannot be removed: pod %s/%s blocks it (%s)", nodeName, blocking.Pod.Namespace, blocking.Pod.Name, blocking.Reason)
+		klog.V(2).InfoS("Node cannot be removed: a pod blocks it", "node", klog.KRef("", nodeName), "pod", klog.KObj(blocking.Pod), "reason", blocking.Reason.String())
 		return nil, &UnremovableNode{Node: node, Reason: BlockedByPod, BlockingPod: blocking}
 	}
 
 	r.snapshot.Fork()
 	if err := r.snapshot.RemoveNode(nodeName); err != nil {
 		r.snapshot.Revert()
-		klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
+		klog.ErrorS(err, "Scale-down simulation failed", "node", klog.KRef("", nodeName))
 		return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 	}
 	// The node's pods stop using their claims; a claim no pod uses any more
@@ -157,16 +156,16 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 		if err != nil {
 			r.snapshot.Revert()
 			if pe, ok := err.(*PredicateError); ok && pe.IsInternal() {
-				klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
+				klog.ErrorS(err, "Scale-down simulation failed", "node", klog.KRef("", nodeName))
 				return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 			}
-			klog.V(2).Infof("Node %s cannot be removed: pod %s/%s has no place to go: %v", nodeName, p.Namespace, p.Name, err)
+			klog.V(2).InfoS("Node cannot be removed: a pod has no place to go", "node", klog.KRef("", nodeName), "pod", klog.KObj(p), "reason", err.Error())
 			return nil, &UnremovableNode{Node: node, Reason: NoPlaceToMovePods}
 		}
 		placedOn = append(placedOn, dest)
 		if err := r.checker.reserveClaims(r.snapshot, pf, moved, dest); err != nil {
 			r.snapshot.Revert()
-			klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
+			klog.ErrorS(err, "Scale-down simulation failed", "node", klog.KRef("", nodeName))
 			return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 		}
 		// The copy made for the check is stored, bound to dest: the same
@@ -187,21 +186,21 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 		}
 		if err := addErr; err != nil {
 			r.snapshot.Revert()
-			klog.Errorf("Scale-down simulation of node %s: %v", nodeName, fmt.Errorf("placing pod %s/%s on %s: %w", p.Namespace, p.Name, dest, err))
+			klog.ErrorS(err, "Scale-down simulation: placing a pod failed", "node", klog.KRef("", nodeName), "pod", klog.KObj(p), "destination", dest)
 			return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 		}
 		if v := klog.V(4); v.Enabled() { // arguments escape even when not logged
-			v.Infof("Scale-down simulation: pod %s/%s from %s would move to %s", p.Namespace, p.Name, nodeName, dest)
+			v.InfoS("Scale-down simulation: pod would move", "pod", klog.KObj(p), "node", klog.KRef("", nodeName), "destination", dest)
 		}
 	}
 	if err := r.snapshot.Commit(); err != nil {
-		klog.Errorf("Scale-down simulation of node %s: %v", nodeName, err)
+		klog.ErrorS(err, "Scale-down simulation failed", "node", klog.KRef("", nodeName))
 		return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 	}
 	// Every loop re-checks every unneeded node: the planner logs the
 	// changes at --v=2 (newly unneeded, needed again).
 	if v := klog.V(4); v.Enabled() {
-		v.Infof("Node %s can be removed: its %d pods to move fit elsewhere", nodeName, len(toMove))
+		v.InfoS("Node can be removed: its pods to move fit elsewhere", "node", klog.KRef("", nodeName), "podsToMove", len(toMove))
 	}
 	return &NodeToBeRemoved{Node: node, PodsToReschedule: toMove, Destinations: placedOn}, nil
 }

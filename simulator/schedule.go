@@ -144,7 +144,7 @@ func TrySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod)
 				if pe, ok := ferr.(*PredicateError); ok && pe.IsInternal() {
 					return scheduled, unschedulable, fmt.Errorf("simulating pod %s: %w", podKey(p), ferr)
 				}
-				klog.V(4).Infof("Pod %s does not fit any node: %v; %d equivalent pods not tried", podKey(p), ferr, len(g.Pods)-1)
+				klog.V(4).InfoS("Pod does not fit any node; its equivalent pods not tried", "pod", klog.KObj(p), "reason", ferr.Error(), "equivalentPods", len(g.Pods)-1)
 				failed = true
 				unschedulable = append(unschedulable, p)
 				continue
@@ -156,7 +156,7 @@ func TrySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod)
 			scheduled = append(scheduled, ScheduledPod{Pod: p, NodeName: nodeName})
 		}
 	}
-	klog.V(3).Infof("Scheduling simulation: %d pods fit existing nodes, %d do not", len(scheduled), len(unschedulable))
+	klog.V(3).InfoS("Scheduling simulation done", "fitExistingNodes", len(scheduled), "fitNoNode", len(unschedulable))
 	return scheduled, unschedulable, nil
 }
 

@@ -161,7 +161,7 @@ func (s *ClusterSnapshot) SetClusterState(nodes []*apiv1.Node, scheduledPods []*
 		info.AddPodInfo(newPodInfo(p))
 	}
 	if ignored > 0 {
-		klog.V(4).Infof("Snapshot: %d pods are bound to nodes that are not in the snapshot and were left out", ignored)
+		klog.V(4).InfoS("Snapshot: pods bound to nodes not in the snapshot were left out", "pods", ignored)
 	}
 	return nil
 }
@@ -587,7 +587,7 @@ func newPodInfo(p *apiv1.Pod) *schedframework.PodInfo {
 	// the PodInfo still carries the pod and the terms that did parse.
 	pi, err := schedframework.NewPodInfo(p)
 	if err != nil {
-		klog.V(4).Infof("Snapshot: pod %s/%s has affinity terms the scheduler cannot parse: %v", p.Namespace, p.Name, err)
+		klog.V(4).InfoS("Snapshot: pod has affinity terms the scheduler cannot parse", "pod", klog.KObj(p), "err", err)
 	}
 	return pi
 }

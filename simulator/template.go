@@ -96,7 +96,7 @@ func SanitizedTemplateNodeInfo(template *framework.NodeInfo, suffix string, daem
 			if perr.IsInternal() {
 				return nil, fmt.Errorf("checking DaemonSet %s/%s on template %s: %w", ds.Namespace, ds.Name, name, perr)
 			}
-			klog.V(4).Infof("Template %s: DaemonSet %s/%s would not run there: %v", name, ds.Namespace, ds.Name, perr)
+			klog.V(4).InfoS("Template: DaemonSet would not run there", "template", name, "daemonSet", klog.KObj(ds), "reason", perr.Error())
 			continue
 		}
 		out.AddPod(pod)

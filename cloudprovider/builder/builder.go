@@ -76,7 +76,7 @@ func NewCloudProvider(opts config.AutoscalingOptions) (cloudprovider.CloudProvid
 		return nil, fmt.Errorf("unknown cloud provider %q: this build offers %s", name, strings.Join(available, ", "))
 	}
 	rl := NewResourceLimiter(opts)
-	klog.Infof("building cloud provider %s with resource limits %s", name, rl)
+	klog.InfoS("Building cloud provider", "provider", name, "resourceLimits", rl.String())
 	provider, err := factory(opts, rl)
 	if err != nil {
 		return nil, fmt.Errorf("building cloud provider %s: %w", name, err)

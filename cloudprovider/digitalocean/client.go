@@ -188,7 +188,7 @@ func (c *apiClient) call(ctx context.Context, op string, retryOnTransportError b
 		c.observer.ObserveCall(op, status, elapsed, err)
 		c.noteRate(header)
 		if err == nil {
-			klog.V(5).Infof("DigitalOcean %s: %d in %s", op, status, elapsed)
+			klog.V(5).InfoS("DigitalOcean call", "op", op, "status", status, "took", elapsed)
 			return nil
 		}
 		wait, why, retry := c.retryPlan(ctx, status, header, err, attempt, retryOnTransportError)
@@ -201,8 +201,8 @@ func (c *apiClient) call(ctx context.Context, op string, retryOnTransportError b
 			}
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		klog.Warningf("DigitalOcean %s: attempt %d of %d failed (%s); retrying in %s",
-			op, attempt, c.o.maxAttempts, why, wait.Round(time.Millisecond))
+		klog.InfoS("DigitalOcean call failed; retrying", "op", op, "attempt", attempt, "maxAttempts", c.o.maxAttempts,
+			"why", why, "retryIn", wait.Round(time.Millisecond))
 		if serr := c.o.sleep(ctx, wait); serr != nil {
 			return fmt.Errorf("%s: %w (while waiting to retry after: %v)", op, serr, err)
 		}
@@ -330,8 +330,8 @@ func (c *apiClient) pace(ctx context.Context, op string) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	klog.Infof("DigitalOcean rate limit low (%d of %d left, window resets at %s): delaying %s by %s",
-		r.remaining, r.limit, r.reset.UTC().Format(time.RFC3339), op, d.Round(time.Millisecond))
+	klog.InfoS("DigitalOcean rate limit low: delaying a call", "op", op, "remaining", r.remaining, "limit", r.limit,
+		"resetsAt", r.reset.UTC().Format(time.RFC3339), "delay", d.Round(time.Millisecond))
 	return c.o.sleep(ctx, d)
 }
 

@@ -121,8 +121,8 @@ func (m *manager) refreshCluster(ctx context.Context, now time.Time) {
 		m.mu.Lock()
 		m.settingsAt = now
 		m.mu.Unlock()
-		klog.Warningf("Reading cluster %s's autoscaler settings (cluster_autoscaler_configuration) failed, keeping the settings last read and trying again in %v: %v",
-			m.client.clusterID, m.o.settingsTTL, err)
+		klog.InfoS("Reading the cluster's autoscaler settings (cluster_autoscaler_configuration) failed; keeping the settings last read", "cluster", m.client.clusterID,
+			"retryIn", m.o.settingsTTL, "err", err)
 		return
 	}
 	s := parseClusterSettings(cluster.ClusterAutoscalerConfiguration)
@@ -131,14 +131,14 @@ func (m *manager) refreshCluster(ctx context.Context, now time.Time) {
 	m.settings, m.settingsAt, m.settingsRead = s, now, true
 	if cluster.RegionSlug != "" && m.region != cluster.RegionSlug {
 		m.region = cluster.RegionSlug
-		klog.V(2).Infof("Cluster %s is in region %s: template nodes are labelled %s=%s", m.client.clusterID, m.region, apiv1.LabelTopologyRegion, m.region)
+		klog.V(2).InfoS("Cluster region: template nodes are labelled with it", "cluster", m.client.clusterID, "label", apiv1.LabelTopologyRegion, "region", m.region)
 	}
 	m.mu.Unlock()
 	if d := s.describe(m.flagsGiven); first || d != previous {
 		if len(s.problems) > 0 {
-			klog.Warningf("Cluster %s autoscaler settings: %s", m.client.clusterID, d)
+			klog.ErrorS(nil, "Cluster autoscaler settings: invalid values ignored", "cluster", m.client.clusterID, "settings", d)
 		} else {
-			klog.Infof("Cluster %s autoscaler settings: %s", m.client.clusterID, d)
+			klog.InfoS("Cluster autoscaler settings", "cluster", m.client.clusterID, "settings", d)
 		}
 	}
 }

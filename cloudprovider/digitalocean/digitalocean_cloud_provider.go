@@ -72,14 +72,14 @@ func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *c
 			"maxNodesPerPool", cfg.autoprovisioning.maxNodesPerPool, "namePrefix", cfg.autoprovisioning.namePrefix,
 			"maxPools", opts.MaxAutoprovisionedNodeGroupCount)
 	case cfg.autoprovisioning != nil:
-		klog.Info("The cloud config's autoprovisioning section is ignored: --node-autoprovisioning-enabled is off")
+		klog.InfoS("The cloud config's autoprovisioning section is ignored: --node-autoprovisioning-enabled is off")
 	}
 	endpoint := cfg.baseURL
 	if endpoint == "" {
 		endpoint = client.godo.BaseURL.String()
 	}
-	klog.Infof("DigitalOcean provider for cluster %s: API base URL %s, requests go to /v2/... there (user agent %s); GPU label %s; node_pool_selection=%s (%s)",
-		cfg.clusterID, endpoint, userAgent(), gpuLabel, m.selection, selectionRule(m.selection))
+	klog.InfoS("DigitalOcean provider", "cluster", cfg.clusterID, "apiBaseURL", endpoint,
+		"userAgent", userAgent(), "gpuLabel", gpuLabel, "nodePoolSelection", m.selection, "selectionRule", selectionRule(m.selection))
 	return &CloudProvider{m: m, limiter: rl, gpuLabel: gpuLabel, pricing: &pricingModel{m: m}}, nil
 }
 
@@ -201,7 +201,7 @@ func (p *CloudProvider) Problems() []string { return p.m.Problems() }
 // work in flight is over, so no call outlives the process's grace period.
 // Calling it again is harmless.
 func (p *CloudProvider) Cleanup() error {
-	klog.V(2).Info("DigitalOcean provider: cleanup, cancelling DigitalOcean calls")
+	klog.V(2).InfoS("DigitalOcean provider: cleanup, cancelling DigitalOcean calls")
 	p.m.stop()
 	return nil
 }

@@ -35,7 +35,7 @@ func (m *manager) draDriverRuns(driver string) bool {
 	if l.DeviceClasses != nil {
 		classes, err := l.DeviceClasses.List(labels.Everything())
 		if err != nil {
-			klog.Warningf("DigitalOcean provider: listing DeviceClasses: %v", err)
+			klog.InfoS("DigitalOcean provider: listing DeviceClasses failed", "err", err)
 		}
 		for _, c := range classes {
 			if deviceClassOf(c, driver) {
@@ -46,7 +46,7 @@ func (m *manager) draDriverRuns(driver string) bool {
 	if l.ResourceSlices != nil {
 		slices, err := l.ResourceSlices.List(labels.Everything())
 		if err != nil {
-			klog.Warningf("DigitalOcean provider: listing ResourceSlices: %v", err)
+			klog.InfoS("DigitalOcean provider: listing ResourceSlices failed", "err", err)
 		}
 		for _, s := range slices {
 			if s.Spec.Driver == driver {

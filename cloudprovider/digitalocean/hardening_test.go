@@ -267,11 +267,11 @@ func TestAutoScaleBoundsValidated(t *testing.T) {
 		"minmax": "min_nodes 4 is greater than max_nodes 2", "negmin": "min_nodes -1 is negative",
 		"negmax": "max_nodes -2 is negative", "negcount": "count -3 is negative",
 	} {
-		if n := logs.count('W', "node pool "+pool+" ("); n != 1 {
-			t.Errorf("pool %s: %d warnings over 3 refreshes, want 1", pool, n)
+		if n := logs.count('E', "node pool "+pool+" ("); n != 1 {
+			t.Errorf("pool %s: %d error lines over 3 refreshes, want 1", pool, n)
 		}
-		if n := logs.count('W', want); n != 1 {
-			t.Errorf("no single warning saying %q", want)
+		if n := logs.count('E', want); n != 1 {
+			t.Errorf("no single error line saying %q", want)
 		}
 	}
 	if n := e.obs.refusals(refusedBounds); n != 4 {
@@ -511,8 +511,8 @@ func TestTokenFileProblemLoggedOncePerChange(t *testing.T) {
 	tokens(5)
 	klog.Flush()
 	for _, want := range []string{"is empty", "no such file or directory", "contains a control character"} {
-		if n := logs.count('W', want); n != 1 {
-			t.Errorf("%d warnings saying %q over 5 requests, want 1", n, want)
+		if n := logs.count('E', want); n != 1 {
+			t.Errorf("%d error lines saying %q over 5 requests, want 1", n, want)
 		}
 	}
 	if err := os.WriteFile(path, []byte("second"), 0o600); err != nil {

@@ -203,7 +203,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 		if seen[p.ID] {
 			// A listing that repeats a pool (pages shifting under it, a
 			// broken server) must not make two node groups of it.
-			klog.V(2).Infof("node pool %s (%s) listed twice: using its first entry", p.Name, p.ID)
+			klog.V(2).InfoS("Node pool listed twice: using its first entry", "nodePool", p.Name, "nodeGroup", p.ID)
 			continue
 		}
 		seen[p.ID] = true
@@ -218,7 +218,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 			continue
 		}
 		v := selectPool(m.selection, p)
-		logVerdict(v, oldNotes[p.ID])
+		logVerdict(p.ID, v, oldNotes[p.ID])
 		if v.refused != "" && v.note != oldNotes[p.ID] {
 			observeRefusal(m.client.observer, v.refused)
 		}
@@ -251,7 +251,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 	}
 	for id := range oldTemplates {
 		if _, ok := templates[id]; !ok {
-			klog.V(2).Infof("node pool %s is gone or no longer autoscaled: dropping its cached template", id)
+			klog.V(2).InfoS("Node pool is gone or no longer autoscaled: dropping its cached template", "nodeGroup", id)
 		}
 	}
 
@@ -275,16 +275,17 @@ func (m *manager) Refresh(ctx context.Context) error {
 	m.mu.Unlock()
 	for _, p := range problems {
 		if !slices.Contains(previous, p) {
-			klog.Error(p)
+			klog.ErrorS(nil, "DigitalOcean provider problem", "problem", p)
 		}
 	}
 
 	if len(groups) == 0 {
-		klog.Info("cluster-autoscaler is disabled. no node pools are configured")
+		// Upstream's words, which operators search for: kept as they are.
+		klog.InfoS("cluster-autoscaler is disabled. no node pools are configured")
 	}
 	if fetched > 0 || klog.V(2).Enabled() {
-		klog.Infof("DigitalOcean refresh: %d node pools, %d node groups (node_pool_selection=%s); %d templates fetched (%d failed) in %s",
-			len(pools), len(groups), m.selection, fetched, failed, m.o.clock.Now().Sub(start).Round(time.Millisecond))
+		klog.InfoS("DigitalOcean refresh", "nodePools", len(pools), "nodeGroups", len(groups), "nodePoolSelection", m.selection,
+			"templatesFetched", fetched, "templatesFailed", failed, "took", m.o.clock.Now().Sub(start).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -329,19 +330,20 @@ func (m *manager) counter(poolID string) *poolCounter {
 	return c
 }
 
-// logVerdict logs a pool's selection note. Warnings and new node groups
-// are logged at once, then again only when the note changes (the pool's
-// tags, flags or name changed), not at every Refresh; routine notes (a pool
-// left alone by design) only at -v=4.
-func logVerdict(v poolVerdict, previous string) {
+// logVerdict logs the selection note of pool id. Problems (an error line:
+// the operator should fix the pool's configuration) and new node groups are
+// logged at once, then again only when the note changes (the pool's tags,
+// flags or name changed), not at every Refresh; routine notes (a pool left
+// alone by design) only at -v=4.
+func logVerdict(id string, v poolVerdict, previous string) {
 	switch {
 	case v.note == "":
 	case v.note == previous || (!v.warn && !v.group):
-		klog.V(4).Info(v.note)
+		klog.V(4).InfoS("Node pool selection", "nodePool", id, "note", v.note)
 	case v.warn:
-		klog.Warning(v.note)
+		klog.ErrorS(nil, "Node pool selection: check the pool's configuration", "nodePool", id, "note", v.note)
 	default:
-		klog.Info(v.note)
+		klog.InfoS("Node pool selection", "nodePool", id, "note", v.note)
 	}
 }
 
@@ -361,7 +363,7 @@ func (m *manager) template(ctx context.Context, p *godo.KubernetesNodePool, old 
 	default:
 		return old, false
 	}
-	klog.V(2).Infof("fetching template of node pool %s (%s): %s", p.Name, p.ID, reason)
+	klog.V(2).InfoS("Fetching node pool template", "nodePool", p.Name, "nodeGroup", p.ID, "why", reason)
 	t, err := m.client.getNodePoolTemplate(ctx, p.Name)
 	if err == nil {
 		// Checked now, not only when the core asks for it, so that a bad
@@ -374,7 +376,7 @@ func (m *manager) template(ctx context.Context, p *godo.KubernetesNodePool, old 
 	}
 	if err != nil {
 		if old != nil && old.template != nil {
-			klog.Errorf("fetching template of node pool %s (%s) failed, keeping the previous template and retrying at the next refresh: %v", p.Name, p.ID, err)
+			klog.ErrorS(err, "Fetching node pool template failed; keeping the previous template and retrying at the next refresh", "nodePool", p.Name, "nodeGroup", p.ID)
 			kept := *old
 			kept.err = err
 			return &kept, true
@@ -382,10 +384,10 @@ func (m *manager) template(ctx context.Context, p *godo.KubernetesNodePool, old 
 		if errors.Is(err, errTemplateRefused) {
 			// Fetched again when the pool's spec changes or the TTL passes,
 			// as a good template would be.
-			klog.Errorf("node pool %s (%s): %v; it cannot scale up from zero until the template is fixed", p.Name, p.ID, err)
+			klog.ErrorS(err, "Node pool template refused; the pool cannot scale up from zero until it is fixed", "nodePool", p.Name, "nodeGroup", p.ID)
 			return &templateEntry{err: err, spec: spec, fetchedAt: now}, true
 		}
-		klog.Errorf("fetching template of node pool %s (%s) failed; it cannot scale up from zero until a fetch succeeds (retried at the next refresh): %v", p.Name, p.ID, err)
+		klog.ErrorS(err, "Fetching node pool template failed; the pool cannot scale up from zero until a fetch succeeds (retried at the next refresh)", "nodePool", p.Name, "nodeGroup", p.ID)
 		return &templateEntry{err: err}, true
 	}
 	return &templateEntry{template: t, spec: spec, fetchedAt: now}, true

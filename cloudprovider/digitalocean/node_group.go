@@ -164,7 +164,7 @@ func (g *NodeGroup) IncreaseSize(delta int) error {
 // setCountLocked asks DOKS for a new count and updates the cache only when
 // DOKS confirms it.
 func (g *NodeGroup) setCountLocked(target int, what string) error {
-	klog.Infof("node pool %s (%s): setting count %d → %d (%s)", g.name, g.id, g.pool.Count, target, what)
+	klog.InfoS("Setting node pool count", "nodeGroup", g.id, "nodePool", g.name, "from", g.pool.Count, "to", target, "why", what)
 	updated, err := g.m.client.updateNodePoolCount(g.m.ctx, g.id, target)
 	if err != nil {
 		return asDropletLimit(fmt.Errorf("node pool %s: setting count to %d: %w", g.name, target, err))
@@ -288,7 +288,7 @@ func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
 		}
 		seen[n.ID] = true
 		if n.Status != nil && (n.Status.State == "deleting" || n.Status.State == "draining") {
-			klog.Infof("node pool %s: node %s is already %s; not deleting it again", g.name, node.Name, n.Status.State)
+			klog.InfoS("Node is already going; not deleting it again", "node", klog.KObj(node), "nodeGroup", g.id, "nodePool", g.name, "state", n.Status.State)
 			continue
 		}
 		targets = append(targets, n)
@@ -303,7 +303,7 @@ func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
 		return g.deletePoolLocked(targets)
 	}
 	for i, n := range targets {
-		klog.Infof("node pool %s (%s): deleting node %s (%s, droplet %s) with skip_drain", g.name, g.id, n.Name, n.ID, n.DropletID)
+		klog.InfoS("Deleting node with skip_drain", "node", klog.KRef("", n.Name), "nodeGroup", g.id, "nodePool", g.name, "nodeID", n.ID, "dropletID", n.DropletID)
 		if err := g.m.client.deleteNode(g.m.ctx, g.id, n.ID); err != nil {
 			return fmt.Errorf("node pool %s: deleting node %s (%d of %d): %w", g.name, n.Name, i+1, len(targets), err)
 		}

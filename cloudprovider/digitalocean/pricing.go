@@ -89,7 +89,7 @@ func (p *pricingModel) loadLocked() error {
 		p.retryAt = now.Add(pricesRetryInterval)
 		return p.firstErr
 	case err != nil:
-		klog.Warningf("refreshing DigitalOcean size prices failed, keeping the list from %s: %v", p.fetchedAt.Format(time.RFC3339), err)
+		klog.InfoS("Refreshing DigitalOcean size prices failed; keeping the last list", "fetchedAt", p.fetchedAt.Format(time.RFC3339), "err", err)
 		p.fetchedAt = now // try again after another TTL, not on every call
 	default:
 		prices := make(map[string]sizePrice, len(sizes))
@@ -97,7 +97,7 @@ func (p *pricingModel) loadLocked() error {
 			prices[s.Slug] = sizePrice{hourly: s.PriceHourly, vcpus: s.Vcpus, memoryMB: s.Memory}
 		}
 		p.prices, p.sizes, p.fetchedAt = prices, sizes, now
-		klog.V(2).Infof("fetched prices of %d DigitalOcean sizes", len(prices))
+		klog.V(2).InfoS("Fetched DigitalOcean size prices", "sizes", len(prices))
 	}
 	return nil
 }

@@ -170,13 +170,14 @@ func (l *logCapture) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
-// count counts the lines of the given severity ('W', 'I') containing s.
+// count counts the lines of the given severity ('E', 'I') containing s,
+// read with the quotes of structured values unescaped.
 func (l *logCapture) count(severity byte, s string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
 	for _, line := range strings.Split(l.buf.String(), "\n") {
-		if len(line) > 0 && line[0] == severity && strings.Contains(line, s) {
+		if len(line) > 0 && line[0] == severity && strings.Contains(strings.ReplaceAll(line, `\"`, `"`), s) {
 			n++
 		}
 	}
@@ -185,7 +186,7 @@ func (l *logCapture) count(severity byte, s string) int {
 
 func captureLogs(t *testing.T) *logCapture {
 	l := &logCapture{}
-	// Warnings fall through to the INFO output too: discard the others so
+	// Errors fall through to the INFO output too: discard the others so
 	// each line is seen once.
 	for _, s := range []string{"FATAL", "ERROR", "WARNING"} {
 		klog.SetOutputBySeverity(s, io.Discard)
@@ -294,7 +295,7 @@ func TestTagSelectionFollowsTagUpdates(t *testing.T) {
 	if got := groupIDs(e); len(got) != 0 {
 		t.Fatalf("node groups %v before tagging, want none", got)
 	}
-	if n := logs.count('W', managedWarning); n != 1 {
+	if n := logs.count('E', managedWarning); n != 1 {
 		t.Errorf("managed-pool warning logged %d times in 3 Refreshes, want 1", n)
 	}
 
@@ -305,7 +306,7 @@ func TestTagSelectionFollowsTagUpdates(t *testing.T) {
 		t.Errorf("node groups %v with a malformed max, want none", got)
 	}
 	malformed := `node pool workers (` + p.ID + `) has tag k8s-cluster-autoscaler-enabled but tag "k8s-cluster-autoscaler-max:ten"`
-	if n := logs.count('W', malformed); n != 1 {
+	if n := logs.count('E', malformed); n != 1 {
 		t.Errorf("malformed-tag warning logged %d times in 3 Refreshes, want 1:\n%s", n, logs.buf.String())
 	}
 
@@ -339,7 +340,7 @@ func TestTagSelectionFollowsTagUpdates(t *testing.T) {
 	// The same malformed tags again after a good spell: warned again, once.
 	setTags("k8s", "k8s-cluster-autoscaler-enabled", "k8s-cluster-autoscaler-min:1", "k8s-cluster-autoscaler-max:ten")
 	refreshes(2)
-	if n := logs.count('W', malformed); n != 2 {
+	if n := logs.count('E', malformed); n != 2 {
 		t.Errorf("malformed-tag warning logged %d times in all, want 2 (once per change)", n)
 	}
 
@@ -354,10 +355,10 @@ func TestTagSelectionFollowsTagUpdates(t *testing.T) {
 	if got := groupIDs(e); len(got) != 0 {
 		t.Errorf("node groups %v after auto_scale was turned on, want none", got)
 	}
-	if n := logs.count('W', "node pool workers ("+p.ID+") carries tags k8s-cluster-autoscaler-enabled"); n != 1 {
+	if n := logs.count('E', "node pool workers ("+p.ID+") carries tags k8s-cluster-autoscaler-enabled"); n != 1 {
 		t.Errorf("conflict warning logged %d times, want 1", n)
 	}
-	if n := logs.count('W', managedWarning); n != 1 {
+	if n := logs.count('E', managedWarning); n != 1 {
 		t.Errorf("managed-pool warning logged %d times in all, want 1 (it never changed)", n)
 	}
 }

@@ -88,14 +88,14 @@ func (s *fileTokenSource) Token() (*oauth2.Token, error) {
 			break
 		}
 		if token != s.token {
-			klog.Infof("DigitalOcean token file %s changed: using the new token from the next request", showPath(s.path))
+			klog.InfoS("DigitalOcean token file changed: using the new token from the next request", "path", showPath(s.path))
 		} else if s.problem != "" {
-			klog.Infof("DigitalOcean token file %s is usable again", showPath(s.path))
+			klog.InfoS("DigitalOcean token file is usable again", "path", showPath(s.path))
 		}
 		s.token, s.info, s.problem = token, info, ""
 	default:
 		if s.problem != "" {
-			klog.Infof("DigitalOcean token file %s is usable again", showPath(s.path))
+			klog.InfoS("DigitalOcean token file is usable again", "path", showPath(s.path))
 			s.problem = ""
 		}
 	}
@@ -106,7 +106,7 @@ func (s *fileTokenSource) Token() (*oauth2.Token, error) {
 // again only when it changes.
 func (s *fileTokenSource) problemLocked(msg string) {
 	if msg != s.problem {
-		klog.Warning(msg)
+		klog.ErrorS(nil, "DigitalOcean token file unusable", "problem", msg)
 		s.problem = msg
 	}
 }

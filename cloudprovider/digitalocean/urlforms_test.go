@@ -150,7 +150,7 @@ func TestBaseURLLoggedAnd404NamesTheURL(t *testing.T) {
 	e := newEnv(t, doks.Options{}, withURLSuffix("/v2/"))
 	klog.Flush()
 	root := e.hs.URL + "/"
-	if n := logs.count('I', "API base URL "+root+","); n != 1 {
+	if n := logs.count('I', `apiBaseURL="`+root+`"`); n != 1 {
 		t.Errorf("start-up logged the base URL %s %d times, want once", root, n)
 	}
 	e.sim.InjectFault(doks.Fault{Operation: doks.OpListNodePools, Status: http.StatusNotFound})

@@ -76,14 +76,14 @@ func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 		}
 		created, err := cms.Create(ctx, cm, metav1.CreateOptions{})
 		if err == nil {
-			klog.V(4).Infof("Created status ConfigMap %s/%s (autoscalerStatus %s)", namespace, name, toWrite.AutoscalerStatus)
+			klog.V(4).InfoS("Created the status ConfigMap", "configMap", klog.KRef(namespace, name), "autoscalerStatus", toWrite.AutoscalerStatus)
 			return created, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating status ConfigMap %s/%s: %w", namespace, name, err)
 		}
 		// Someone else created it between our get and create: update theirs.
-		klog.V(4).Infof("Status ConfigMap %s/%s appeared while creating it; updating instead", namespace, name)
+		klog.V(4).InfoS("Status ConfigMap appeared while creating it; updating instead", "configMap", klog.KRef(namespace, name))
 		existing, err = cms.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("getting status ConfigMap %s/%s: %w", namespace, name, err)
@@ -94,10 +94,10 @@ func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 
 	updated, err := cms.Update(ctx, withStatus(existing, body, stamp), metav1.UpdateOptions{})
 	if err == nil {
-		klog.V(4).Infof("Updated status ConfigMap %s/%s (autoscalerStatus %s)", namespace, name, toWrite.AutoscalerStatus)
+		klog.V(4).InfoS("Updated the status ConfigMap", "configMap", klog.KRef(namespace, name), "autoscalerStatus", toWrite.AutoscalerStatus)
 		return updated, nil
 	}
-	klog.V(2).Infof("Updating status ConfigMap %s/%s failed (%v); retrying once with a fresh copy", namespace, name, err)
+	klog.V(2).InfoS("Updating the status ConfigMap failed; retrying once with a fresh copy", "configMap", klog.KRef(namespace, name), "err", err)
 	fresh, getErr := cms.Get(ctx, name, metav1.GetOptions{})
 	if getErr != nil {
 		reportFailure(recorder, existing, err)
@@ -108,7 +108,7 @@ func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 		reportFailure(recorder, fresh, err)
 		return nil, fmt.Errorf("updating status ConfigMap %s/%s after retry: %w", namespace, name, err)
 	}
-	klog.V(4).Infof("Updated status ConfigMap %s/%s on retry (autoscalerStatus %s)", namespace, name, toWrite.AutoscalerStatus)
+	klog.V(4).InfoS("Updated the status ConfigMap on retry", "configMap", klog.KRef(namespace, name), "autoscalerStatus", toWrite.AutoscalerStatus)
 	return updated, nil
 }
 
@@ -140,10 +140,10 @@ func DeleteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, names
 	err := kube.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	switch {
 	case err == nil:
-		klog.Infof("Deleted status ConfigMap %s/%s", namespace, name)
+		klog.InfoS("Deleted the status ConfigMap", "configMap", klog.KRef(namespace, name))
 		return nil
 	case apierrors.IsNotFound(err):
-		klog.V(2).Infof("Status ConfigMap %s/%s already gone", namespace, name)
+		klog.V(2).InfoS("Status ConfigMap already gone", "configMap", klog.KRef(namespace, name))
 		return nil
 	default:
 		return fmt.Errorf("deleting status ConfigMap %s/%s: %w", namespace, name, err)

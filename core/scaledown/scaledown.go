@@ -131,7 +131,7 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	}
 	metrics.UpdateScaleDownInCooldown(false)
 	if len(unneeded) == 0 {
-		klog.V(1).Infof("Scale-down: no unneeded nodes")
+		klog.V(1).InfoS("Scale-down: no unneeded nodes")
 		return res, nil
 	}
 

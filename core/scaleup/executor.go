@@ -225,7 +225,7 @@ func (e *executor) execute(plan []Increase, templates map[string]*framework.Node
 // the status ConfigMap gets an event in the cloud's words.
 func (e *executor) accountLimitReached(inc Increase, tmpl *framework.NodeInfo, al *cloudprovider.AccountLimitError, now time.Time) {
 	delta := inc.To - inc.From
-	klog.Errorf("Scale-up: node group %s %d->%d refused at an account-wide limit: %v", inc.GroupID, inc.From, inc.To, al)
+	klog.ErrorS(al, "Scale-up: refused at an account-wide limit", "nodeGroup", inc.GroupID, "from", inc.From, "to", inc.To)
 	metrics.RegisterError(metrics.CloudProviderError)
 	metrics.RegisterFailedNodeCreations(al.Code, delta)
 	gpuName, gpuType, draDrivers := MetricLabels(e.provider, tmpl)

@@ -263,7 +263,7 @@ func (o *Orchestrator) skipReason(gs clusterstate.NodeGroupState, in Input) Reas
 	}
 	if in.Templates[id] == nil {
 		if err := in.TemplateErrors[id]; err != nil {
-			klog.Warningf("Scale-up: %v", err)
+			klog.InfoS("Scale-up: node group has no template", "nodeGroup", id, "err", err)
 		}
 		return ReasonNoTemplate
 	}
@@ -297,7 +297,7 @@ func (p *planner) fitting(tmpl *framework.NodeInfo, indexes []int, reasons []map
 	s.Fork()
 	defer s.Revert()
 	if err := s.AddNodeInfo(probe); err != nil {
-		klog.Errorf("Scale-up: cannot simulate template %s: %v", probe.Node().Name, err)
+		klog.ErrorS(err, "Scale-up: cannot simulate a template", "template", probe.Node().Name)
 		return nil
 	}
 	var out []fitGroup

@@ -128,10 +128,10 @@ func WaitsForPreemption(p *apiv1.Pod, nodeExists func(string) bool) bool {
 		return false
 	}
 	if nodeExists(n) {
-		klog.V(4).Infof("Pod %s/%s will be scheduled on %s after lower priority pods are preempted; ignoring it in scale-up", p.Namespace, p.Name, n)
+		klog.V(4).InfoS("Pod waits for lower priority pods to be preempted; ignoring it in scale-up", "pod", klog.KObj(p), "nominatedNode", klog.KRef("", n))
 		return true
 	}
-	klog.V(4).Infof("Pod %s/%s has nominatedNodeName %s but that node is gone", p.Namespace, p.Name, n)
+	klog.V(4).InfoS("Pod's nominated node is gone", "pod", klog.KObj(p), "nominatedNode", klog.KRef("", n))
 	return false
 }
 
@@ -159,11 +159,11 @@ func scaleUpDelay(p *apiv1.Pod, global time.Duration) time.Duration {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		klog.Warningf("Pod %s/%s: ignoring invalid %s=%q; using %s", p.Namespace, p.Name, PodScaleUpDelayAnnotation, v, global)
+		klog.InfoS("Pod's scale-up delay annotation is invalid; using --new-pod-scale-up-delay", "pod", klog.KObj(p), "annotation", PodScaleUpDelayAnnotation, "value", v, "delay", global)
 		return global
 	}
 	if d < global {
-		klog.V(2).Infof("Pod %s/%s: %s=%s is shorter than --new-pod-scale-up-delay; using %s", p.Namespace, p.Name, PodScaleUpDelayAnnotation, d, global)
+		klog.V(2).InfoS("Pod's scale-up delay annotation is shorter than --new-pod-scale-up-delay; using the flag", "pod", klog.KObj(p), "annotation", PodScaleUpDelayAnnotation, "value", d, "delay", global)
 		return global
 	}
 	return d

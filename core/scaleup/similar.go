@@ -58,7 +58,7 @@ func NewSimilarity(opts config.AutoscalingOptions) Similarity {
 		s.ignored[l] = true
 	}
 	if len(s.labels) > 0 && len(opts.BalancingExtraIgnoredLabels) > 0 {
-		klog.Warningf("--balancing-label is set: node groups are compared by %v only, and --balancing-ignore-label %v has no effect (as upstream)", s.labels, opts.BalancingExtraIgnoredLabels)
+		klog.InfoS("Node groups are compared by --balancing-label only: --balancing-ignore-label has no effect, as upstream", "balancingLabels", s.labels, "balancingIgnoreLabels", opts.BalancingExtraIgnoredLabels)
 	}
 	return s
 }

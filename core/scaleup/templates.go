@@ -87,7 +87,7 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 				errs[id] = fmt.Errorf("no template for node group %s and no ready node to copy: %v", id, err)
 				continue
 			}
-			klog.V(4).Infof("Node group %s: provider template unavailable (%v); using node %s as template", id, err, n.Name)
+			klog.V(4).InfoS("Provider template unavailable; using a node of the group as template", "nodeGroup", id, "node", klog.KObj(n), "err", err)
 			base = templateFromNode(n, id)
 		}
 		if n := taints.WithoutTransientTaints(base.Node()); n != base.Node() {
@@ -192,7 +192,7 @@ func AddUpcomingNodes(s *simulator.ClusterSnapshot, groups []clusterstate.NodeGr
 		}
 		t := templates[id]
 		if t == nil {
-			klog.Warningf("Node group %s has %d upcoming node(s) but no template; they are not simulated", id, gs.Upcoming)
+			klog.InfoS("Node group has upcoming nodes but no template; they are not simulated", "nodeGroup", id, "upcoming", gs.Upcoming)
 			continue
 		}
 		for i := 0; i < gs.Upcoming; i++ {

@@ -55,7 +55,7 @@ type demo struct {
 // decisionMarkers pick the autoscaler's decision lines, and the pool updates that
 // name the pools behind the node group IDs, out of its log; the
 // per-loop "unneeded for" progress lines stay in the log file.
-var decisionMarkers = []string{"Scale-up: node group", "): setting count", "fit no node group", "Scale-down: removing", "Scale-down: removed", "gave up on"}
+var decisionMarkers = []string{"Scale-up: growing node groups", "Setting node pool count", "fit no node group", "Scale-down: removing", "Scale-down: removed", "Gave up on nodes"}
 
 // decisions prints the autoscaler's decisions logged since the last call.
 func (d *demo) decisions() {

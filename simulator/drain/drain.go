@@ -165,7 +165,7 @@ func WithoutExpendable(pods []*apiv1.Pod, cutoff int) []*apiv1.Pod {
 func PodsToMove(pods []*apiv1.Pod, pdbs []*policyv1.PodDisruptionBudget, opts Options, now time.Time) (toMove []*apiv1.Pod, blocking *BlockingPod) {
 	matchers, err := newPDBMatchers(pdbs)
 	if err != nil {
-		klog.Warningf("Drain: %v", err)
+		klog.InfoS("Drain: PodDisruptionBudgets with invalid selectors ignored", "err", err)
 	}
 	used := make([]int32, len(matchers))
 	for _, pod := range pods {
@@ -182,8 +182,8 @@ func PodsToMove(pods []*apiv1.Pod, pdbs []*policyv1.PodDisruptionBudget, opts Op
 			}
 			used[i]++
 			if used[i] > matchers[i].pdb.Status.DisruptionsAllowed {
-				klog.V(4).Infof("Drain: pod %s/%s is protected by PDB %s/%s (%d disruptions allowed)",
-					pod.Namespace, pod.Name, matchers[i].pdb.Namespace, matchers[i].pdb.Name, matchers[i].pdb.Status.DisruptionsAllowed)
+				klog.V(4).InfoS("Drain: pod is protected by a PodDisruptionBudget", "pod", klog.KObj(pod),
+					"pdb", klog.KObj(matchers[i].pdb), "disruptionsAllowed", matchers[i].pdb.Status.DisruptionsAllowed)
 				return nil, block(pod, NotEnoughPdb)
 			}
 		}
@@ -241,7 +241,7 @@ func SpendDisruptions(pdbs []*policyv1.PodDisruptionBudget, pods []*apiv1.Pod) [
 }
 
 func block(pod *apiv1.Pod, reason BlockingPodReason) *BlockingPod {
-	klog.V(4).Infof("Drain: pod %s/%s blocks node removal: %s", pod.Namespace, pod.Name, reason)
+	klog.V(4).InfoS("Drain: pod blocks node removal", "pod", klog.KObj(pod), "reason", reason.String())
 	return &BlockingPod{Pod: pod, Reason: reason}
 }
 

@@ -81,41 +81,41 @@ func (e *BinpackingEstimator) Estimate(groups []simulator.PodEquivalenceGroup, t
 				}
 				var pe *simulator.PredicateError
 				if errors.As(err, &pe) && pe.IsInternal() {
-					klog.Errorf("Estimation for %s: pod %s/%s: %v", template.Node().Name, p.Namespace, p.Name, err)
+					klog.ErrorS(err, "Estimation: placing a pod failed", "template", template.Node().Name, "pod", klog.KObj(p))
 					break
 				}
 			}
 			if len(open) >= maxNodes {
 				limitHit = true
-				klog.V(4).Infof("Estimation for %s: %d pods of %s/%s's group left out, max %d nodes reached",
-					template.Node().Name, len(g.Pods)-i, p.Namespace, p.Name, maxNodes)
+				klog.V(4).InfoS("Estimation: max nodes reached, pods of a group left out", "template", template.Node().Name,
+					"leftOut", len(g.Pods)-i, "pod", klog.KObj(p), "maxNodes", maxNodes)
 				break
 			}
 			name, err := e.openNode(template, &serial)
 			if err != nil {
-				klog.Errorf("Estimation for %s: %v", template.Node().Name, err)
+				klog.ErrorS(err, "Estimation: opening a new node failed", "template", template.Node().Name)
 				return len(open), placed
 			}
 			if perr := e.checker.SchedulePod(e.snapshot, p, g.Pods[0], name); perr != nil {
 				if perr.IsInternal() {
-					klog.Errorf("Estimation for %s: %v", template.Node().Name, perr)
+					klog.ErrorS(perr, "Estimation: scheduling on a new node failed", "template", template.Node().Name)
 					return len(open), placed
 				}
 				// It does not fit an empty new node: no equivalent pod ever will.
 				if rerr := e.snapshot.RemoveNode(name); rerr != nil {
-					klog.Errorf("Estimation for %s: %v", template.Node().Name, rerr)
+					klog.ErrorS(rerr, "Estimation: removing a new node failed", "template", template.Node().Name)
 					return len(open), placed
 				}
-				klog.V(4).Infof("Estimation for %s: pod %s/%s and %d equivalent pods do not fit a new node: %v",
-					template.Node().Name, p.Namespace, p.Name, len(g.Pods)-i-1, perr)
+				klog.V(4).InfoS("Estimation: pod and its equivalent pods do not fit a new node", "template", template.Node().Name,
+					"pod", klog.KObj(p), "equivalentPods", len(g.Pods)-i-1, "reason", perr.Error())
 				break
 			}
 			open = append([]string{name}, open...)
 			placed = append(placed, p)
 		}
 	}
-	klog.V(3).Infof("Estimation for %s: %d new nodes for %d pods (max %d nodes, limit reached: %v)",
-		template.Node().Name, len(open), len(placed), maxNodes, limitHit)
+	klog.V(3).InfoS("Estimation done", "template", template.Node().Name, "newNodes", len(open), "pods", len(placed),
+		"maxNodes", maxNodes, "limitReached", limitHit)
 	return len(open), placed
 }
 

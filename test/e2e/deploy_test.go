@@ -112,11 +112,12 @@ func chartRendered(t *testing.T, clusterID, valuesYAML string) shipped {
 	return shippedFrom(t, objs)
 }
 
-// warnings are the klog warning lines (W...) of a log containing substr.
-func warnings(path, substr string) []string {
+// errorLines are the klog error lines (E...) of a log containing substr:
+// problems the operator should fix.
+func errorLines(path, substr string) []string {
 	var out []string
 	for _, l := range logLines(path, substr) {
-		if strings.HasPrefix(l, "W") {
+		if strings.HasPrefix(l, "E") {
 			out = append(out, l)
 		}
 	}
@@ -238,13 +239,13 @@ func TestDeployManifestsScaleTaggedPoolsOnly(t *testing.T) {
 		}
 	}
 
-	// Warnings are logged once per change of the pool (at --v=4 the same
-	// note is repeated every loop as an info line).
-	if got := warnings(ca.LogPath, "node pool both ("+both.ID+") carries tags"); len(got) != 1 ||
+	// Problems are logged as error lines once per change of the pool (at
+	// --v=4 the same note is repeated every loop as an info line).
+	if got := errorLines(ca.LogPath, "node pool both ("+both.ID+") carries tags"); len(got) != 1 ||
 		!strings.Contains(got[0], "has auto_scale on: DOKS's managed autoscaler owns it, so it is not a node group") {
 		t.Errorf("want one warning that pool both (auto-scale on, tagged) is left to DOKS, got %q", got)
 	}
-	if got := warnings(ca.LogPath, "node pool managed ("+managed.ID+") has auto_scale on"); len(got) != 1 {
+	if got := errorLines(ca.LogPath, "node pool managed ("+managed.ID+") has auto_scale on"); len(got) != 1 {
 		t.Errorf("want one warning saying pool managed is left to DOKS, got %q", got)
 	}
 	if got := logLines(ca.LogPath, "node pool tagged ("+tagged.ID+") is a node group by its tags: min 1, max 3"); len(got) == 0 {

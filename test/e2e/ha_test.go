@@ -116,7 +116,7 @@ func (s *scenario) leaseHolder(ns string) (string, error) {
 	return *l.Spec.HolderIdentity, nil
 }
 
-var identityLine = regexp.MustCompile(`waiting to acquire Lease \S+ as (\S+)`)
+var identityLine = regexp.MustCompile(`"Waiting to acquire the Lease" lease="[^"]+" identity="([^"]+)"`)
 
 // electionIdentity reads the identity a replica announced in its log at start-up.
 func (s *scenario) electionIdentity(ca *autoscaler) string {
@@ -129,7 +129,7 @@ func (s *scenario) electionIdentity(ca *autoscaler) string {
 		}
 		m := identityLine.FindSubmatch(data)
 		if m == nil {
-			return fmt.Errorf("no %q line yet", "waiting to acquire Lease")
+			return fmt.Errorf("no %q line yet", "Waiting to acquire the Lease")
 		}
 		id = string(m[1])
 		return nil
@@ -155,7 +155,7 @@ func logLines(path, substr string) []string {
 // coreLines are the lines only a replica running the autoscaling loop writes.
 func coreLines(path string) []string {
 	var out []string
-	for _, substr := range []string{"Scale-up:", "Scale-down:", "setting count"} {
+	for _, substr := range []string{"Scale-up:", "Scale-down:", "Setting node pool count"} {
 		out = append(out, logLines(path, substr)...)
 	}
 	return out
@@ -164,8 +164,8 @@ func coreLines(path string) []string {
 // scaleUpLines are the provider's lines for a pool count increase, one per request.
 func scaleUpLines(path string) []string {
 	var out []string
-	for _, l := range logLines(path, "setting count") {
-		if strings.Contains(l, "(increase)") {
+	for _, l := range logLines(path, "Setting node pool count") {
+		if strings.Contains(l, `why="increase"`) {
 			out = append(out, l)
 		}
 	}
@@ -329,7 +329,7 @@ func TestHAGracefulRelease(t *testing.T) {
 	if !released {
 		t.Errorf("the leader did not release the Lease on SIGTERM; holders seen: %+v", leases.since(stopped))
 	}
-	if l := logLines(leader.LogPath, "cluster-autoscaler stopped"); len(l) == 0 {
+	if l := logLines(leader.LogPath, "Autoscaler stopped"); len(l) == 0 {
 		t.Errorf("the old leader did not log its shutdown")
 	}
 	// The new leader works: it acts on a pending pod.

@@ -145,14 +145,14 @@ func scaleDownReason(c *scaledown.UnneededNode) string {
 // fail undoes a removal: the taint goes, the node stays, and the failure
 // starts --scale-down-delay-after-failure.
 func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err error) {
-	klog.Errorf("Scale-down: removing node %s failed: %v; keeping it", n.Name, err)
+	klog.ErrorS(err, "Scale-down: removing node failed; keeping it", "node", klog.KObj(n))
 	metrics.RegisterError(errType)
 	// Not cancelled with ctx: a removal cut short by shutdown still gives
 	// its node back.
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if _, uerr := UnmarkToBeDeleted(uctx, a.deps.Kube, n.Name, a.opts.CordonNodeBeforeTerminate); uerr != nil {
-		klog.Errorf("Scale-down: %v", uerr)
+		klog.ErrorS(uerr, "Scale-down: giving the node back failed", "node", klog.KObj(n))
 	}
 	a.deps.Recorder.Eventf(n, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to remove node: %v", err)
 }
@@ -239,7 +239,7 @@ func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode) 
 	if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.clock.Now()); len(toMove) > 0 || blocking != nil {
 		klog.InfoS("Scale-down: node is no longer empty; not removing it", "node", klog.KObj(u.Node), "arrived", arrivedPods(toMove, blocking))
 		if _, err := UnmarkToBeDeleted(ctx, a.deps.Kube, u.Node.Name, a.opts.CordonNodeBeforeTerminate); err != nil {
-			klog.Errorf("Scale-down: %v", err)
+			klog.ErrorS(err, "Scale-down: giving the node back failed", "node", klog.KObj(u.Node))
 		}
 		return deletiontracker.Kept, false
 	}
@@ -337,7 +337,7 @@ func (a *Actuator) deleteNodes(nodes []*apiv1.Node) (deleted map[string]bool, er
 	}
 	after, lerr := g.Nodes()
 	if lerr != nil {
-		klog.Warningf("Scale-down: listing the instances of node group %s after a failed deletion: %v; keeping all its nodes", g.Id(), lerr)
+		klog.InfoS("Scale-down: listing a node group's instances after a failed deletion failed; keeping all its nodes", "nodeGroup", g.Id(), "err", lerr)
 		return nil, err
 	}
 	state := func(ins []cloudprovider.Instance) map[string]*cloudprovider.InstanceStatus {
@@ -426,8 +426,8 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedA
 		return
 	}
 	ds := daemonSetPodsToEvict(current, a.opts.DaemonSetEvictionForOccupiedNodes)
-	klog.Infof("Scale-down: draining node %s (node group %s, unneeded since %s): evicting %d pod(s): %s; %d DaemonSet pod(s), best effort",
-		n.Name, c.GroupID, c.Since.Format(time.RFC3339), len(pods), framework.PodNames(pods, 5), len(ds))
+	klog.InfoS("Scale-down: draining node", "node", klog.KObj(n), "nodeGroup", c.GroupID, "unneededSince", c.Since.Format(time.RFC3339),
+		"podsToEvict", len(pods), "pods", framework.PodNames(pods, 5), "daemonSetPodsBestEffort", len(ds))
 
 	if err := a.evictByPriority(ctx, n, pods, ds); err != nil {
 		a.fail(ctx, n, metrics.APICallError, err)
@@ -443,8 +443,8 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedA
 	}
 	outcome = deletiontracker.Deleted
 	a.removed(c)
-	klog.Infof("Scale-down: removed node %s from node group %s after evicting %d pod(s) in %s",
-		n.Name, c.GroupID, len(pods), a.clock.Now().Sub(start).Round(time.Second))
+	klog.InfoS("Scale-down: removed node", "node", klog.KObj(n), "nodeGroup", c.GroupID, "podsEvicted", len(pods),
+		"took", a.clock.Now().Sub(start).Round(time.Second))
 }
 
 // evictByPriority evicts the node's pods group by group of
@@ -569,9 +569,9 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time, 
 			return fmt.Errorf("still refused after %d attempt(s) over %s: %w", attempts, a.opts.MaxPodEvictionTime, err)
 		}
 		if apierrors.IsTooManyRequests(err) {
-			klog.V(2).Infof("Scale-down: eviction of pod %s/%s refused (disruption budget); retrying", p.Namespace, p.Name)
+			klog.V(2).InfoS("Scale-down: eviction refused by a disruption budget; retrying", "pod", klog.KObj(p))
 		} else {
-			klog.Warningf("Scale-down: eviction of pod %s/%s failed: %v; retrying", p.Namespace, p.Name, err)
+			klog.InfoS("Scale-down: eviction failed; retrying", "pod", klog.KObj(p), "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -631,7 +631,7 @@ func (a *Actuator) evictBestEffort(ctx context.Context, n *apiv1.Node, pods []*a
 		go func(p *apiv1.Pod) {
 			defer wg.Done()
 			if err := a.evict(ctx, p, deadline, maxGrace); err != nil {
-				klog.Warningf("Scale-down: DaemonSet pod %s/%s on node %s not evicted (best effort; the node goes anyway): %v", p.Namespace, p.Name, n.Name, err)
+				klog.InfoS("Scale-down: DaemonSet pod not evicted (best effort; the node goes anyway)", "pod", klog.KObj(p), "node", klog.KObj(n), "err", err)
 			}
 		}(p)
 	}

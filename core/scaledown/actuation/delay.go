@@ -231,7 +231,7 @@ func (p *taintProbe) await() (time.Duration, bool) {
 			break
 		}
 		if time.Now().After(deadline) {
-			klog.Errorf("Scale-down: the node informer did not show the ToBeDeleted taint within %s; keeping --node-delete-delay-after-taint=%s", taintSeenTimeout, p.a.opts.NodeDeleteDelayAfterTaint)
+			klog.ErrorS(nil, "Scale-down: the node informer did not show the ToBeDeleted taint in time; keeping --node-delete-delay-after-taint", "timeout", taintSeenTimeout, "delay", p.a.opts.NodeDeleteDelayAfterTaint)
 			return 0, false
 		}
 		time.Sleep(taintSeenPoll)

@@ -61,7 +61,7 @@ func UpdateSoftTaints(ctx context.Context, kube kubernetes.Interface, unneeded, 
 		}
 		if err := cleanDeletionCandidate(ctx, kube, n); err != nil {
 			res.Errors = append(res.Errors, err)
-			klog.Warningf("Scale-down: %v", err)
+			klog.InfoS("Scale-down: removing the soft taint failed", "node", klog.KObj(n), "err", err)
 			continue
 		}
 		res.Untainted = append(res.Untainted, n.Name)
@@ -72,7 +72,7 @@ func UpdateSoftTaints(ctx context.Context, kube kubernetes.Interface, unneeded, 
 		}
 		if err := markDeletionCandidate(ctx, kube, n, start); err != nil {
 			res.Errors = append(res.Errors, err)
-			klog.Warningf("Scale-down: %v", err)
+			klog.InfoS("Scale-down: setting the soft taint failed", "node", klog.KObj(n), "err", err)
 			continue
 		}
 		res.Tainted = append(res.Tainted, n.Name)

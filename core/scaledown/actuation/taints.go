@@ -145,7 +145,7 @@ func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, deleting
 			continue
 		}
 		if n.Spec.ProviderID != "" && deleting[n.Spec.ProviderID] {
-			klog.Infof("Start-up: keeping the autoscaler taint on node %s: its instance %s is being deleted", n.Name, n.Spec.ProviderID)
+			klog.InfoS("Start-up: keeping the autoscaler taint: the node's instance is being deleted", "node", klog.KObj(n), "providerID", n.Spec.ProviderID)
 			continue
 		}
 		removed, err := UnmarkToBeDeleted(ctx, kube, n.Name, true)
@@ -154,7 +154,7 @@ func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, deleting
 			continue
 		}
 		if removed {
-			klog.Infof("Start-up: removed stale autoscaler taint from node %s (left by an earlier run)", n.Name)
+			klog.InfoS("Start-up: removed a stale autoscaler taint left by an earlier run", "node", klog.KObj(n))
 		}
 	}
 	// Every node that kept its taint is named, in one error the caller logs.

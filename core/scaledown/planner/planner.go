@@ -83,7 +83,7 @@ func (p *Planner) Update(in scaledown.PlannerInput) error {
 	}
 	for name := range p.unneeded {
 		if next[name] == nil {
-			klog.V(2).Infof("Scale-down: node %s is needed again", name)
+			klog.V(2).InfoS("Scale-down: node is needed again", "node", klog.KRef("", name))
 		}
 	}
 	p.unneeded = next
@@ -268,8 +268,7 @@ func (p *Planner) note(node string, reason simulator.UnremovableReason, detail s
 }
 
 func (p *Planner) logSkipped() {
-	klog.V(2).Infof("Scale-down: %d non-empty node(s) left for later loops (%s); %d new unneeded this loop",
-		p.memo.skipped, p.memo.why, p.memo.found)
+	klog.V(2).InfoS("Scale-down: non-empty nodes left for later loops", "nodes", p.memo.skipped, "why", p.memo.why, "newUnneeded", p.memo.found)
 }
 
 // replay gives the memo's outcome for this loop's candidates (the same

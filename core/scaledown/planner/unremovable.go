@@ -32,9 +32,9 @@ func (u *unremovableNodes) begin() {
 func (u *unremovableNodes) add(node string, reason simulator.UnremovableReason, detail string) {
 	note := unremovableNote{reason: reason, detail: detail}
 	if u.last[node] != note {
-		klog.V(2).Infof("Scale-down: node %s not removable: %s", node, detail)
+		klog.V(2).InfoS("Scale-down: node not removable", "node", klog.KRef("", node), "why", detail)
 	} else {
-		klog.V(5).Infof("Scale-down: node %s not removable: %s", node, detail)
+		klog.V(5).InfoS("Scale-down: node not removable", "node", klog.KRef("", node), "why", detail)
 	}
 	u.current[node] = note
 }
