@@ -147,13 +147,17 @@ func podSpec(cpu string) apiv1.PodSpec {
 }
 
 func createDeployment(ctx context.Context, sb *sandbox.Sandbox, app string, replicas int, cpu string) error {
+	return createDeploymentOf(ctx, sb, app, replicas, podSpec(cpu))
+}
+
+func createDeploymentOf(ctx context.Context, sb *sandbox.Sandbox, app string, replicas int, spec apiv1.PodSpec) error {
 	labels := map[string]string{"app": app}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: "bench"},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(int32(replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec(cpu)},
+			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 		},
 	}
 	_, err := sb.Kube.AppsV1().Deployments("bench").Create(ctx, d, metav1.CreateOptions{})

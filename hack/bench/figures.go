@@ -376,7 +376,8 @@ func growPools(ctx context.Context, sb *sandbox.Sandbox, nodesPerPool int, timeo
 		}
 	}
 	want, nodes := len(pools)*nodesPerPool, 0
-	err := poll(ctx, timeout, time.Second, func() (bool, error) {
+	// Every 2s: each poll lists (and the apiserver encodes) every Node.
+	err := poll(ctx, timeout, 2*time.Second, func() (bool, error) {
 		l, err := sb.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, err
@@ -431,7 +432,13 @@ func startAutoscaler(c config, sb *sandbox.Sandbox, logName string, profiling bo
 
 func waitRunning(ctx context.Context, sb *sandbox.Sandbox, app string, n int, timeout time.Duration) error {
 	got := 0
-	err := poll(ctx, timeout, 50*time.Millisecond, func() (bool, error) {
+	// Each poll lists the pods: for thousands, in the process that runs the control
+	// plane, often would slow down what it waits for.
+	every := 50 * time.Millisecond
+	if n > 100 {
+		every = time.Second
+	}
+	err := poll(ctx, timeout, every, func() (bool, error) {
 		var err error
 		got, err = runningPods(ctx, sb, app)
 		return got >= n, err

@@ -33,6 +33,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	_ "net/http/pprof" // --pprof-addr
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,6 +63,8 @@ type config struct {
 	burstPools, pods, maxPerPl int
 	burstScan, unneeded        time.Duration
 	dir, binary                string
+	// pprofAddr: where this process serves net/http/pprof; empty: nowhere.
+	pprofAddr string
 	// upstream: a second autoscaler binary run beside CA_BINARY (--upstream-binary).
 	upstream string
 	// builds are the binaries the figures and --large runs measure, in table order.
@@ -72,6 +76,8 @@ type config struct {
 	large                                                  bool
 	largePools, largeNodesPerPool, largePods, largePending int
 	largeTimeout                                           time.Duration
+	// largeSchedulerBinds: kube-scheduler binds the running pods (else the harness does).
+	largeSchedulerBinds bool
 }
 
 func main() {
@@ -105,12 +111,17 @@ func main() {
 	flag.IntVar(&c.largeNodesPerPool, "large-nodes-per-pool", 50, "large: nodes per pool")
 	flag.IntVar(&c.largePods, "large-pods", 10000, "large: running pods of 900m (two fill a node)")
 	flag.IntVar(&c.largePending, "large-pending", 5000, "large: pending pods of 500m created at once after the steady window")
+	flag.BoolVar(&c.largeSchedulerBinds, "large-scheduler-binds", false, "large: kube-scheduler binds the running pods too (by default the harness binds them, two a node: the scheduler bound 3-18 a second on this shared machine); the pending pods always go through the scheduler")
 	flag.DurationVar(&c.largeTimeout, "large-timeout", 20*time.Minute, "large: give up registering the nodes or running the pods after this long")
 	flag.BoolVar(&c.buffer, "buffer", true, "run the warm-capacity figure: a Deployment's new pods to Running, without and with a CapacityBuffer")
 	flag.DurationVar(&c.bufferBootDelay, "buffer-boot-delay", 20*time.Second, "buffer: simulated droplet boot time")
+	flag.StringVar(&c.pprofAddr, "pprof-addr", "", "serve this process's pprof (it runs the sandbox: apiserver, etcd, scheduler, controllers, node agent) on this loopback address, e.g. 127.0.0.1:6061")
 	flag.StringVar(&c.upstream, "upstream-binary", "", "also run this autoscaler binary (e.g. upstream 1.36.1 built with -tags digitalocean) in the figures and --large runs, same flags and cluster, and print both side by side")
 	flag.StringVar(&c.dir, "dir", "", "directory for sandbox files and autoscaler logs (default: a temp dir)")
 	flag.Parse()
+	if c.pprofAddr != "" {
+		go func() { fmt.Fprintln(os.Stderr, "bench: pprof:", http.ListenAndServe(c.pprofAddr, nil)) }()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, c, os.Stdout); err != nil {
