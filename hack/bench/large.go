@@ -140,8 +140,13 @@ func (p pending) add(r *rows, n int, timeout time.Duration) {
 		r.add(name, "none within %v of the last pod's creation (%d requests, %d answered 429)", timeout, p.requests, p.limited)
 		return
 	}
-	r.add(name, "%v after the first was created, %v after the last (all created in %v)",
-		p.update.Sub(p.first).Round(time.Millisecond), p.update.Sub(p.last).Round(time.Millisecond), p.last.Sub(p.first).Round(time.Millisecond))
+	if p.update.Before(p.last) {
+		r.add(name, "%v after the first was created, while they were still being created (all created in %v)",
+			p.update.Sub(p.first).Round(time.Millisecond), p.last.Sub(p.first).Round(time.Millisecond))
+	} else {
+		r.add(name, "%v after the first was created, %v after the last (all created in %v)",
+			p.update.Sub(p.first).Round(time.Millisecond), p.update.Sub(p.last).Round(time.Millisecond), p.last.Sub(p.first).Round(time.Millisecond))
+	}
 	marked := "none"
 	if !p.firstMarked.IsZero() {
 		marked = fmt.Sprintf("the first %v after the first was created", p.firstMarked.Sub(p.first).Round(time.Millisecond))
@@ -197,6 +202,7 @@ func measurePending(ctx context.Context, c config, sb *sandbox.Sandbox) (pending
 		update.Store(time.Now().UnixNano())
 		mu.Lock()
 		p.markedByUpdate = len(marked)
+		p.requests, p.limited = sb.DOKS.TotalRequests()-total0, sb.DOKS.RateLimited("")-limited0
 		mu.Unlock()
 	}()
 	var err error
@@ -210,11 +216,12 @@ func measurePending(ctx context.Context, c config, sb *sandbox.Sandbox) (pending
 	case <-ctx.Done():
 		return p, ctx.Err()
 	}
-	p.requests, p.limited = sb.DOKS.TotalRequests()-total0, sb.DOKS.RateLimited("")-limited0
 	mu.Lock()
 	defer mu.Unlock()
 	if ns := update.Load(); ns > 0 {
 		p.update = time.Unix(0, ns)
+	} else {
+		p.requests, p.limited = sb.DOKS.TotalRequests()-total0, sb.DOKS.RateLimited("")-limited0
 	}
 	return p, nil
 }
@@ -233,11 +240,16 @@ func unschedulable(pod *apiv1.Pod) bool {
 // ones the scale-up added), and then a minute without requests so that the per-minute
 // rate limit starts empty for the next binary as it did for the first.
 func resetLarge(ctx context.Context, c config, sb *sandbox.Sandbox, want int) error {
-	zero := int64(0)
-	if err := sb.Kube.CoreV1().Pods("bench").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
-		metav1.ListOptions{LabelSelector: "app=large-pending"}); err != nil {
-		return fmt.Errorf("deleting the pending pods: %w", err)
+	// One by one, 16 at a time: a DeleteCollection of 5,000 pods outlasts the apiserver's
+	// request timeout on this machine.
+	l, err := sb.Kube.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{LabelSelector: "app=large-pending", ResourceVersion: "0"})
+	if err != nil {
+		return err
 	}
+	zero := int64(0)
+	workqueue.ParallelizeUntil(ctx, 16, len(l.Items), func(i int) {
+		_ = sb.Kube.CoreV1().Pods("bench").Delete(ctx, l.Items[i].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
 	for _, p := range sb.DOKS.Pools() {
 		if p.Count != c.largeNodesPerPool {
 			if err := resizePool(ctx, sb, p, c.largeNodesPerPool, c.largeNodesPerPool+10); err != nil {
@@ -245,7 +257,7 @@ func resetLarge(ctx context.Context, c config, sb *sandbox.Sandbox, want int) er
 			}
 		}
 	}
-	err := poll(ctx, c.largeTimeout, time.Second, func() (bool, error) {
+	err = poll(ctx, c.largeTimeout, 2*time.Second, func() (bool, error) {
 		l, err := sb.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, err
