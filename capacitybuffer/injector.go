@@ -70,9 +70,10 @@ func (in *Injector) Process(_ *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod
 // CleanUp implements pods.PodListProcessor.
 func (in *Injector) CleanUp() {}
 
-// provisionable: buffers of the active strategy the controller resolved
-// (upstream's filters: the status names the strategy, and the buffer is
-// ReadyForProvisioning or already Provisioning).
+// provisionable reports whether the injector provisions b: a buffer of the
+// active strategy that the controller resolved (upstream's filters: the
+// status names the strategy, and the buffer is ReadyForProvisioning or
+// already Provisioning).
 func provisionable(b *v1beta1.CapacityBuffer) bool {
 	if b.Status.ProvisioningStrategy == nil || *b.Status.ProvisioningStrategy != v1beta1.ActiveProvisioningStrategy {
 		return false

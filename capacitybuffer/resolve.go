@@ -166,8 +166,8 @@ func replicas(spec v1beta1.CapacityBufferSpec, tmpl *apiv1.PodTemplateSpec, scal
 	return n, nil
 }
 
-// fitLimits: how many pods of tmpl fit within limits, by every resource the
-// pods request and the limits name.
+// fitLimits returns how many pods of tmpl fit within limits, by every
+// resource the pods request and the limits name.
 func fitLimits(tmpl *apiv1.PodTemplateSpec, limits v1beta1.ResourceList) (int32, error) {
 	reqs := resourcehelper.PodRequests(&apiv1.Pod{Spec: tmpl.Spec}, resourcehelper.PodResourcesOptions{})
 	n, found := int64(math.MaxInt32), false

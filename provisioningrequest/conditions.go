@@ -28,8 +28,9 @@ const (
 	ExpiredMsg                           = "ProvisioningRequest is expired"
 )
 
-// NoRetryParameter: "true" makes a check-capacity request that finds no
-// room Failed instead of Provisioned=False (Kueue then retries at once).
+// NoRetryParameter is the request parameter that, set to "true", makes a
+// check-capacity request that finds no room Failed instead of
+// Provisioned=False (Kueue then retries at once).
 const NoRetryParameter = "noRetry"
 
 // setCondition sets a condition of type t, replacing one of the same type;
@@ -56,7 +57,7 @@ func booked(pr *v1.ProvisioningRequest) bool {
 	return isTrue(pr, v1.Provisioned) && !isTrue(pr, v1.Failed) && !isTrue(pr, v1.BookingExpired)
 }
 
-// terminal: nothing more will be done for pr.
+// terminal reports whether nothing more will be done for pr.
 func terminal(pr *v1.ProvisioningRequest) bool {
 	return isTrue(pr, v1.Failed) || isTrue(pr, v1.Provisioned)
 }

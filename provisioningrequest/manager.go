@@ -296,7 +296,8 @@ func (m *Manager) expire(prs []*v1.ProvisioningRequest, now time.Time) {
 	}
 }
 
-// finishedBefore: Provisioned or Failed (any status) last changed before t.
+// finishedBefore reports whether pr's Provisioned or Failed condition (any
+// status) last changed before t.
 func finishedBefore(pr *v1.ProvisioningRequest, t time.Time) bool {
 	for _, typ := range []string{v1.Provisioned, v1.Failed} {
 		if c := apimeta.FindStatusCondition(pr.Status.Conditions, typ); c != nil && c.LastTransitionTime.Time.Before(t) {

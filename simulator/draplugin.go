@@ -52,10 +52,11 @@ func (p *cheapDRASkip) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 	return p.DynamicResources.PreFilter(ctx, state, pod, nodes)
 }
 
-// mayNeedDevices: the pod has ResourceClaims, or requests or limits (in any
-// container, the pod-level resources or the overhead) a resource named as
-// the DRAExtendedResource feature maps to a DeviceClass: an extended
-// resource (vendor.example/name) or deviceclass.resource.kubernetes.io/*.
+// mayNeedDevices reports whether the pod has ResourceClaims, or requests or
+// limits (in any container, the pod-level resources or the overhead) a
+// resource named as the DRAExtendedResource feature maps to a DeviceClass:
+// an extended resource (vendor.example/name) or
+// deviceclass.resource.kubernetes.io/*.
 func mayNeedDevices(pod *apiv1.Pod) bool {
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return true

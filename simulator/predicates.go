@@ -466,7 +466,8 @@ func (c *PredicateChecker) fitsAnyNode(s *ClusterSnapshot, pod *apiv1.Pod, match
 	return -1, "", nil, &noFitError{pod: podKey(pod), tried: tried, reasons: reasons}
 }
 
-// noFitError: the pod passed PreFilter but no candidate node passed Filter.
+// noFitError says the pod passed PreFilter but no candidate node passed
+// Filter.
 type noFitError struct {
 	pod     string
 	tried   int

@@ -205,9 +205,9 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 	return &NodeToBeRemoved{Node: node, PodsToReschedule: toMove, Destinations: placedOn}, nil
 }
 
-// replayable: toMove are replay's pods (same objects by UID and version, in
-// order), none holds claims, and every destination is still in the snapshot
-// and allowed.
+// replayable reports whether replay still holds: toMove are replay's pods
+// (same objects by UID and version, in order), none holds claims, and every
+// destination is still in the snapshot and allowed.
 func (r *RemovalSimulator) replayable(replay *NodeToBeRemoved, toMove []*apiv1.Pod, destinations map[string]bool) bool {
 	if len(toMove) != len(replay.PodsToReschedule) {
 		return false

@@ -233,8 +233,9 @@ func checkClusterID(id string) error {
 	return nil
 }
 
-// maxTokenLength: DigitalOcean tokens are about 70 characters; anything
-// this long is a wrong file or a paste gone wrong.
+// maxTokenLength is the longest token accepted. DigitalOcean tokens are
+// about 70 characters; anything this long is a wrong file or a paste gone
+// wrong.
 const maxTokenLength = 1024
 
 // checkToken refuses a token that cannot be one: control characters

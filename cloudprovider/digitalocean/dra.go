@@ -57,8 +57,9 @@ func (m *manager) draDriverRuns(driver string) bool {
 	return false
 }
 
-// deviceClassOf: the class is named after the driver (as both drivers'
-// charts name theirs) or one of its selectors names the driver.
+// deviceClassOf reports whether c is a class of driver's devices: it is
+// named after the driver (as both drivers' charts name theirs) or one of
+// its selectors names the driver.
 func deviceClassOf(c *resourceapi.DeviceClass, driver string) bool {
 	if c.Name == driver {
 		return true

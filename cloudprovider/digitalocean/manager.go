@@ -214,7 +214,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 			}
 		}
 		if m.isDeleted(p.ID) {
-			klog.V(2).Infof("node pool %s (%s) is being deleted: not a node group", p.Name, p.ID)
+			klog.V(2).InfoS("Node pool is being deleted: not a node group", "nodePool", p.Name, "nodeGroup", p.ID)
 			continue
 		}
 		v := selectPool(m.selection, p)

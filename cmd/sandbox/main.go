@@ -19,7 +19,8 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox"
 )
 
-// DefaultPools: one autoscaled pool of 1..5 nodes starting at 1, one fixed node.
+// DefaultPools are the sandbox's pools unless told otherwise: one autoscaled
+// pool of 1..5 nodes starting at 1, and one fixed node.
 const DefaultPools = "workers:s-2vcpu-4gb:1:1-5,fixed:s-2vcpu-4gb:1"
 
 type options struct {

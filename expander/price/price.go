@@ -19,7 +19,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
 )
 
-// tieFraction: scores within this fraction of the best count as equal.
+// tieFraction is how close to the best a score must be to count as equal.
 const tieFraction = 0.01
 
 type filter struct {

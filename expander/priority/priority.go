@@ -152,7 +152,8 @@ func (f *filter) BestOptions(options []expander.Option) []expander.Option {
 	return out
 }
 
-// groupPriority: the highest priority with an expression matching id.
+// groupPriority returns the highest priority with an expression matching id,
+// and whether any matches.
 func groupPriority(levels []level, id string) (int, bool) {
 	for _, l := range levels { // sorted highest first
 		for _, re := range l.regexps {

@@ -118,7 +118,8 @@ func runFigures(ctx context.Context, c config, out io.Writer) (*rows, error) {
 	return r, scaleFigures(ctx, c, out, sb, r)
 }
 
-// errNoUpdate: a trial's pod got no UpdateNodePool within the trial's minute.
+// errNoUpdate says a trial's pod got no UpdateNodePool within the trial's
+// minute.
 var errNoUpdate = errors.New("no UpdateNodePool within a minute")
 
 // latencySummary is the trials' figure: percentiles of those that got an UpdateNodePool,

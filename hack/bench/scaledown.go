@@ -143,9 +143,10 @@ func (r scaleDownRun) run(ctx context.Context, c config, out io.Writer) (scaleDo
 	return res, nil
 }
 
-// deletionCounts: nodes the autoscaler has tainted for deletion whose DigitalOcean node
-// is not deleting yet (its removals in flight, as it counts them against
-// --max-scale-down-parallelism), and nodes DigitalOcean lists as deleting.
+// deletionCounts counts the nodes the autoscaler has tainted for deletion
+// whose DigitalOcean node is not deleting yet (its removals in flight, as it
+// counts them against --max-scale-down-parallelism), and the nodes
+// DigitalOcean lists as deleting.
 func deletionCounts(ctx context.Context, sb *sandbox.Sandbox) (inFlight, deleting int, err error) {
 	state := map[string]string{}
 	for _, p := range sb.DOKS.Pools() {

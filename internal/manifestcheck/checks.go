@@ -274,8 +274,8 @@ func (f *findings) fail(format string, args ...interface{}) {
 	*f = append(*f, fmt.Errorf(format, args...))
 }
 
-// checkFlags: the flags the autoscaler needs to run as intended, against the
-// Deployment they run in.
+// checkFlags checks the flags the autoscaler needs to run as intended
+// against the Deployment they run in.
 func (b *Bundle) checkFlags() []error {
 	var f findings
 	dep := b.Deployment
@@ -291,9 +291,9 @@ func (b *Bundle) checkFlags() []error {
 	return f
 }
 
-// checkSecretMounts: the cloud config and the token come from read-only
-// Secret mounts that match what --cloud-config and cloud.json name, and no
-// mount is writable.
+// checkSecretMounts checks that the cloud config and the token come from
+// read-only Secret mounts that match what --cloud-config and cloud.json
+// name, and that no mount is writable.
 func (b *Bundle) checkSecretMounts() []error {
 	var f findings
 	cloudConfigPath, ok := b.Flag("cloud-config")
@@ -345,10 +345,10 @@ func (b *Bundle) checkSecretMounts() []error {
 	return f
 }
 
-// checkPodSecurity: a hardened pod (non-root uid 65532, read-only root
-// filesystem, no privilege or capabilities, RuntimeDefault seccomp, no host
-// namespaces) at system-cluster-critical priority. Container settings win
-// over the pod's, as in the kubelet.
+// checkPodSecurity checks for a hardened pod (non-root uid 65532, read-only
+// root filesystem, no privilege or capabilities, RuntimeDefault seccomp, no
+// host namespaces) at system-cluster-critical priority. Container settings
+// win over the pod's, as in the kubelet.
 func (b *Bundle) checkPodSecurity() []error {
 	var f findings
 	spec := b.Deployment.Spec.Template.Spec
@@ -399,8 +399,8 @@ func (b *Bundle) checkPodSecurity() []error {
 	return f
 }
 
-// checkResources: requests so the pod is scheduled with room, a memory limit
-// so a leak is restarted instead of starving the node.
+// checkResources checks for requests, so the pod is scheduled with room, and
+// a memory limit, so a leak is restarted instead of starving the node.
 func (b *Bundle) checkResources() []error {
 	var f findings
 	r := b.Container().Resources
@@ -430,9 +430,9 @@ func (b *Bundle) metricsPort() int32 {
 	return port
 }
 
-// checkProbes: liveness and readiness on /health-check at the --address
-// port, which the container declares. Readiness matters too: a pod whose HTTP
-// server does not answer leaves the metrics Service.
+// checkProbes checks for liveness and readiness probes on /health-check at
+// the --address port, which the container declares. Readiness matters too: a
+// pod whose HTTP server does not answer leaves the metrics Service.
 func (b *Bundle) checkProbes() []error {
 	var f findings
 	c := b.Container()
@@ -458,8 +458,9 @@ func (b *Bundle) checkProbes() []error {
 	return f
 }
 
-// checkShutdown: the pod is given the time the binary's exit takes, or
-// SIGKILL cuts a node removal short and leaves the Lease to expire.
+// checkShutdown checks that the pod is given the time the binary's exit
+// takes; otherwise SIGKILL cuts a node removal short and leaves the Lease to
+// expire.
 func (b *Bundle) checkShutdown() []error {
 	var f findings
 	if g := b.Deployment.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g < MinGracePeriodSeconds {
@@ -469,8 +470,8 @@ func (b *Bundle) checkShutdown() []error {
 	return f
 }
 
-// checkSpread: replicas run on different nodes, so one node's loss leaves a
-// standby.
+// checkSpread checks that replicas run on different nodes, so that one
+// node's loss leaves a standby.
 func (b *Bundle) checkSpread() []error {
 	var f findings
 	dep := b.Deployment
@@ -480,9 +481,9 @@ func (b *Bundle) checkSpread() []error {
 	return f
 }
 
-// checkBindings: the pod runs as the bundle's ServiceAccount, and the two
-// bindings give their roles to that ServiceAccount only, in the Deployment's
-// namespace.
+// checkBindings checks that the pod runs as the bundle's ServiceAccount and
+// that the two bindings give their roles to that ServiceAccount only, in the
+// Deployment's namespace.
 func (b *Bundle) checkBindings() []error {
 	var f findings
 	sa, ns := b.ServiceAccount, b.Deployment.Namespace
@@ -508,17 +509,18 @@ func (b *Bundle) checkBindings() []error {
 	return f
 }
 
-// checkRBAC: least privilege. No wildcards, non-resource URLs or Secrets;
-// the ClusterRole writes only what clusterWriteAllowed lists, and the Role
-// writes (other than create) only objects it names.
+// checkRBAC checks for least privilege: no wildcards, non-resource URLs or
+// Secrets; the ClusterRole writes only what clusterWriteAllowed lists, and
+// the Role writes (other than create) only objects it names.
 func (b *Bundle) checkRBAC() []error {
 	errs := CheckRules("ClusterRole", b.ClusterRole.Rules, clusterWriteAllowed)
 	return append(errs, CheckRules("Role", b.Role.Rules, nil)...)
 }
 
-// checkPodDisruptionBudget: a PodDisruptionBudget that lets one replica go.
-// Without one, a kube-system pod keeps its node (--skip-nodes-with-system-pods);
-// one that allows no disruption blocks every drain of the autoscaler's nodes.
+// checkPodDisruptionBudget checks for a PodDisruptionBudget that lets one
+// replica go. Without one, a kube-system pod keeps its node
+// (--skip-nodes-with-system-pods); one that allows no disruption blocks
+// every drain of the autoscaler's nodes.
 func (b *Bundle) checkPodDisruptionBudget() []error {
 	pdb, dep := b.PodDisruptionBudget, b.Deployment
 	if pdb == nil {

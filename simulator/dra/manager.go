@@ -81,8 +81,8 @@ func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
 
 type classResolver struct{ m *Manager }
 
-// implicitExtendedResourcePrefix: every DeviceClass can be asked for as the
-// extended resource "deviceclass.resource.kubernetes.io/<class name>".
+// implicitExtendedResourcePrefix starts the extended resource every
+// DeviceClass can be asked for as: "deviceclass.resource.kubernetes.io/<class name>".
 const implicitExtendedResourcePrefix = "deviceclass.resource.kubernetes.io/"
 
 // GetDeviceClass returns the class a pod's extended resource request is
@@ -186,10 +186,10 @@ func (t claimTracker) SignalClaimPendingAllocation(uid types.UID, allocated *res
 	return nil
 }
 
-// GetPendingAllocation: nothing is ever pending in a simulation.
+// GetPendingAllocation returns nil: nothing is ever pending in a simulation.
 func (t claimTracker) GetPendingAllocation(types.UID) *resourceapi.AllocationResult { return nil }
 
-// MaybeRemoveClaimPendingAllocation: nothing is ever pending.
+// MaybeRemoveClaimPendingAllocation returns false: nothing is ever pending.
 func (t claimTracker) MaybeRemoveClaimPendingAllocation(types.UID, bool) bool { return false }
 
 // AssumeClaimAfterAPICall stores the claim (the simulation makes no API
@@ -203,5 +203,6 @@ func (t claimTracker) AssumeClaimAfterAPICall(c *resourceapi.ResourceClaim) erro
 	return nil
 }
 
-// AssumedClaimRestore: the snapshot's Revert undoes simulated changes.
+// AssumedClaimRestore does nothing: the snapshot's Revert undoes simulated
+// changes.
 func (t claimTracker) AssumedClaimRestore(string, string) {}

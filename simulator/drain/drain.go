@@ -245,15 +245,16 @@ func block(pod *apiv1.Pod, reason BlockingPodReason) *BlockingPod {
 	return &BlockingPod{Pod: pod, Reason: reason}
 }
 
-// skipped: pods that need no moving and never block.
+// skipped reports whether pod needs no moving and never blocks.
 func skipped(pod *apiv1.Pod, now time.Time) bool {
 	return IsMirrorPod(pod) || IsDaemonSetPod(pod) ||
 		pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed ||
 		isLongTerminating(pod, now)
 }
 
-// systemPodGraceOver: the kube-system pod was created more than timeout ago.
-// A pod without a creation time (never from the API server) stays blocking.
+// systemPodGraceOver reports whether the kube-system pod was created more
+// than timeout ago. A pod without a creation time (never from the API
+// server) stays blocking.
 func systemPodGraceOver(pod *apiv1.Pod, timeout time.Duration, now time.Time) bool {
 	created := pod.CreationTimestamp.Time
 	return !created.IsZero() && now.After(created.Add(timeout))
@@ -273,9 +274,10 @@ func IsDaemonSetPod(pod *apiv1.Pod) bool {
 	return pod.Annotations[DaemonSetPodKey] == "true"
 }
 
-// isLongTerminating: deletion started, and the grace period plus
-// LongTerminatingExtra has run out. The kubelet has most likely finished
-// with it; the object lingers only because of finalizers or a lost node.
+// isLongTerminating reports whether the pod's deletion started and its grace
+// period plus LongTerminatingExtra has run out. The kubelet has most likely
+// finished with it; the object lingers only because of finalizers or a lost
+// node.
 func isLongTerminating(pod *apiv1.Pod, now time.Time) bool {
 	if pod.DeletionTimestamp == nil {
 		return false
@@ -313,9 +315,10 @@ func replicationReason(pod *apiv1.Pod, opts Options) BlockingPodReason {
 	return NoReason
 }
 
-// hasUnsafeLocalStorage: a hostPath or disk-backed emptyDir volume not listed
-// in the safe-to-evict-local-volumes annotation. A memory-backed emptyDir is
-// tmpfs: its content dies with the pod anyway, so moving the pod loses nothing.
+// hasUnsafeLocalStorage reports whether the pod has a hostPath or
+// disk-backed emptyDir volume not listed in the
+// safe-to-evict-local-volumes annotation. A memory-backed emptyDir is tmpfs:
+// its content dies with the pod anyway, so moving the pod loses nothing.
 func hasUnsafeLocalStorage(pod *apiv1.Pod) bool {
 	accepted := map[string]bool{}
 	for _, name := range strings.Split(pod.Annotations[SafeToEvictLocalVolumesKey], ",") {
@@ -357,9 +360,9 @@ func newPDBMatchers(pdbs []*policyv1.PodDisruptionBudget) ([]pdbMatcher, error) 
 	return out, nil
 }
 
-// matchingPDBs: PDBs in the pod's namespace whose selector matches it. As in
-// the eviction API, an empty selector matches every pod of the namespace and
-// a nil selector matches none.
+// matchingPDBs returns the indexes of the PDBs in the pod's namespace whose
+// selector matches it. As in the eviction API, an empty selector matches
+// every pod of the namespace and a nil selector matches none.
 func matchingPDBs(matchers []pdbMatcher, pod *apiv1.Pod) []int {
 	var out []int
 	for i, m := range matchers {

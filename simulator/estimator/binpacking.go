@@ -138,8 +138,9 @@ func (e *BinpackingEstimator) openNode(template *framework.NodeInfo, serial *int
 	}
 }
 
-// fitOnlyShrinks: nothing in the pod's constraints can be satisfied by adding
-// pods, so a node that refuses it keeps refusing equivalent pods.
+// fitOnlyShrinks reports whether nothing in the pod's constraints can be
+// satisfied by adding pods, so that a node that refuses it keeps refusing
+// equivalent pods.
 func fitOnlyShrinks(p *apiv1.Pod) bool {
 	if len(p.Spec.TopologySpreadConstraints) > 0 {
 		return false

@@ -67,9 +67,9 @@ func NewCluster(id string, minSize, n int) *Cluster {
 	return c
 }
 
-// ThreeNodes: g1's n0 busy (1500m of 2 cpu), n1 lightly used (one 200m
-// pod labelled app=light, which fits on n0), n2 empty. n1 and n2 are
-// unneeded.
+// ThreeNodes returns group g1 of three nodes and the pod of n1: n0 is busy
+// (1500m of 2 cpu), n1 lightly used (one 200m pod labelled app=light, which
+// fits on n0), n2 empty. n1 and n2 are unneeded.
 func ThreeNodes() (*Cluster, *apiv1.Pod) {
 	c := NewCluster("g1", 0, 3)
 	c.Pod("busy", 1500, "rs-busy", "g1-n0")
@@ -78,9 +78,9 @@ func ThreeNodes() (*Cluster, *apiv1.Pod) {
 	return c, light
 }
 
-// LightNodes: g1's n0 half used (not a candidate) with room for the
-// others' pods, then nodes n1..n<light> each running one small pod; every
-// one of them can be drained.
+// LightNodes returns group g1 of light+1 nodes: n0 half used (not a
+// candidate) with room for the others' pods, then n1..n<light> each running
+// one small pod. Every one of those can be drained.
 func LightNodes(light int) *Cluster {
 	c := NewCluster("g1", 0, light+1)
 	c.Pod("fill", 1000, "fill-rs", "g1-n0")

@@ -16,10 +16,10 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
-// DelayDeletionAnnotationPrefix: a node annotation with this prefix, set by
-// a controller that must finish work on the node first, holds the node's
-// deletion (after its drain) until it goes, for up to
-// --node-deletion-delay-timeout. The name is upstream's.
+// DelayDeletionAnnotationPrefix starts the node annotations that hold a
+// node's deletion (after its drain) until they go, for up to
+// --node-deletion-delay-timeout: a controller that must finish work on the
+// node first sets one. The name is upstream's.
 const DelayDeletionAnnotationPrefix = "delay-deletion.cluster-autoscaler.kubernetes.io/"
 
 const (
