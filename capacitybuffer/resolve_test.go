@@ -20,7 +20,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
 )
 
-// podSpec: one container requesting cpu (limits only when limitOnly, as
+// podSpec returns a template of one container requesting cpu (limits only when limitOnly, as
 // the API server defaults requests from them).
 func podSpec(cpu string, limitOnly bool) apiv1.PodTemplateSpec {
 	q := apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu)}

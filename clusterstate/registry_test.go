@@ -16,7 +16,7 @@ var t0 = time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 
 func opts() config.AutoscalingOptions { return config.Defaults() }
 
-// cluster: group g1 (min 1, max 10) with `ready` ready nodes.
+// cluster returns group g1 (min 1, max 10) with `ready` ready nodes.
 func cluster(t *testing.T, ready int) (*test.Provider, *test.NodeGroup, []*apiv1.Node) {
 	t.Helper()
 	p := test.NewProvider()

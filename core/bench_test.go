@@ -16,7 +16,7 @@ import (
 	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
 
-// benchCluster: 20 groups × 50 nodes (4 cpu, 16 GiB), 30 pods per node
+// benchCluster returns 20 groups × 50 nodes (4 cpu, 16 GiB), 30 pods per node
 // (100m, 256 MiB: 75% cpu, so no node is a scale-down candidate) owned by
 // 300 ReplicaSets, i.e. 1,000 nodes and 30,000 pods; plus `pending`
 // unschedulable pods of 1200m (too big for the 1000m left on any node) in
@@ -30,7 +30,7 @@ func benchCluster(pendingPods int) (*test.Provider, []runtime.Object) {
 	return p, objs
 }
 
-// benchShape: node groups of identical nodes, each running the same number
+// benchShape describes node groups of identical nodes, each running the same number
 // of identical pods spread over replicaSets ReplicaSets.
 type benchShape struct {
 	groups, nodesPerGroup, podsPerNode, replicaSets int
@@ -93,7 +93,7 @@ func (a *Autoscaler) rebuild() {
 	a.lastScaleUp = t0.Add(-24 * 60 * 60 * 1e9)
 }
 
-// BenchmarkRunOnce: one iteration on 1,000 nodes, 30,000 pods and 20 groups,
+// BenchmarkRunOnce times one iteration on 1,000 nodes, 30,000 pods and 20 groups,
 // with nothing to do, and with 5,000 pending pods to scale up for.
 func BenchmarkRunOnce(b *testing.B) {
 	b.Run("steady-state", benchmarkRunOnceSteadyState)
@@ -104,7 +104,7 @@ func BenchmarkRunOnce(b *testing.B) {
 	b.Run("1000-ramp", benchmarkRunOnceRamp)
 }
 
-// benchmarkRunOnceRamp: the cluster of 1000-unneeded with the production
+// benchmarkRunOnceRamp times loops on the cluster of 1000-unneeded with the production
 // candidate limits (--scale-down-non-empty-candidates-count=30): each loop
 // finds 30 more unneeded nodes, so the candidates change every loop and the
 // whole-loop reuse never applies (hack/bench's window at 1,000 nodes). Ten
@@ -142,7 +142,7 @@ func benchmarkRunOnceRamp(b *testing.B) {
 	}
 }
 
-// benchmarkRunOnceUnneeded: groups × nodesPerGroup nodes (2 cpu, 4 GiB), each
+// benchmarkRunOnceUnneeded times loops on groups × nodesPerGroup nodes (2 cpu, 4 GiB), each
 // running two 50m pods of 100 ReplicaSets, so every node is underutilized and
 // its pods fit elsewhere: the steady state of an idle cluster, where every
 // loop re-checks every unneeded node before its unneeded time is up. The
@@ -188,7 +188,7 @@ func benchmarkRunOnceUnneeded(b *testing.B, groups, nodesPerGroup int, churn boo
 	}
 }
 
-// benchmarkRunOnceSteadyState: nothing to do.
+// benchmarkRunOnceSteadyState times a loop with nothing to do.
 func benchmarkRunOnceSteadyState(b *testing.B) {
 	h := benchHarness(b, 0)
 	h.runOnce(t0) // warm caches (templates, first status write)
@@ -203,7 +203,7 @@ func benchmarkRunOnceSteadyState(b *testing.B) {
 	}
 }
 
-// benchmarkRunOnceScaleUp: 5,000 pending pods; every iteration scales up from
+// benchmarkRunOnceScaleUp times a loop with 5,000 pending pods; every iteration scales up from
 // the same starting point.
 func benchmarkRunOnceScaleUp(b *testing.B) {
 	h := benchHarness(b, 5000)
@@ -263,7 +263,7 @@ func benchDRACluster(withDRA bool) (*test.Provider, []runtime.Object) {
 	return p, append(objs, out...)
 }
 
-// BenchmarkRunOnceDRA: the steady state of BenchmarkRunOnce with 100 GPU
+// BenchmarkRunOnceDRA times the steady state of BenchmarkRunOnce with 100 GPU
 // nodes publishing devices and 300 pods holding claims, beside the same
 // cluster without DRA objects.
 func BenchmarkRunOnceDRA(b *testing.B) {

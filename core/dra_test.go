@@ -11,7 +11,7 @@ import (
 	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
 
-// gpuCluster: group "cpu" with one 8-cpu node, group "gpu" (min 0) with
+// gpuCluster returns group "cpu" with one 8-cpu node, group "gpu" (min 0) with
 // one node gpu-n0 whose DRA driver published devices GPUs; both provider
 // templates carry no slices (DOKS's templates from a pool spec do not
 // know the devices). A training pod on gpu-n0 holds one GPU through its

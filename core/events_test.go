@@ -49,7 +49,7 @@ func scrape(t *testing.T) func(name string, labels map[string]string) float64 {
 	}
 }
 
-// lateGroupFixture: "a" (preferred) gets a+1 for 2 pending pods at t0; its
+// lateGroupFixture returns a cluster where "a" (preferred) gets a+1 for 2 pending pods at t0; its
 // node never registers.
 func lateGroupFixture(t *testing.T) (*test.Provider, *harness) {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 )
 
-// failedGroupFixture: 3 full nodes in "base", 4 pending pods that need a
+// failedGroupFixture returns 3 full nodes in "base", 4 pending pods that need a
 // node each, and two empty groups; the priority expander prefers "a".
 func failedGroupFixture(t *testing.T) (*test.Provider, *harness) {
 	t.Helper()

@@ -15,7 +15,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 )
 
-// giveUpCluster: group g1 (min 1, max 10) with one ready node, and a
+// giveUpCluster returns group g1 (min 1, max 10) with one ready node, and a
 // registry that has seen it.
 func giveUpCluster(t *testing.T) (*test.Provider, *test.NodeGroup, []*apiv1.Node, *clusterstate.Registry) {
 	t.Helper()

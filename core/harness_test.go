@@ -89,7 +89,7 @@ func buildHarness(t testing.TB, opts config.AutoscalingOptions, provider *test.P
 	return h
 }
 
-// testOptions: defaults with a fixed expander and no API writes that tests
+// testOptions returns the defaults with a fixed expander and no API writes that tests
 // do not look at.
 func testOptions() config.AutoscalingOptions {
 	o := config.Defaults()

@@ -147,7 +147,7 @@ func TestNotTriggerScaleUpAggregatesReasons(t *testing.T) {
 	onlyNotTriggered(t, h, p, "1 max node group size reached", "1 node(s) had untolerated taint", "1 Insufficient cpu")
 }
 
-// onlyNotTriggered: no scale-up, and one NotTriggerScaleUp event giving
+// onlyNotTriggered checks that there was no scale-up, and one NotTriggerScaleUp event giving
 // every reason in wants.
 func onlyNotTriggered(t *testing.T, h *harness, p *test.Provider, wants ...string) {
 	t.Helper()
@@ -413,7 +413,7 @@ func TestBalanceSimilarNodeGroups(t *testing.T) {
 	}
 }
 
-// preferAOverB: baseNodes full nodes in group "base", pods pending pods of
+// preferAOverB returns baseNodes full nodes in group "base", pods pending pods of
 // milliCPU each, and two empty groups "a" and "b" of the same shape, with the
 // priority expander preferring "a".
 func preferAOverB(t *testing.T, baseNodes, pods int, milliCPU int64) (*test.Provider, *harness) {

@@ -21,7 +21,7 @@ type fixture struct {
 	options  []expander.Option
 }
 
-// newFixture: three groups with different node sizes; each option hosts
+// newFixture returns three groups with different node sizes; each option hosts
 // `pods` pods of 500m / 1GiB.
 func newFixture(t *testing.T) *fixture {
 	p := test.NewProvider()

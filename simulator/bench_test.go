@@ -11,7 +11,7 @@ import (
 	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
 
-// benchCluster: nodes of 8 cpu / 32 GiB over three zones, each running
+// benchCluster returns nodes of 8 cpu / 32 GiB over three zones, each running
 // podsPerNode pods of 0.1 cpu from 20 ReplicaSets.
 func benchCluster(b *testing.B, nodes, podsPerNode int) *ClusterSnapshot {
 	b.Helper()
@@ -39,7 +39,7 @@ func reportPerOp(b *testing.B, start time.Time, ops int, unit string) {
 	b.ReportMetric(float64(time.Since(start).Microseconds())/float64(ops), unit)
 }
 
-// BenchmarkCheckPredicates: one pod-fits-node check (PreFilter + Filter) on
+// BenchmarkCheckPredicates times one pod-fits-node check (PreFilter + Filter) on
 // a 100- and a 1000-node snapshot, for a plain pod and for one with zone
 // spread and hostname anti-affinity (the plugins whose PreFilter scans all
 // nodes).
@@ -72,7 +72,7 @@ func BenchmarkCheckPredicates(b *testing.B) {
 	}
 }
 
-// BenchmarkTrySchedulePods: 5,000 pending pods in 50 equivalence groups onto
+// BenchmarkTrySchedulePods schedules 5,000 pending pods in 50 equivalence groups onto
 // 1,000 nodes (10 pods each), inside a Fork reverted after each round. In
 // "spread" every tenth group has a zone spread constraint: PodTopologySpread's
 // PreFilter then counts matching pods on every node for each such pod, which
@@ -114,7 +114,7 @@ func BenchmarkTrySchedulePods(b *testing.B) {
 	}
 }
 
-// BenchmarkForkRevert: the cost of a what-if that touches one node of 1,000.
+// BenchmarkForkRevert measures the cost of a what-if that touches one node of 1,000.
 func BenchmarkForkRevert(b *testing.B) {
 	s := benchCluster(b, 1000, 10)
 	p := Pod("x", 100, MiB)

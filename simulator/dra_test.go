@@ -15,7 +15,7 @@ import (
 	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
 
-// draCluster: gpu-1 publishes one NVIDIA GPU, cpu-1 none but has plenty
+// draCluster returns a snapshot where gpu-1 publishes one NVIDIA GPU, cpu-1 none but has plenty
 // of cpu and memory.
 func draCluster(t *testing.T, pods []*apiv1.Pod, claims ...*resourceapi.ResourceClaim) *ClusterSnapshot {
 	t.Helper()

@@ -894,7 +894,7 @@ func TestTemplateNodeInfoFromSimulator(t *testing.T) {
 	}
 }
 
-// pricingEnv: one autoscaled pool of s-2vcpu-4gb, its pricing model, and
+// pricingEnv returns one autoscaled pool of s-2vcpu-4gb, its pricing model, and
 // its pool.
 func pricingEnv(t *testing.T) (*testEnv, cloudprovider.PricingModel, godo.KubernetesNodePool) {
 	e := newEnv(t, doks.Options{})

@@ -13,7 +13,7 @@ import (
 	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
 
-// BenchmarkEstimate: 5,000 pending pods in 50 equivalence groups packed onto
+// BenchmarkEstimate packs 5,000 pending pods in 50 equivalence groups onto
 // 8-cpu template nodes (with a DaemonSet pod each) next to a 1,000-node
 // cluster running 10,000 pods. "antiaffinity" makes every tenth group
 // one-per-host, the case that opens a node per pod.

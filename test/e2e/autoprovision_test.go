@@ -60,14 +60,14 @@ func (s *scenario) napConfigSection(mode string, section map[string]any) string 
 	return path
 }
 
-// withMemory: the Deployment's pods ask for mem of memory.
+// withMemory makes the Deployment's pods ask for mem of memory.
 func withMemory(mem string) deployOption {
 	return func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Resources.Requests[apiv1.ResourceMemory] = resource.MustParse(mem)
 	}
 }
 
-// withGPU: the Deployment's pods ask for n devices of a device plugin's resource.
+// withGPU makes the Deployment's pods ask for n devices of a device plugin's resource.
 func withGPU(name apiv1.ResourceName, n int64) deployOption {
 	return func(d *appsv1.Deployment) {
 		q := *resource.NewQuantity(n, resource.DecimalSI)
@@ -77,7 +77,7 @@ func withGPU(name apiv1.ResourceName, n int64) deployOption {
 	}
 }
 
-// tolerating: the Deployment's pods tolerate the taint key=value:NoSchedule
+// tolerating makes the Deployment's pods tolerate the taint key=value:NoSchedule
 // (operator Exists when value is empty), as GPU pods on DOKS tolerate their
 // vendor's GPU taint.
 func tolerating(key, value string) deployOption {
@@ -116,7 +116,7 @@ func (s *scenario) waitCreatedPool(timeout time.Duration) godo.KubernetesNodePoo
 	return p
 }
 
-// nothingCreated: no pool creation was asked for and only the given pools exist.
+// nothingCreated checks that no pool creation was asked for and only the given pools exist.
 func (s *scenario) nothingCreated(pools int) func() error {
 	return func() error {
 		if n := s.sb.DOKS.RequestCount(doks.OpCreateNodePool); n != 0 {

@@ -73,7 +73,7 @@ func (s *scenario) applyBuffer(name string, spec v1beta1.CapacityBufferSpec) {
 	}
 }
 
-// bufferReplicas: the buffer is ready with n replicas and provisioned.
+// bufferReplicas checks that the buffer is ready with n replicas and provisioned.
 func (s *scenario) bufferReplicas(name string, n int32) func() error {
 	return func() error {
 		b := s.buffer(name)
@@ -84,7 +84,7 @@ func (s *scenario) bufferReplicas(name string, n int32) func() error {
 	}
 }
 
-// noBufferPods: no Pod object and no event names a buffer's fake pod.
+// noBufferPods checks that no Pod object and no event names a buffer's fake pod.
 func (s *scenario) noBufferPods() {
 	s.t.Helper()
 	l, err := s.kube.CoreV1().Pods("").List(s.ctx, metav1.ListOptions{})

@@ -202,7 +202,7 @@ func (s *scenario) startShipped(sh shipped) *autoscaler {
 	return ca
 }
 
-// deployPools: one pool handed to this autoscaler (auto-scale off, tagged),
+// deployPools returns one pool handed to this autoscaler (auto-scale off, tagged),
 // one that carries the tags but has auto-scale on (DOKS's managed autoscaler
 // owns it), and one plain DOKS-autoscaled pool.
 func deployPools() []doks.PoolSpec {

@@ -52,7 +52,7 @@ func claiming(template string) func(*apiv1.PodSpec) {
 	}
 }
 
-// withClaim: the Deployment's pods claim their devices from template.
+// withClaim makes the Deployment's pods claim their devices from template.
 func withClaim(template string) deployOption {
 	return func(d *appsv1.Deployment) { claiming(template)(&d.Spec.Template.Spec) }
 }

@@ -212,7 +212,7 @@ func (s *scenario) haPair() (leader, follower *autoscaler, leaderID, followerID 
 	return leader, follower, ids[leader], ids[follower]
 }
 
-// onlyLeaderHolds: over d the Lease stays with id and the follower never claims to lead.
+// onlyLeaderHolds checks that over d the Lease stays with id and the follower never claims to lead.
 func (s *scenario) onlyLeaderHolds(id string, follower *autoscaler, d time.Duration) {
 	s.t.Helper()
 	s.holds("one leader", d, func() error {

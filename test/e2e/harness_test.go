@@ -209,7 +209,7 @@ func (s *scenario) deleteNamespace() {
 // autoscaler is one run of the production binary.
 type autoscaler = sandbox.Process
 
-// baseArgs: fast loops and short delays so that scenarios take seconds.
+// baseArgs returns the flags for fast loops and short delays so that scenarios take seconds.
 func (s *scenario) baseArgs() []string {
 	return append(s.sb.AutoscalerArgs(),
 		"--namespace="+s.ns,
@@ -388,7 +388,7 @@ func (s *scenario) pool(name string) godo.KubernetesNodePool {
 	return p
 }
 
-// targetIs: the pool's count (target size) is n.
+// targetIs checks that the pool's count (target size) is n.
 func (s *scenario) targetIs(pool string, n int) func() error {
 	return func() error {
 		if got := s.pool(pool).Count; got != n {
@@ -398,7 +398,7 @@ func (s *scenario) targetIs(pool string, n int) func() error {
 	}
 }
 
-// nodesAre: the pool has n registered Nodes.
+// nodesAre checks that the pool has n registered Nodes.
 func (s *scenario) nodesAre(pool string, n int) func() error {
 	return func() error {
 		got, err := s.sb.RegisteredNodes(s.ctx, pool)
@@ -554,7 +554,7 @@ func isReady(p *apiv1.Pod) bool {
 	return false
 }
 
-// runningAre: exactly n pods of app run Ready, and none is pending.
+// runningAre checks that exactly n pods of app run Ready, and none is pending.
 func (s *scenario) runningAre(app string, n int) func() error {
 	return func() error {
 		ready, pending := 0, 0
@@ -603,10 +603,10 @@ func (s *scenario) waitEvent(reason string, timeout time.Duration) apiv1.Event {
 	return ev
 }
 
-// taintedNodes: Nodes of the cluster carrying the autoscaler's deletion taint.
+// taintedNodes returns the Nodes of the cluster carrying the autoscaler's deletion taint.
 func (s *scenario) taintedNodes() []string { return s.nodesWithTaint(ToBeDeletedTaint) }
 
-// nodesWithTaint: Nodes of the cluster carrying a taint with key.
+// nodesWithTaint returns the Nodes of the cluster carrying a taint with key.
 func (s *scenario) nodesWithTaint(key string) []string {
 	s.t.Helper()
 	l, err := s.kube.CoreV1().Nodes().List(s.ctx, metav1.ListOptions{})

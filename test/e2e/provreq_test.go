@@ -123,7 +123,7 @@ func (s *scenario) admitJob(name, request, class string) {
 	}
 }
 
-// jobRunning: n pods of the Job run Ready.
+// jobRunning checks that n pods of the Job run Ready.
 func (s *scenario) jobRunning(name string, n int) func() error {
 	return func() error {
 		l, err := s.kube.CoreV1().Pods(s.ns).List(s.ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + name})
@@ -143,7 +143,7 @@ func (s *scenario) jobRunning(name string, n int) func() error {
 	}
 }
 
-// conditionIs: the request has condition typ with status and reason.
+// conditionIs checks that the request has condition typ with status and reason.
 func (s *scenario) conditionIs(name, typ string, status metav1.ConditionStatus, reason string) func() error {
 	return func() error {
 		pr := s.provisioningRequest(name)
@@ -155,7 +155,7 @@ func (s *scenario) conditionIs(name, typ string, status metav1.ConditionStatus, 
 	}
 }
 
-// updatesAre: the simulator received n UpdateNodePool calls.
+// updatesAre checks that the simulator received n UpdateNodePool calls.
 func (s *scenario) updatesAre(n int) func() error {
 	return func() error {
 		if got := s.sb.DOKS.RequestCount(doks.OpUpdateNodePool); got != n {

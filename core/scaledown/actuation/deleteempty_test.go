@@ -16,7 +16,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 )
 
-// emptyGroup: group g1 of n empty nodes, each planned for removal.
+// emptyGroup returns group g1 of n empty nodes, each planned for removal.
 func emptyGroup(n int) (*sdtest.Cluster, []*scaledown.UnneededNode) {
 	c := sdtest.NewCluster("g1", 0, n)
 	var unneeded []*scaledown.UnneededNode

@@ -22,7 +22,7 @@ import (
 
 var t0 = time.Unix(1_700_000_000, 0)
 
-// fixture: one group of nodes (2 cpu, 4 GiB) with two 50m pods each, and
+// fixture is one group of nodes (2 cpu, 4 GiB) with two 50m pods each, and
 // three busy nodes (1500m used: above the utilization threshold) whose room
 // (ten such pods each) comes first by name, so pods move there rather than
 // onto the next candidate; production candidate limits lowered to 3 new
