@@ -119,17 +119,7 @@ func (h *harness) runOnce(now time.Time) {
 }
 
 // events drains the recorder.
-func (h *harness) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (h *harness) events() []string { return sdtest.Events(h.recorder) }
 
 func countEvents(events []string, substr string) int {
 	n := 0

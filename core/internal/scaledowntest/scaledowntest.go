@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
@@ -288,6 +289,19 @@ func (k *Kube) Grace(pod string) (int64, bool) {
 	defer k.mu.Unlock()
 	g, ok := k.graces[pod]
 	return g, ok
+}
+
+// Events drains the events rec holds.
+func Events(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
 }
 
 // Deletions renders the provider's DeleteNodes calls as "group:n1,n2".

@@ -59,18 +59,6 @@ func planned(c *sdtest.Cluster, name string) *scaledown.UnneededNode {
 	return u
 }
 
-func (r *removal) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-r.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func (r *removal) tainted(t *testing.T, name string) bool {
 	t.Helper()
 	return clusterstate.HasToBeDeletedTaint(getNode(t, r.kube.Clientset, name))
@@ -212,7 +200,7 @@ func TestFailedDrainGivesNodeBack(t *testing.T) {
 		t.Error("taint left on a node whose drain failed")
 	}
 	n := 0
-	for _, e := range r.events() {
+	for _, e := range sdtest.Events(r.recorder) {
 		if strings.Contains(e, "Warning ScaleDownFailed") {
 			n++
 		}
