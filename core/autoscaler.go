@@ -19,7 +19,6 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -151,9 +150,10 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	}
 	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{}}
 
-	// Managed fields are dropped from cached objects: with tens of thousands
-	// of pods they are a large share of the cache's memory.
-	a.factory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields))
+	// Managed fields, and status fields of pods and nodes nothing here
+	// reads, are dropped from cached objects: with tens of thousands of
+	// pods they are a large share of the cache's memory.
+	a.factory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache))
 	a.nsFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace))
 
 	nodeInf := a.factory.Core().V1().Nodes()
@@ -284,14 +284,6 @@ func (a *Autoscaler) wantsNode(p *apiv1.Pod) bool {
 func (a *Autoscaler) nodeExists(name string) bool {
 	_, err := a.nodes.Get(name)
 	return err == nil
-}
-
-// stripManagedFields drops managedFields from objects entering the caches.
-func stripManagedFields(obj interface{}) (interface{}, error) {
-	if acc, err := meta.Accessor(obj); err == nil && acc.GetManagedFields() != nil {
-		acc.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // listPDBs lists the PodDisruptionBudgets in the cache.

@@ -1,0 +1,75 @@
+package core
+
+import (
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// trimForCache is the informers' transform: it drops from objects entering
+// the caches what no code path of the autoscaler reads, so that a cluster's
+// pods and nodes cost less memory: managedFields of every object and, of
+// pods and nodes, status fields a kubelet reports for people and other
+// controllers (below). What stays is what the scheduler framework's Filter
+// plugins, the drain rules, utilization, the scale-up's pending-pod checks
+// and the status writer read.
+func trimForCache(obj interface{}) (interface{}, error) {
+	if acc, err := meta.Accessor(obj); err == nil && acc.GetManagedFields() != nil {
+		acc.SetManagedFields(nil)
+	}
+	switch o := obj.(type) {
+	case *apiv1.Pod:
+		trimPodStatus(&o.Status)
+	case *apiv1.Node:
+		trimNodeStatus(&o.Status)
+	}
+	return obj, nil
+}
+
+// trimPodStatus keeps the phase, the conditions without their messages
+// (scale-up reads PodScheduled's status and reason), the nominated node
+// (preemption), the pod's and its containers' resources (the scheduler's
+// requests of a pod being resized in place come from them) and the claim
+// statuses (DRA). Gone: IPs, start time, the message, the QoS class and
+// each container's image, ID, state and readiness. (Pods are never written
+// back from the cache: evictions name them.)
+func trimPodStatus(s *apiv1.PodStatus) {
+	s.Message = ""
+	s.HostIP, s.HostIPs, s.PodIP, s.PodIPs = "", nil, "", nil
+	s.StartTime = nil
+	s.QOSClass = ""
+	s.EphemeralContainerStatuses = nil
+	for i := range s.Conditions {
+		s.Conditions[i].Message = ""
+	}
+	s.InitContainerStatuses = trimContainerStatuses(s.InitContainerStatuses)
+	s.ContainerStatuses = trimContainerStatuses(s.ContainerStatuses)
+}
+
+// trimContainerStatuses keeps of each status what resource.PodRequests
+// reads: the name, the resources applied and allocated.
+func trimContainerStatuses(in []apiv1.ContainerStatus) []apiv1.ContainerStatus {
+	if len(in) == 0 {
+		return in
+	}
+	out := make([]apiv1.ContainerStatus, len(in))
+	for i, c := range in {
+		out[i] = apiv1.ContainerStatus{Name: c.Name, Resources: c.Resources, AllocatedResources: c.AllocatedResources}
+	}
+	return out
+}
+
+// trimNodeStatus drops the images (a kubelet reports up to 50, the largest
+// part of a node object; ImageLocality is a Score plugin the simulation does
+// not run), the volumes attached and in use, the system info, addresses,
+// daemon endpoints and config. Capacity, allocatable, conditions, phase,
+// features and declared features stay. The soft taint's update writes a
+// cached node back, but a node's update ignores its status (the status
+// subresource owns it).
+func trimNodeStatus(s *apiv1.NodeStatus) {
+	s.Images = nil
+	s.VolumesAttached, s.VolumesInUse = nil, nil
+	s.NodeInfo = apiv1.NodeSystemInfo{}
+	s.Addresses = nil
+	s.DaemonEndpoints = apiv1.NodeDaemonEndpoints{}
+	s.Config = nil
+}

@@ -1,0 +1,79 @@
+package core
+
+import (
+	"testing"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+)
+
+// The cache keeps what the autoscaler reads of a pod: a pod being resized
+// in place is counted with the requests its containers' statuses report,
+// a pending pod is still unschedulable, a nominated one still nominated;
+// what it does not read is gone.
+func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
+	now := metav1.Now()
+	pod := test.BuildPendingPod("p", 500, 64*test.MiB, "rs")
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	pod.Status.Conditions[0].Message = "0/1000 nodes are available: 1000 Insufficient cpu."
+	pod.Status.NominatedNodeName = "n1"
+	pod.Status.PodIP, pod.Status.HostIP, pod.Status.StartTime = "10.0.0.1", "10.1.0.1", &now
+	pod.Status.ContainerStatuses = []apiv1.ContainerStatus{{
+		Name: pod.Spec.Containers[0].Name, Image: "registry/app:1", ContainerID: "containerd://x", Ready: true,
+		State:              apiv1.ContainerState{Running: &apiv1.ContainerStateRunning{StartedAt: now}},
+		AllocatedResources: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("800m")},
+		Resources: &apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("800m")}},
+	}}
+	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
+	before := resourcehelper.PodRequests(pod, opts)
+
+	obj, err := trimForCache(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*apiv1.Pod)
+	if after := resourcehelper.PodRequests(got, opts); !after.Cpu().Equal(*before.Cpu()) || after.Cpu().MilliValue() != 800 {
+		t.Errorf("requests after trimming %v, before %v (want the resized 800m)", after.Cpu(), before.Cpu())
+	}
+	if !scaleup.IsUnschedulable(got) || got.Status.NominatedNodeName != "n1" || got.Status.Phase != apiv1.PodPending {
+		t.Errorf("pending pod's scheduling state lost: %+v", got.Status)
+	}
+	cs := got.Status.ContainerStatuses[0]
+	if got.ManagedFields != nil || got.Status.PodIP != "" || got.Status.HostIP != "" || got.Status.StartTime != nil ||
+		got.Status.Conditions[0].Message != "" || cs.Image != "" || cs.ContainerID != "" || cs.State.Running != nil {
+		t.Errorf("unread fields kept: %+v", got.Status)
+	}
+}
+
+// A node keeps what the simulation, readiness and templates read (capacity,
+// allocatable, conditions, declared features); its images and system info go.
+func TestTrimForCacheNode(t *testing.T) {
+	node := test.BuildNode("n1", 2000, 4*test.GiB)
+	node.Status.Images = []apiv1.ContainerImage{{Names: []string{"registry/app:1"}, SizeBytes: 1 << 20}}
+	node.Status.NodeInfo = apiv1.NodeSystemInfo{KubeletVersion: "v1.35.0", OSImage: "Debian"}
+	node.Status.Addresses = []apiv1.NodeAddress{{Type: apiv1.NodeInternalIP, Address: "10.1.0.1"}}
+	node.Status.DeclaredFeatures = []string{"InPlacePodVerticalScaling"}
+	want := node.Status.DeepCopy()
+
+	obj, err := trimForCache(node.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*apiv1.Node)
+	if got.Status.Images != nil || got.Status.NodeInfo.KubeletVersion != "" || got.Status.Addresses != nil {
+		t.Errorf("unread fields kept: %+v", got.Status)
+	}
+	if !got.Status.Allocatable.Cpu().Equal(*want.Allocatable.Cpu()) || !got.Status.Capacity.Memory().Equal(*want.Capacity.Memory()) ||
+		len(got.Status.Conditions) != len(want.Conditions) || len(got.Status.DeclaredFeatures) != 1 {
+		t.Errorf("read fields lost: %+v", got.Status)
+	}
+	if ready, _ := clusterstate.NodeReadiness(got); !ready {
+		t.Errorf("a ready node is not ready after trimming")
+	}
+}
