@@ -32,6 +32,11 @@ type NodeToBeRemoved struct {
 	// Destinations[i] is the node the simulation placed PodsToReschedule[i]
 	// on: what ReplayNodeRemoval repeats.
 	Destinations []string
+	// placed[i] is the copy of PodsToReschedule[i] bound to Destinations[i]
+	// that the snapshot held: a replay moving the same pod object stores
+	// the same copy again (so, loop after loop, do the removals after it
+	// that move this copy on).
+	placed []*apiv1.Pod
 }
 
 // UnremovableNode is a node that cannot go, and why.
@@ -136,7 +141,20 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 	// Equivalent pods resume where the previous one landed.
 	hints := map[uint64]int{}
 	placedOn := make([]string, 0, len(toMove))
+	placedPods := make([]*apiv1.Pod, 0, len(toMove))
 	for i, p := range toMove {
+		if replay != nil && i < len(replay.placed) && replay.PodsToReschedule[i] == p && len(p.Spec.ResourceClaims) == 0 {
+			// The same object as the previous loop moved: its copy then
+			// is what withNodeName would give now.
+			dest, placed := replay.Destinations[i], replay.placed[i]
+			if err := r.place(podInfos[p], placed, dest); err != nil {
+				r.snapshot.Revert()
+				klog.ErrorS(err, "Scale-down simulation: placing a pod failed", "node", klog.KRef("", nodeName), "pod", klog.KObj(p), "destination", dest)
+				return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
+			}
+			placedOn, placedPods = append(placedOn, dest), append(placedPods, placed)
+			continue
+		}
 		moved := withNodeName(p, "")
 		var (
 			dest string
@@ -177,18 +195,12 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 		} else {
 			placed = withNodeName(p, dest)
 		}
-		// The pod's scheduler bookkeeping from its current node is reused.
-		var addErr error
-		if src, ok := podInfos[p]; ok {
-			addErr = r.snapshot.addPodInfo(sharePodInfo(src, placed), dest)
-		} else {
-			addErr = r.snapshot.AddEquivalentPod(placed, nil, dest)
-		}
-		if err := addErr; err != nil {
+		if err := r.place(podInfos[p], placed, dest); err != nil {
 			r.snapshot.Revert()
 			klog.ErrorS(err, "Scale-down simulation: placing a pod failed", "node", klog.KRef("", nodeName), "pod", klog.KObj(p), "destination", dest)
 			return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
 		}
+		placedPods = append(placedPods, placed)
 		if v := klog.V(4); v.Enabled() { // arguments escape even when not logged
 			v.InfoS("Scale-down simulation: pod would move", "pod", klog.KObj(p), "node", klog.KRef("", nodeName), "destination", dest)
 		}
@@ -202,7 +214,19 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 	if v := klog.V(4); v.Enabled() {
 		v.InfoS("Node can be removed: its pods to move fit elsewhere", "node", klog.KRef("", nodeName), "podsToMove", len(toMove))
 	}
-	return &NodeToBeRemoved{Node: node, PodsToReschedule: toMove, Destinations: placedOn}, nil
+	return &NodeToBeRemoved{Node: node, PodsToReschedule: toMove, Destinations: placedOn, placed: placedPods}, nil
+}
+
+// place stores placed, a pod's copy bound to dest, reusing the scheduler's
+// bookkeeping of pod on its current node (src) when there is one.
+func (r *RemovalSimulator) place(src *schedframework.PodInfo, placed *apiv1.Pod, dest string) error {
+	var err error
+	if src != nil {
+		err = r.snapshot.addPodInfo(sharePodInfo(src, placed), dest)
+	} else {
+		err = r.snapshot.AddEquivalentPod(placed, nil, dest)
+	}
+	return err
 }
 
 // replayable reports whether replay still holds: toMove are replay's pods
