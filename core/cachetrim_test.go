@@ -28,7 +28,7 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 		Name: pod.Spec.Containers[0].Name, Image: "registry/app:1", ContainerID: "containerd://x", Ready: true,
 		State:              apiv1.ContainerState{Running: &apiv1.ContainerStateRunning{StartedAt: now}},
 		AllocatedResources: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("800m")},
-		Resources: &apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("800m")}},
+		Resources:          &apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("800m")}},
 	}}
 	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
 	before := resourcehelper.PodRequests(pod, opts)
