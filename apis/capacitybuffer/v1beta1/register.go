@@ -33,16 +33,16 @@ func AddToScheme(s *runtime.Scheme) error {
 // Provisioning strategies, conditions and reasons (upstream's values:
 // capacitybuffer/constants.go and processors/capacitybuffer).
 const (
-	// ActiveProvisioningStrategy: the autoscaler keeps the room provisioned
+	// ActiveProvisioningStrategy means the autoscaler keeps the room provisioned
 	// with virtual pods. The only strategy upstream's controller and
 	// injector act on; buffers with any other are left to other controllers.
 	ActiveProvisioningStrategy = "buffer.x-k8s.io/active-capacity"
 
-	// ReadyForProvisioningCondition: the controller resolved the buffer's
+	// ReadyForProvisioningCondition says whether the controller resolved the buffer's
 	// pod shape and size (True), or could not (False, reason
 	// NotReadyReason, the message says why).
 	ReadyForProvisioningCondition = "ReadyForProvisioning"
-	// ProvisioningCondition: the injector provisions the buffer's room
+	// ProvisioningCondition says whether the injector provisions the buffer's room
 	// (True, FakePodsInjectedReason), or does not (False, a reason below).
 	ProvisioningCondition = "Provisioning"
 

@@ -64,15 +64,15 @@ type Detail string
 
 // Condition types.
 const (
-	// Accepted: the autoscaler will try to provide the capacity.
+	// Accepted means the autoscaler will try to provide the capacity.
 	Accepted = "Accepted"
-	// BookingExpired: the capacity was Provisioned and its booking ran out.
+	// BookingExpired means the capacity was Provisioned and its booking ran out.
 	BookingExpired = "BookingExpired"
-	// CapacityRevoked: the capacity provided is no longer valid.
+	// CapacityRevoked means the capacity provided is no longer valid.
 	CapacityRevoked = "CapacityRevoked"
-	// Provisioned: the capacity is there (or has been asked for).
+	// Provisioned means the capacity is there (or has been asked for).
 	Provisioned = "Provisioned"
-	// Failed: the capacity cannot be provided.
+	// Failed means the capacity cannot be provided.
 	Failed = "Failed"
 )
 
