@@ -18,10 +18,12 @@
 //
 //	CA_BINARY=bin/cluster-autoscaler go run ./hack/bench [--pools 20 --trials 20 ...]
 //
-// With --upstream-binary=PATH the figures run and the --large scenario run a second
-// autoscaler binary (upstream's) with the same flags on the same cluster, and print one
-// table with a column for each. The scale-down, buffer and burst scenarios run this
-// project's binary only.
+// With --upstream-binary=PATH the figures run and the --large scenario also run a second
+// autoscaler binary (upstream's) with the same flags, and print one table with a column
+// for each: the figures run builds an identical sandbox for each binary (each starts with
+// a fresh rate-limit budget); --large measures both on the one cluster it builds, set
+// back between them. The scale-down, buffer and burst scenarios run this project's
+// binary only.
 //
 // It asserts nothing: it reports. The autoscaler runs as its own process, so its RSS and
 // its /metrics are its own; the control plane, simulator and node agent live in this one.
