@@ -339,13 +339,13 @@ func (a *Autoscaler) startInformers(ctx context.Context) bool {
 	a.nsFactory.Start(ctx.Done())
 	for typ, ok := range a.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			klog.Errorf("Informer cache for %v did not sync", typ)
+			klog.ErrorS(nil, "Informer cache did not sync", "type", typ.String())
 			return false
 		}
 	}
 	for typ, ok := range a.nsFactory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			klog.Errorf("Informer cache for %v did not sync", typ)
+			klog.ErrorS(nil, "Informer cache did not sync", "type", typ.String())
 			return false
 		}
 	}
@@ -357,7 +357,7 @@ func (a *Autoscaler) startInformers(ctx context.Context) bool {
 // Initializing status, then runs RunOnce every opts.ScanInterval and when the
 // pending-pod trigger fires, until ctx ends.
 func (a *Autoscaler) Run(ctx context.Context) error {
-	klog.Infof("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, controllers, storage, DRA objects, ConfigMaps in %s)", a.opts.Namespace)
+	klog.InfoS("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, controllers, storage, DRA objects, ConfigMaps in the namespace)", "namespace", a.opts.Namespace)
 	if !a.startInformers(ctx) {
 		if ctx.Err() != nil {
 			return nil
@@ -368,12 +368,12 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	// leader may take over during a delete): their taints stay. If it
 	// cannot say, no taint is removed; the next restart tries again.
 	if err := a.provider.Refresh(); err != nil {
-		klog.Errorf("Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown: %v", err)
+		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown")
 		metrics.RegisterError(metrics.CloudProviderError)
 	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, actuation.DeletingInstances(a.provider), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
 		// Not fatal: the nodes stay tainted, which an operator can see, and
 		// the next restart tries again.
-		klog.Errorf("Start-up: stale taint clean-up incomplete: %v", err)
+		klog.ErrorS(err, "Start-up: stale taint clean-up incomplete")
 		metrics.RegisterError(metrics.APICallError)
 	}
 	if a.opts.WriteStatusConfigMap {
@@ -382,20 +382,20 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 			clusterstate.InitializingStatus(time.Now(), ""), a.recorder, time.Now())
 		a.statusCM = cm
 		if err != nil {
-			klog.Errorf("Start-up: writing Initializing status: %v", err)
+			klog.ErrorS(err, "Start-up: writing the Initializing status failed")
 		} else {
 			a.statusWritten = true
 		}
 		cancel()
 	}
-	klog.Infof("Autoscaler running: scan interval %s, frequent loops %v (idle %s, max %s), expanders %v",
-		a.opts.ScanInterval, a.opts.FrequentLoopsEnabled, a.opts.TriggerIdleWindow, a.opts.TriggerMaxWindow, a.opts.ExpanderNames)
+	klog.InfoS("Autoscaler running", "scanInterval", a.opts.ScanInterval, "frequentLoops", a.opts.FrequentLoopsEnabled,
+		"idleWindow", a.opts.TriggerIdleWindow, "maxWindow", a.opts.TriggerMaxWindow, "expanders", a.opts.ExpanderNames)
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err := a.RunOnce(ctx, time.Now()); err != nil {
-			klog.Errorf("Iteration failed: %v", err)
+			klog.ErrorS(err, "Iteration failed")
 		}
 		waitStart := time.Now()
 		reason := a.trigger.Wait(ctx, a.waitInterval(time.Now()), a.acted)
@@ -403,7 +403,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		if reason == WakeDone {
 			return nil
 		}
-		klog.V(4).Infof("Starting iteration (%s)", reason)
+		klog.V(4).InfoS("Starting iteration", "reason", reason)
 	}
 }
 
@@ -434,18 +434,18 @@ func (a *Autoscaler) ExitCleanUp() {
 	select {
 	case <-done:
 	case <-time.After(exitWait):
-		klog.Warningf("Exit: node removals still running after %s; leaving them", exitWait)
+		klog.InfoS("Exit: node removals still running; leaving them", "after", exitWait)
 	}
 	if a.opts.WriteStatusConfigMap && a.statusWritten {
 		ctx, cancel := context.WithTimeout(context.Background(), exitAPITimeout)
 		if err := utils.DeleteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName); err != nil {
-			klog.Errorf("Exit: deleting status ConfigMap: %v", err)
+			klog.ErrorS(err, "Exit: deleting the status ConfigMap failed")
 		}
 		cancel()
 	}
 	a.processors.CleanUp()
 	if err := a.provider.Cleanup(); err != nil {
-		klog.Errorf("Exit: provider clean-up: %v", err)
+		klog.ErrorS(err, "Exit: provider clean-up failed")
 	}
 }
 

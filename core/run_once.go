@@ -141,7 +141,7 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 	gaveUp, err := fixNodeGroupSizes(a.registry, now)
 	if err != nil {
 		metrics.RegisterError(metrics.CloudProviderError)
-		klog.Errorf("%v", err)
+		klog.ErrorS(err, "Giving up on nodes failed")
 	}
 	if len(gaveUp) == 0 {
 		return groups, nil
@@ -211,7 +211,7 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 	}
 	limits, err := resourcequotas.NewLimits(a.opts, a.provider)
 	if err != nil {
-		klog.Warningf("Resource limits: %v", err)
+		klog.InfoS("Resource limits incomplete", "err", err)
 	}
 	sim.quotas = resourcequotas.NewTracker(limits, c.nodes, sim.beingDeleted)
 	sim.quotas.ReportMetrics()
@@ -541,7 +541,7 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	a.statusCM = cm
 	if err != nil {
 		metrics.RegisterError(metrics.APICallError)
-		klog.Errorf("Writing status ConfigMap: %v", err)
+		klog.ErrorS(err, "Writing the status ConfigMap failed")
 		return
 	}
 	a.statusWritten = true

@@ -70,7 +70,7 @@ func (s *snapshotSync) begin(nodes []*apiv1.Node, pods []*apiv1.Pod, d *dra.Snap
 	}
 	if s.valid {
 		if err := s.apply(nodes, pods); err != nil {
-			klog.Warningf("Snapshot: incremental update failed (%v); rebuilding", err)
+			klog.InfoS("Snapshot: incremental update failed; rebuilding", "err", err)
 			s.valid = false
 		}
 	}
