@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -246,6 +248,9 @@ func (s steady) add(r *rows, c config, nodes int) {
 	r.add(fmt.Sprintf("iteration time at %d nodes", nodes), "%v mean, %v max (%d iterations in %v, --v=%d); %v CPU per iteration",
 		s.s1.m.meanSince(s.s0.m).Round(time.Millisecond), s.max.Round(time.Millisecond), iters, s.s1.at.Sub(s.s0.at).Round(time.Second),
 		c.verbosity, s.cpuPerIter.Round(time.Millisecond))
+	if phases := s.s1.m.phasesSince(s.s0.m); phases != "" {
+		r.add(fmt.Sprintf("parts of an iteration at %d nodes (mean)", nodes), "%s", phases)
+	}
 	r.add(fmt.Sprintf("autoscaler RSS at %d nodes", nodes), "%s (peak %s)", mib(s.rss), mib(s.hwm))
 	r.add(fmt.Sprintf("DO API requests per iteration at %d nodes", nodes), "%s", requestsPerIteration(s.s0, s.s1))
 }
@@ -450,8 +455,37 @@ func waitRunning(ctx context.Context, sb *sandbox.Sandbox, app string, n int, ti
 	return nil
 }
 
-// mainMetric is function_duration_seconds{function="main"}: sum in seconds and count.
-type mainMetric struct{ sum, count float64 }
+// mainMetric is function_duration_seconds{function="main"}: sum in seconds and count;
+// phases holds the sums of the other functions (the loop's parts), by label.
+type mainMetric struct {
+	sum, count float64
+	phases     map[string]float64
+}
+
+// phasesSince is each part's mean time per iteration between two scrapes, longest
+// first (parts that took no time left out), as "label 12ms".
+func (m mainMetric) phasesSince(before mainMetric) string {
+	iters := m.count - before.count
+	if iters <= 0 {
+		return ""
+	}
+	type phase struct {
+		label string
+		mean  time.Duration
+	}
+	var ps []phase
+	for label, sum := range m.phases {
+		if d := time.Duration((sum - before.phases[label]) / iters * float64(time.Second)); d >= time.Millisecond {
+			ps = append(ps, phase{label, d})
+		}
+	}
+	slices.SortFunc(ps, func(a, b phase) int { return cmp.Or(cmp.Compare(b.mean, a.mean), cmp.Compare(a.label, b.label)) })
+	var parts []string
+	for _, p := range ps {
+		parts = append(parts, fmt.Sprintf("%s %v", p.label, p.mean.Round(time.Millisecond)))
+	}
+	return strings.Join(parts, ", ")
+}
 
 func (m mainMetric) meanSince(before mainMetric) time.Duration {
 	if m.count <= before.count {
@@ -487,7 +521,7 @@ func parseMainMetric(r io.Reader) (mainMetric, error) {
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name) || !strings.Contains(line, `function="main"`) {
+		if !strings.HasPrefix(line, name) {
 			continue
 		}
 		fields := strings.Fields(line)
@@ -495,11 +529,18 @@ func parseMainMetric(r io.Reader) (mainMetric, error) {
 		if err != nil {
 			continue
 		}
+		_, label, _ := strings.Cut(line, `function="`)
+		label, _, _ = strings.Cut(label, `"`)
 		switch {
-		case strings.HasPrefix(line, name+"sum{"):
+		case label == "main" && strings.HasPrefix(line, name+"sum{"):
 			m.sum = v
-		case strings.HasPrefix(line, name+"count{"):
+		case label == "main" && strings.HasPrefix(line, name+"count{"):
 			m.count = v
+		case label != "" && label != "loopWait" && strings.HasPrefix(line, name+"sum{"):
+			if m.phases == nil {
+				m.phases = map[string]float64{}
+			}
+			m.phases[label] = v
 		}
 	}
 	return m, sc.Err()

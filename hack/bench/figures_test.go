@@ -23,6 +23,13 @@ cluster_autoscaler_function_duration_seconds_count{function="main"} 5
 	if m.sum != 1.25 || m.count != 5 {
 		t.Errorf("got sum %v count %v, want the main function's 1.25 and 5", m.sum, m.count)
 	}
+	if m.phases["scaleUp"] != 9.5 || len(m.phases) != 1 {
+		t.Errorf("phases %v, want scaleUp's sum 9.5 only", m.phases)
+	}
+	before := mainMetric{sum: 0.25, count: 1, phases: map[string]float64{"scaleUp": 1.5}}
+	if got := m.phasesSince(before); got != "scaleUp 2s" {
+		t.Errorf("phases since 1 iteration = %q, want scaleUp's 8s over 4 iterations", got)
+	}
 	if got := m.meanSince(mainMetric{sum: 0.25, count: 1}); got != 250*time.Millisecond {
 		t.Errorf("mean since 1 iteration of 0.25s = %v, want 250ms", got)
 	}
