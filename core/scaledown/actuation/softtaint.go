@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -34,48 +35,60 @@ type SoftTaintResult struct {
 	Errors  []error
 }
 
+// softTaintWorkers bounds the soft-taint calls in flight at once. The
+// client's QPS limiter paces them; running them together only keeps a pass
+// from waiting for each round trip in turn.
+const softTaintWorkers = 10
+
+// softTaintCall is one node to taint or untaint, and its outcome.
+type softTaintCall struct {
+	node    *apiv1.Node
+	untaint bool
+	started bool
+	err     error
+}
+
 // UpdateSoftTaints puts upstream's DeletionCandidateOfClusterAutoscaler
 // taint (effect PreferNoSchedule) on unneeded nodes and takes it off the
 // needed ones, so that the scheduler prefers other nodes for new pods and an
 // unneeded node empties sooner, while nothing is ever kept off it. As
-// upstream, the needed nodes are untainted first, nodes carrying
+// upstream, the needed nodes come first, nodes carrying
 // ToBeDeletedByClusterAutoscaler are left alone, and the budget bounds the
-// API calls of the pass; the rest waits for the next loop. now is read
-// before each call.
+// API calls of the pass; the rest waits for the next loop. Unlike upstream,
+// which makes the calls one after another, up to softTaintWorkers run at
+// once; now is read before each call starts.
 func UpdateSoftTaints(ctx context.Context, kube kubernetes.Interface, unneeded, needed []*apiv1.Node, b SoftTaintBudget, now func() time.Time) SoftTaintResult {
 	var res SoftTaintResult
 	start := now()
 	defer metrics.UpdateDurationFromStart(metrics.ScaleDownSoftTaintUnneeded, time.Now())
-	left := b.Count
-	within := func() bool {
-		if left <= 0 || now().Sub(start) >= b.Time {
-			res.Skipped++
-			return false
-		}
-		left--
-		return true
-	}
+	var calls []*softTaintCall
 	for _, n := range needed {
-		if clusterstate.HasToBeDeletedTaint(n) || !hasTaint(n, clusterstate.DeletionCandidateTaint) || !within() {
-			continue
+		if !clusterstate.HasToBeDeletedTaint(n) && hasTaint(n, clusterstate.DeletionCandidateTaint) {
+			calls = append(calls, &softTaintCall{node: n, untaint: true})
 		}
-		if err := cleanDeletionCandidate(ctx, kube, n); err != nil {
-			res.Errors = append(res.Errors, err)
-			klog.InfoS("Scale-down: removing the soft taint failed", "node", klog.KObj(n), "err", err)
-			continue
-		}
-		res.Untainted = append(res.Untainted, n.Name)
 	}
 	for _, n := range unneeded {
-		if clusterstate.HasToBeDeletedTaint(n) || hasTaint(n, clusterstate.DeletionCandidateTaint) || !within() {
-			continue
+		if !clusterstate.HasToBeDeletedTaint(n) && !hasTaint(n, clusterstate.DeletionCandidateTaint) {
+			calls = append(calls, &softTaintCall{node: n})
 		}
-		if err := markDeletionCandidate(ctx, kube, n, start); err != nil {
-			res.Errors = append(res.Errors, err)
-			klog.InfoS("Scale-down: setting the soft taint failed", "node", klog.KObj(n), "err", err)
-			continue
+	}
+	if len(calls) > b.Count {
+		res.Skipped = len(calls) - max(b.Count, 0)
+		calls = calls[:max(b.Count, 0)]
+	}
+	runSoftTaintCalls(ctx, kube, calls, func() bool { return now().Sub(start) < b.Time }, start)
+	for _, c := range calls {
+		switch {
+		case !c.started:
+			res.Skipped++
+		case c.err != nil:
+			res.Errors = append(res.Errors, c.err)
+			klog.InfoS("Scale-down: updating the soft taint failed", "node", klog.KObj(c.node), "untaint", c.untaint, "err", c.err)
+		case c.untaint:
+			res.Untainted = append(res.Untainted, c.node.Name)
+		default:
+			res.Tainted = append(res.Tainted, c.node.Name)
 		}
-		res.Tainted = append(res.Tainted, n.Name)
 	}
 	if res.Skipped > 0 {
 		klog.V(4).InfoS("Scale-down: soft taints of some nodes wait for the next loop (--max-bulk-soft-taint-count / --max-bulk-soft-taint-time spent)", "skipped", res.Skipped)
@@ -84,6 +97,39 @@ func UpdateSoftTaints(ctx context.Context, kube kubernetes.Interface, unneeded, 
 		klog.V(1).InfoS("Scale-down: soft taints updated", "tainted", res.Tainted, "untainted", res.Untainted)
 	}
 	return res
+}
+
+// runSoftTaintCalls makes the calls with up to softTaintWorkers at once, in
+// order; a call whose turn comes when within says the time budget is spent
+// is not started.
+func runSoftTaintCalls(ctx context.Context, kube kubernetes.Interface, calls []*softTaintCall, within func() bool, taintedAt time.Time) {
+	var (
+		mu   sync.Mutex // guards next and within's clock
+		next int
+		wg   sync.WaitGroup
+	)
+	take := func() *softTaintCall {
+		mu.Lock()
+		defer mu.Unlock()
+		if next == len(calls) || !within() {
+			return nil
+		}
+		next++
+		return calls[next-1]
+	}
+	for range min(len(calls), softTaintWorkers) {
+		wg.Go(func() {
+			for c := take(); c != nil; c = take() {
+				c.started = true
+				if c.untaint {
+					c.err = cleanDeletionCandidate(ctx, kube, c.node)
+				} else {
+					c.err = markDeletionCandidate(ctx, kube, c.node, taintedAt)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // SoftTaint is UpdateSoftTaints within --max-bulk-soft-taint-count and

@@ -3,14 +3,21 @@ package actuation
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 )
@@ -102,6 +109,56 @@ func TestUpdateSoftTaintsWithinTime(t *testing.T) {
 	res := UpdateSoftTaints(context.Background(), kube, unneeded, nil, SoftTaintBudget{Count: 10, Time: 3 * time.Second}, clock)
 	if len(res.Tainted) != 2 || res.Skipped != 3 {
 		t.Fatalf("tainted %v, skipped %d; want 2 tainted (at +1s and +2s), 3 skipped", res.Tainted, res.Skipped)
+	}
+}
+
+// A pass's calls overlap, so that a pass takes about one round trip to the
+// API server, not one per node. (Over HTTP: the fake clientset runs one
+// call at a time.)
+func TestUpdateSoftTaintsCallsOverlap(t *testing.T) {
+	unneeded := softTaintNodes("unneeded-", softTaintWorkers)
+	for _, n := range unneeded {
+		n.ResourceVersion = "1"
+	}
+	var (
+		mu                sync.Mutex
+		inFlight, maxSeen int
+		all               = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut || !strings.HasPrefix(r.URL.Path, "/api/v1/nodes/") {
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		inFlight++
+		maxSeen = max(maxSeen, inFlight)
+		if inFlight == softTaintWorkers {
+			close(all)
+		}
+		mu.Unlock()
+		// Each call waits for the others, or gives up after a while.
+		select {
+		case <-all:
+		case <-time.After(2 * time.Second):
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.Copy(w, r.Body) // the node as written
+	}))
+	defer srv.Close()
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: 100, Burst: 100, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := UpdateSoftTaints(context.Background(), kube, unneeded, nil, SoftTaintBudget{Count: 10, Time: time.Minute}, time.Now)
+	if len(res.Tainted) != softTaintWorkers || len(res.Errors) != 0 {
+		t.Fatalf("tainted %v, errors %v; want all %d", res.Tainted, res.Errors, softTaintWorkers)
+	}
+	if maxSeen != softTaintWorkers {
+		t.Errorf("at most %d calls were in flight at once, want %d", maxSeen, softTaintWorkers)
 	}
 }
 
