@@ -71,7 +71,7 @@ func run(args []string) int {
 		return 1
 	}
 
-	kube, eventsKube, dyn, err := newKubeClients(opts)
+	clients, err := newKubeClients(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
@@ -92,19 +92,19 @@ func run(args []string) int {
 	defer server.Close()
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsKube.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients.events.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, apiv1.EventSource{Component: componentName})
 
 	// runCtx ends on shutdown or, under leader election, when the Lease is
 	// lost; only a shutdown cleans up (a new leader owns the status by then).
 	autoscale := func(runCtx context.Context) error {
-		return runAutoscaler(runCtx, ctx, opts, kube, dyn, provider, recorder, health)
+		return runAutoscaler(runCtx, ctx, opts, clients, provider, recorder, health)
 	}
 	if !opts.LeaderElect {
 		err = autoscale(ctx)
 	} else {
-		err = runWithLeaderElection(ctx, opts, kube, recorder, autoscale)
+		err = runWithLeaderElection(ctx, opts, clients.kube, recorder, autoscale)
 	}
 	if err != nil {
 		klog.ErrorS(err, "Autoscaler stopped")
@@ -170,9 +170,10 @@ func cancelCloudCallsAfterGrace(ctx context.Context, exited <-chan struct{}, pro
 	}
 }
 
-func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingOptions, kube kubernetes.Interface, dyn dynamic.Interface,
+func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingOptions, clients kubeClients,
 	provider cloudprovider.CloudProvider, recorder record.EventRecorder, health *metrics.HealthCheck) error {
-	autoscaler, err := core.NewAutoscaler(opts, kube, provider, recorder, health)
+	kube, dyn := clients.kube, clients.dyn
+	autoscaler, err := core.NewAutoscaler(opts, kube, clients.status, provider, recorder, health)
 	if err != nil {
 		return err
 	}
@@ -206,43 +207,56 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 	return err
 }
 
-// newKubeClients returns the client of the autoscaler's reads and writes,
-// limited by --kube-client-qps / --kube-client-burst, and one for events
-// with client-go's default limits and a limiter of its own, as upstream: a
-// scale-down records several events per node, and they must not slow the
-// taints and evictions down.
-func newKubeClients(opts config.AutoscalingOptions) (kube, events kubernetes.Interface, dyn dynamic.Interface, err error) {
+// kubeClients are the autoscaler's Kubernetes clients. kube (and dyn) make
+// its reads and writes, limited by --kube-client-qps / --kube-client-burst.
+// events and status have client-go's default limits and a limiter each:
+// events as upstream, since a scale-down records several events per node and
+// they must not slow the taints and evictions down; status, the one write of
+// the status ConfigMap per loop, so that the loop does not wait for a token
+// behind the soft taints that spend the burst just before it (200 ms at the
+// default 5 QPS), nor they behind it.
+type kubeClients struct {
+	kube, events, status kubernetes.Interface
+	dyn                  dynamic.Interface
+}
+
+func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
+	var c kubeClients
 	var cfg *rest.Config
+	var err error
 	if opts.Kubeconfig != "" || opts.KubernetesURL != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags(opts.KubernetesURL, opts.Kubeconfig)
 	} else {
 		cfg, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("kubernetes client configuration (--kubeconfig %q, --kubernetes %q): %v", opts.Kubeconfig, opts.KubernetesURL, err)
+		return c, fmt.Errorf("kubernetes client configuration (--kubeconfig %q, --kubernetes %q): %v", opts.Kubeconfig, opts.KubernetesURL, err)
 	}
 	cfg.ContentType = opts.KubeAPIContentType
 	cfg.UserAgent = componentName + "/" + version.Version
-	eventsCfg := rest.CopyConfig(cfg)
+	defaultLimits := rest.CopyConfig(cfg)
 	cfg.QPS = float32(opts.KubeClientQPS)
 	cfg.Burst = opts.KubeClientBurst
-	if kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, nil, nil, fmt.Errorf("kubernetes client: %v", err)
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return c, fmt.Errorf("kubernetes client: %v", err)
 	}
-	if events, err = kubernetes.NewForConfig(eventsCfg); err != nil {
-		return nil, nil, nil, fmt.Errorf("kubernetes events client: %v", err)
+	if c.events, err = kubernetes.NewForConfig(defaultLimits); err != nil {
+		return c, fmt.Errorf("kubernetes events client: %v", err)
+	}
+	if c.status, err = kubernetes.NewForConfig(defaultLimits); err != nil {
+		return c, fmt.Errorf("kubernetes status client: %v", err)
 	}
 	// One cheap call, so an unreachable or unauthorised API server is reported
 	// at start-up rather than as informers that never sync.
-	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return nil, nil, nil, fmt.Errorf("cannot reach the Kubernetes API server at %s: %v", cfg.Host, err)
+	if _, err := c.kube.Discovery().ServerVersion(); err != nil {
+		return c, fmt.Errorf("cannot reach the Kubernetes API server at %s: %v", cfg.Host, err)
 	}
 	// CapacityBuffers have no typed client here: the dynamic one reads
 	// and writes them (with the same limits as the autoscaler's reads).
-	if dyn, err = dynamic.NewForConfig(cfg); err != nil {
-		return nil, nil, nil, fmt.Errorf("kubernetes dynamic client: %v", err)
+	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return c, fmt.Errorf("kubernetes dynamic client: %v", err)
 	}
-	return kube, events, dyn, nil
+	return c, nil
 }
 
 // serveProvisioningRequests (--enable-provisioning-requests) has the

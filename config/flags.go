@@ -51,7 +51,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", d.KubeAPIContentType, "Content type of requests sent to the API server.")
 	fs.StringVar(&o.Namespace, "namespace", d.Namespace, "Namespace of the status ConfigMap, the priority expander ConfigMap and the leader election Lease.")
 	fs.StringVar(&o.Address, "address", d.Address, "Address to serve /metrics and /health-check on.")
-	fs.Float64Var(&o.KubeClientQPS, "kube-client-qps", d.KubeClientQPS, "QPS of the Kubernetes client; events go through a client of their own, with client-go's default limits, as upstream.")
+	fs.Float64Var(&o.KubeClientQPS, "kube-client-qps", d.KubeClientQPS, "QPS of the Kubernetes client; events (as upstream) and the status ConfigMap go through clients of their own, with client-go's default limits.")
 	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", d.KubeClientBurst, "Burst of the Kubernetes client.")
 
 	fs.DurationVar(&o.ScanInterval, "scan-interval", d.ScanInterval, "How often the cluster is re-evaluated for scale up or down.")

@@ -71,11 +71,13 @@ const CloudCallGrace = exitWait
 
 // Autoscaler is the autoscaling loop.
 type Autoscaler struct {
-	opts     config.AutoscalingOptions
-	kube     kubernetes.Interface
-	provider cloudprovider.CloudProvider
-	recorder record.EventRecorder
-	health   *metrics.HealthCheck
+	opts config.AutoscalingOptions
+	kube kubernetes.Interface
+	// statusKube writes the status ConfigMap (see NewAutoscaler).
+	statusKube kubernetes.Interface
+	provider   cloudprovider.CloudProvider
+	recorder   record.EventRecorder
+	health     *metrics.HealthCheck
 
 	factory   informers.SharedInformerFactory
 	nsFactory informers.SharedInformerFactory
@@ -134,10 +136,17 @@ type Autoscaler struct {
 
 // NewAutoscaler wires informers (nodes, pods, PDBs, DaemonSets, ConfigMaps in
 // opts.Namespace for the priority expander), the provider, the simulator,
-// clusterstate, expanders and the status writer.
-func NewAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, provider cloudprovider.CloudProvider,
+// clusterstate, expanders and the status writer. statusKube, when not nil,
+// is the client the status ConfigMap is written with: one of its own, so
+// that the loop's one write is not paced by kube's QPS limiter, which the
+// soft taints, drains and deletions spend.
+func NewAutoscaler(opts config.AutoscalingOptions, kube, statusKube kubernetes.Interface, provider cloudprovider.CloudProvider,
 	recorder record.EventRecorder, health *metrics.HealthCheck) (*Autoscaler, error) {
-	return newAutoscaler(opts, kube, provider, recorder, health, clock.RealClock{})
+	a, err := newAutoscaler(opts, kube, provider, recorder, health, clock.RealClock{})
+	if err == nil && statusKube != nil {
+		a.statusKube = statusKube
+	}
+	return a, err
 }
 
 func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, provider cloudprovider.CloudProvider,
@@ -148,7 +157,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
-	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{}}
+	a := &Autoscaler{opts: opts, kube: kube, statusKube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{}}
 
 	// Managed fields, and status fields of pods and nodes nothing here
 	// reads, are dropped from cached objects: with tens of thousands of
@@ -378,7 +387,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	}
 	if a.opts.WriteStatusConfigMap {
 		wctx, cancel := context.WithTimeout(ctx, apiTimeout)
-		cm, err := utils.WriteStatusConfigMap(wctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName, nil,
+		cm, err := utils.WriteStatusConfigMap(wctx, a.statusKube, a.opts.Namespace, a.opts.StatusConfigMapName, nil,
 			clusterstate.InitializingStatus(time.Now(), ""), a.recorder, time.Now())
 		a.statusCM = cm
 		if err != nil {
@@ -438,7 +447,7 @@ func (a *Autoscaler) ExitCleanUp() {
 	}
 	if a.opts.WriteStatusConfigMap && a.statusWritten {
 		ctx, cancel := context.WithTimeout(context.Background(), exitAPITimeout)
-		if err := utils.DeleteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName); err != nil {
+		if err := utils.DeleteStatusConfigMap(ctx, a.statusKube, a.opts.Namespace, a.opts.StatusConfigMapName); err != nil {
 			klog.ErrorS(err, "Exit: deleting the status ConfigMap failed")
 		}
 		cancel()

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
@@ -205,5 +207,22 @@ func TestProviderProblemInStatusAndEvent(t *testing.T) {
 	h.runOnce(t0.Add(20 * time.Second))
 	if s := status(); strings.Contains(s, problem) {
 		t.Errorf("the problem is gone but the status ConfigMap still shows it:\n%s", s)
+	}
+}
+
+// The status ConfigMap is written with the client given for it, so that its
+// write each loop does not wait behind the soft taints and drains for a
+// token of the autoscaler's own client (--kube-client-qps).
+func TestStatusWrittenWithItsOwnClient(t *testing.T) {
+	p, objs := scaleUpFixture(10)
+	h := newHarness(t, testOptions(), p, objs...)
+	statusKube := fake.NewClientset()
+	h.a.statusKube = statusKube
+	h.runOnce(t0)
+	if _, err := statusKube.CoreV1().ConfigMaps("kube-system").Get(h.ctx, "cluster-autoscaler-status", metav1.GetOptions{}); err != nil {
+		t.Fatalf("status ConfigMap not written with the status client: %v", err)
+	}
+	if _, err := h.kube.CoreV1().ConfigMaps("kube-system").Get(h.ctx, "cluster-autoscaler-status", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("status ConfigMap written with the autoscaler's own client too (get: %v)", err)
 	}
 }

@@ -537,7 +537,7 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	cm, err := utils.WriteStatusConfigMap(ctx, a.kube, a.opts.Namespace, a.opts.StatusConfigMapName, a.statusCM, a.registry.GetStatus(now), a.recorder, time.Now())
+	cm, err := utils.WriteStatusConfigMap(ctx, a.statusKube, a.opts.Namespace, a.opts.StatusConfigMapName, a.statusCM, a.registry.GetStatus(now), a.recorder, time.Now())
 	a.statusCM = cm
 	if err != nil {
 		metrics.RegisterError(metrics.APICallError)

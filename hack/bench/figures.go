@@ -308,7 +308,9 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 	prev := s.s0.m
 	deadline := time.Now().Add(c.window)
 	for time.Now().Before(deadline) {
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		// Once a second: each scrape costs the autoscaler CPU that the figure
+		// would count as its own, and iterations are seconds apart here.
+		if err := sleep(ctx, time.Second); err != nil {
 			return s, err
 		}
 		m, err := scrape(addr)
@@ -316,7 +318,7 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 			return s, err
 		}
 		if m.count > prev.count {
-			if d := m.meanSince(prev); d > s.max { // one iteration per 200ms at most here
+			if d := m.meanSince(prev); d > s.max { // one iteration per scrape at most here
 				s.max = d
 			}
 			prev = m
