@@ -376,10 +376,14 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	// The provider is asked first which instances it is deleting (a new
 	// leader may take over during a delete): their taints stay. If it
 	// cannot say, no taint is removed; the next restart tries again.
-	if err := a.provider.Refresh(); err != nil {
+	nodes, err := a.nodes.List(labels.Everything())
+	if err != nil {
+		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the node cache cannot be listed")
+		metrics.RegisterError(metrics.InternalError)
+	} else if err := a.provider.Refresh(); err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown")
 		metrics.RegisterError(metrics.CloudProviderError)
-	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, actuation.DeletingInstances(a.provider), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
+	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, nodes, actuation.DeletingInstances(a.provider), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
 		// Not fatal: the nodes stay tainted, which an operator can see, and
 		// the next restart tries again.
 		klog.ErrorS(err, "Start-up: stale taint clean-up incomplete")

@@ -23,8 +23,9 @@ func TestCleanUpStaleTaintsKeepsDeletingNodes(t *testing.T) {
 			}},
 		}
 	}
-	kube := fake.NewSimpleClientset(tainted("leaving", "digitalocean://1"), tainted("stale", "digitalocean://2"))
-	if err := CleanUpStaleTaints(context.Background(), kube, map[string]bool{"digitalocean://1": true}, false); err != nil {
+	nodes := []*apiv1.Node{tainted("leaving", "digitalocean://1"), tainted("stale", "digitalocean://2")}
+	kube := fake.NewSimpleClientset(nodes[0].DeepCopy(), nodes[1].DeepCopy())
+	if err := CleanUpStaleTaints(context.Background(), kube, nodes, map[string]bool{"digitalocean://1": true}, false); err != nil {
 		t.Fatal(err)
 	}
 	has := func(name string) bool {
