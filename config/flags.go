@@ -57,7 +57,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.DurationVar(&o.ScanInterval, "scan-interval", d.ScanInterval, "How often the cluster is re-evaluated for scale up or down.")
 	fs.BoolVar(&o.FrequentLoopsEnabled, "frequent-loops-enabled", d.FrequentLoopsEnabled, "Start an iteration when new unschedulable pods appear, not only every scan-interval.")
 	fs.DurationVar(&o.TriggerIdleWindow, "pending-pods-batch-idle", d.TriggerIdleWindow, "(not in upstream) After a new unschedulable pod, wait until no new one appeared for this long before starting an iteration.")
-	fs.DurationVar(&o.TriggerMaxWindow, "pending-pods-batch-max", d.TriggerMaxWindow, "(not in upstream) Longest wait from the first new unschedulable pod to the iteration it triggers.")
+	fs.DurationVar(&o.TriggerMaxWindow, "pending-pods-batch-max", d.TriggerMaxWindow, "(not in upstream) Longest wait from the first new unschedulable pod to the iteration it triggers, however fast new ones keep coming: a stream of pending pods gets its first decision this soon.")
 	fs.DurationVar(&o.MaxInactivityTime, "max-inactivity", d.MaxInactivityTime, "Maximum time since the last recorded activity before /health-check fails.")
 	fs.DurationVar(&o.MaxFailingTime, "max-failing-time", d.MaxFailingTime, "Maximum time since the last successful iteration before /health-check fails.")
 	fs.DurationVar(&o.MaxStartupTime, "max-startup-time", d.MaxStartupTime, "Maximum time the first successful iteration may take before /health-check fails.")

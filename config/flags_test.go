@@ -53,7 +53,7 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		{"initial-node-group-backoff-duration", o.InitialNodeGroupBackoffDuration, 5 * time.Minute},
 		{"max-node-group-backoff-duration", o.MaxNodeGroupBackoffDuration, 30 * time.Minute},
 		{"pending-pods-batch-idle", o.TriggerIdleWindow, time.Second},
-		{"pending-pods-batch-max", o.TriggerMaxWindow, 10 * time.Second},
+		{"pending-pods-batch-max", o.TriggerMaxWindow, 2 * time.Second},
 		{"enable-dynamic-resource-allocation", o.DynamicResourceAllocationEnabled, true},
 	}
 	for _, c := range checks {

@@ -249,7 +249,7 @@ func Defaults() AutoscalingOptions {
 		ScanInterval:                                 10 * time.Second,
 		FrequentLoopsEnabled:                         true,
 		TriggerIdleWindow:                            time.Second,
-		TriggerMaxWindow:                             10 * time.Second,
+		TriggerMaxWindow:                             2 * time.Second,
 		MaxInactivityTime:                            10 * time.Minute,
 		MaxFailingTime:                               15 * time.Minute,
 		ExpanderNames:                                []string{"least-waste"},

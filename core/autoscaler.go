@@ -367,6 +367,11 @@ func (a *Autoscaler) startInformers(ctx context.Context) bool {
 // pending-pod trigger fires, until ctx ends.
 func (a *Autoscaler) Run(ctx context.Context) error {
 	klog.InfoS("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, controllers, storage, DRA objects, ConfigMaps in the namespace)", "namespace", a.opts.Namespace)
+	// The provider's first refresh (its pools and their templates) needs no
+	// cache: it runs while the caches sync, which at thousands of nodes
+	// take seconds.
+	refreshed := make(chan error, 1)
+	go func() { refreshed <- a.provider.Refresh() }()
 	if !a.startInformers(ctx) {
 		if ctx.Err() != nil {
 			return nil
@@ -380,7 +385,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	if err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the node cache cannot be listed")
 		metrics.RegisterError(metrics.InternalError)
-	} else if err := a.provider.Refresh(); err != nil {
+	} else if err := <-refreshed; err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown")
 		metrics.RegisterError(metrics.CloudProviderError)
 	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, nodes, actuation.DeletingInstances(a.provider), a.opts.MaxBulkSoftTaintCount != 0); err != nil {

@@ -117,6 +117,19 @@ func largeRun(ctx context.Context, c config, out io.Writer, sb *sandbox.Sandbox,
 		return err
 	}
 	fmt.Fprintf(out, "creating %d pending pods...\n", c.largePending)
+	profDone := make(chan error, 1)
+	if c.profileDir != "" {
+		// The loops that act on the pending pods, from their creation on.
+		path := filepath.Join(c.profileDir, fmt.Sprintf("cpu-pending-%d.pprof", nodes))
+		go func() { profDone <- savePprof(addr, "profile?seconds=30", path) }()
+		defer func() {
+			if err := <-profDone; err != nil {
+				fmt.Fprintf(out, "pending-pod profile: %v\n", err)
+			} else {
+				fmt.Fprintf(out, "pending-pod profile: %s\n", path)
+			}
+		}()
+	}
 	p, err := measurePending(ctx, c, sb)
 	p.add(r, c.largePending, c.timeout)
 	return err
