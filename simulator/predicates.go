@@ -242,7 +242,7 @@ func (c *PredicateChecker) ScheduleOnAnyNodeOf(s *ClusterSnapshot, pod, exemplar
 // place adds pod to nodeName once it passed the filters with pf.
 func (c *PredicateChecker) place(s *ClusterSnapshot, pf *preFilterOutcome, pod, exemplar *apiv1.Pod, nodeName string) *PredicateError {
 	internal := func(err error) *PredicateError {
-		return &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: "ClusterSnapshot", internal: err}
+		return &PredicateError{pod: pod, nodeName: nodeName, plugin: "ClusterSnapshot", internal: err}
 	}
 	if err := c.reserveClaims(s, pf, pod, nodeName); err != nil {
 		return internal(err)
@@ -258,7 +258,9 @@ func (c *PredicateChecker) Plugins() []string { return slices.Clone(c.plugins) }
 
 // PredicateError says why a pod does not fit a node.
 type PredicateError struct {
-	podName  string
+	// pod is named only when the error is printed: a pending pod checked
+	// against thousands of full nodes is refused by each of them.
+	pod      *apiv1.Pod
 	nodeName string
 	plugin   string
 	reasons  []string
@@ -273,9 +275,9 @@ func (e *PredicateError) Error() string {
 		where = "node " + e.nodeName
 	}
 	if e.internal != nil {
-		return fmt.Sprintf("pod %s on %s: plugin %s failed: %v", e.podName, where, e.plugin, e.internal)
+		return fmt.Sprintf("pod %s on %s: plugin %s failed: %v", podKey(e.pod), where, e.plugin, e.internal)
 	}
-	return fmt.Sprintf("pod %s does not fit %s: %s: %s", e.podName, where, e.plugin, strings.Join(e.reasons, ", "))
+	return fmt.Sprintf("pod %s does not fit %s: %s: %s", podKey(e.pod), where, e.plugin, strings.Join(e.reasons, ", "))
 }
 
 // Reasons are the scheduler plugin's failure reasons, e.g. "Insufficient cpu".
@@ -289,7 +291,7 @@ func (e *PredicateError) PluginName() string { return e.plugin }
 func (e *PredicateError) IsInternal() bool { return e.internal != nil }
 
 func statusToError(pod *apiv1.Pod, nodeName string, st *fwk.Status) *PredicateError {
-	pe := &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: st.Plugin(), reasons: st.Reasons()}
+	pe := &PredicateError{pod: pod, nodeName: nodeName, plugin: st.Plugin(), reasons: st.Reasons()}
 	if st.IsError() {
 		pe.internal = st.AsError()
 	}
@@ -327,7 +329,7 @@ func (c *PredicateChecker) preFilter(s *ClusterSnapshot, pod *apiv1.Pod) (*preFi
 func (c *PredicateChecker) filter(pf *preFilterOutcome, pod *apiv1.Pod, info *schedframework.NodeInfo) *PredicateError {
 	name := info.Node().Name
 	if !pf.result.AllNodes() && !pf.result.NodeNames.Has(name) {
-		return &PredicateError{podName: podKey(pod), nodeName: name, plugin: pf.restrictedBy,
+		return &PredicateError{pod: pod, nodeName: name, plugin: pf.restrictedBy,
 			reasons: []string{fmt.Sprintf("node(s) didn't satisfy plugin(s) %s", pf.restrictedBy)}}
 	}
 	if st := c.fw.RunFilterPlugins(c.ctx, pf.state, pod, info); !st.IsSuccess() {
@@ -367,7 +369,7 @@ func (c *PredicateChecker) CheckPredicates(s *ClusterSnapshot, pod *apiv1.Pod, n
 func (c *PredicateChecker) checkNode(s *ClusterSnapshot, pod *apiv1.Pod, nodeName string) (*preFilterOutcome, *PredicateError) {
 	info, found := s.nodes[nodeName]
 	if !found {
-		return nil, &PredicateError{podName: podKey(pod), nodeName: nodeName, plugin: "ClusterSnapshot",
+		return nil, &PredicateError{pod: pod, nodeName: nodeName, plugin: "ClusterSnapshot",
 			internal: fmt.Errorf("node %s not in the snapshot", nodeName)}
 	}
 	pf, perr := c.preFilter(s, pod)

@@ -39,15 +39,14 @@ type ClusterSnapshot struct {
 	layers []*snapshotLayer
 
 	// Caches for the scheduler framework's listers. list is sorted by node
-	// name when rebuilt (nodes added later are appended) so results are
-	// deterministic. While it is sorted (listSorted), removing or restoring a
+	// name, so results are deterministic; adding, removing or restoring a
 	// node edits it in place, keeping it equal to a rebuild: a removal
-	// simulation per unneeded node must not cost a sort of every node name.
-	// listIndex is a hint only (positions shift on removal): find checks it.
-	list       []fwk.NodeInfo
-	listIndex  map[string]int
-	listValid  bool
-	listSorted bool
+	// simulation per unneeded node, or a template node per scale-up option,
+	// must not cost a sort of every node name. listIndex is a hint only
+	// (positions shift on insertion and removal): findInList checks it.
+	list      []fwk.NodeInfo
+	listIndex map[string]int
+	listValid bool
 
 	affinityList          []fwk.NodeInfo
 	antiAffinityList      []fwk.NodeInfo
@@ -184,13 +183,10 @@ func (s *ClusterSnapshot) AddNodeInfo(ni *framework.NodeInfo) error {
 	s.save(name)
 	s.nodes[name] = info
 	s.dra.SetNodeSlices(name, ni.ResourceSlices())
-	if s.listValid {
-		if n := len(s.list); n > 0 && s.list[n-1].Node().Name > name {
-			s.listSorted = false
-		}
-		s.listIndex[name] = len(s.list)
-		s.list = append(s.list, info)
-	}
+	// Inserted at its place: the list stays sorted, so the template and
+	// upcoming nodes a scale-up adds and reverts never cost a re-sort of
+	// every node name (at 5,000 nodes, a tenth of a pending-pod loop).
+	s.insertInList(name, info)
 	s.touched(nil, info)
 	return nil
 }
@@ -459,32 +455,23 @@ func (s *ClusterSnapshot) findInList(nodeName string) int {
 	if i, found := s.listIndex[nodeName]; found && i < len(s.list) && s.list[i].Node().Name == nodeName {
 		return i
 	}
-	i := -1
-	if s.listSorted {
-		if j, found := slices.BinarySearchFunc(s.list, nodeName, func(ni fwk.NodeInfo, name string) int {
-			return strings.Compare(ni.Node().Name, name)
-		}); found {
-			i = j
-		}
-	} else {
-		i = slices.IndexFunc(s.list, func(ni fwk.NodeInfo) bool { return ni.Node().Name == nodeName })
+	i, found := slices.BinarySearchFunc(s.list, nodeName, func(ni fwk.NodeInfo, name string) int {
+		return strings.Compare(ni.Node().Name, name)
+	})
+	if !found {
+		return -1
 	}
-	if i >= 0 {
-		s.listIndex[nodeName] = i
-	}
+	s.listIndex[nodeName] = i
 	return i
 }
 
-// removeFromList drops a node from the list: in place while it is sorted
-// (what is left is still sorted, as a rebuild would be), else by rebuilding.
+// removeFromList drops a node from the list in place (what is left is
+// still sorted, as a rebuild would be).
 func (s *ClusterSnapshot) removeFromList(nodeName string) {
 	if !s.listValid {
 		return
 	}
-	i := -1
-	if s.listSorted {
-		i = s.findInList(nodeName)
-	}
+	i := s.findInList(nodeName)
 	if i < 0 {
 		s.listValid = false
 		return
@@ -493,14 +480,10 @@ func (s *ClusterSnapshot) removeFromList(nodeName string) {
 	delete(s.listIndex, nodeName)
 }
 
-// insertInList puts a node back into the sorted list at its place (a
-// reverted removal), else leaves the list to be rebuilt.
+// insertInList puts a node into the sorted list at its place (a node
+// added, or a removal reverted).
 func (s *ClusterSnapshot) insertInList(nodeName string, info *schedframework.NodeInfo) {
 	if !s.listValid {
-		return
-	}
-	if !s.listSorted {
-		s.listValid = false
 		return
 	}
 	i, found := slices.BinarySearchFunc(s.list, nodeName, func(ni fwk.NodeInfo, name string) int {
@@ -537,7 +520,7 @@ func (s *ClusterSnapshot) nodeList() []fwk.NodeInfo {
 		s.list[i] = s.nodes[name]
 		s.listIndex[name] = i
 	}
-	s.listValid, s.listSorted = true, true
+	s.listValid = true
 	return s.list
 }
 

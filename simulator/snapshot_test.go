@@ -280,9 +280,9 @@ func TestAddEquivalentPod(t *testing.T) {
 	}
 }
 
-// The framework's node list is edited in place on removals and reverted
-// removals; it must stay what a rebuild gives: sorted by name, nodes added
-// later appended, and each entry the node's current NodeInfo.
+// The framework's node list is edited in place on additions, removals and
+// reverted removals; it must stay what a rebuild gives: sorted by name, and
+// each entry the node's current NodeInfo.
 func TestNodeListFollowsRemovalsAndReverts(t *testing.T) {
 	s := snapshotOf(t, []*apiv1.Node{Node("n3", 1000, GiB), Node("n1", 1000, GiB), Node("n4", 1000, GiB), Node("n2", 1000, GiB)}, nil)
 	names := func() []string {
@@ -326,11 +326,11 @@ func TestNodeListFollowsRemovalsAndReverts(t *testing.T) {
 	if err := s.AddNodeInfo(framework.NewNodeInfo(Node("n0", 1000, GiB))); err != nil {
 		t.Fatal(err)
 	}
-	want("n0 appended", "n1", "n2", "n3", "n4", "n0")
+	want("n0 added in its place", "n0", "n1", "n2", "n3", "n4")
 	if err := s.RemoveNode("n1"); err != nil {
 		t.Fatal(err)
 	}
-	want("n1 removed after an append (rebuilt, sorted)", "n0", "n2", "n3", "n4")
+	want("n1 removed after an addition", "n0", "n2", "n3", "n4")
 	s.Revert()
 	want("reverted", "n1", "n2", "n3", "n4")
 }
