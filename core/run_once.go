@@ -395,7 +395,7 @@ func (a *Autoscaler) fitExistingNodes(snapshot func() (*simulator.ClusterSnapsho
 // snapshot, places the pods that fit them, and returns the others: those
 // need new nodes.
 func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo, pods []*apiv1.Pod) ([]*apiv1.Pod, error) {
-	added, err := scaleup.AddUpcomingNodes(a.snapshot, groups, templates)
+	added, names, err := scaleup.AddUpcomingNodes(a.snapshot, groups, templates)
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
 		return nil, err
@@ -407,7 +407,8 @@ func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, temp
 	if upcoming == 0 {
 		return pods, nil
 	}
-	_, stillPending, err := simulator.TrySchedulePods(a.checker, a.snapshot, pods)
+	// pods fit no existing node: most need try only the upcoming ones.
+	_, stillPending, err := simulator.TrySchedulePodsOnNew(a.checker, a.snapshot, pods, names)
 	if err != nil {
 		metrics.RegisterError(metrics.InternalError)
 		return nil, fmt.Errorf("filtering pods for upcoming nodes: %w", err)

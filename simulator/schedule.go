@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // ScheduledPod is a pod and the node the simulation put it on.
@@ -131,15 +132,51 @@ func schedulingHash(p *apiv1.Pod) uint64 {
 // resumes its search at the node where its previous pod landed (wrapping
 // around, so no node is skipped).
 func TrySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod) (scheduled []ScheduledPod, unschedulable []*apiv1.Pod, err error) {
+	return trySchedulePods(c, s, pods, nil)
+}
+
+// TrySchedulePodsOnNew is TrySchedulePods for pods that fit none of the
+// snapshot's nodes before the nodes in added were added (the pods a
+// scale-up still has to place once upcoming nodes are in the snapshot).
+// Such a pod's fit on an older node can only have changed if it depends on
+// other nodes: inter-pod affinity or anti-affinity, topology spread, or
+// resource claims (devices not local to a node). Those pods try every
+// node; the others try only the added ones, so thousands of full nodes are
+// not filtered again.
+func TrySchedulePodsOnNew(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod, added map[string]bool) (scheduled []ScheduledPod, unschedulable []*apiv1.Pod, err error) {
+	onAdded := func(info *schedframework.NodeInfo) bool { return added[info.Node().Name] }
+	return trySchedulePods(c, s, pods, func(p *apiv1.Pod) func(*schedframework.NodeInfo) bool {
+		if dependsOnOtherNodes(p) {
+			return nil
+		}
+		return onAdded
+	})
+}
+
+// dependsOnOtherNodes says whether p's fit on a node can depend on other
+// nodes and their pods.
+func dependsOnOtherNodes(p *apiv1.Pod) bool {
+	a := p.Spec.Affinity
+	return (a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)) ||
+		len(p.Spec.TopologySpreadConstraints) > 0 || len(p.Spec.ResourceClaims) > 0
+}
+
+// trySchedulePods is TrySchedulePods with, per equivalence group, the
+// nodes it may try (candidates of its first pod; nil: every node).
+func trySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod, candidates func(*apiv1.Pod) func(*schedframework.NodeInfo) bool) (scheduled []ScheduledPod, unschedulable []*apiv1.Pod, err error) {
 	for _, g := range GroupPods(pods) {
 		hint := 0
 		failed := false
+		var match func(*schedframework.NodeInfo) bool
+		if candidates != nil {
+			match = candidates(g.Pods[0])
+		}
 		for _, p := range g.Pods {
 			if failed {
 				unschedulable = append(unschedulable, p)
 				continue
 			}
-			idx, nodeName, pf, ferr := c.fitsAnyNode(s, p, nil, hint)
+			idx, nodeName, pf, ferr := c.fitsAnyNode(s, p, match, hint)
 			if ferr != nil {
 				if pe, ok := ferr.(*PredicateError); ok && pe.IsInternal() {
 					return scheduled, unschedulable, fmt.Errorf("simulating pod %s: %w", podKey(p), ferr)

@@ -156,3 +156,31 @@ func TestTrySchedulePodsTopologySpreadAcrossZones(t *testing.T) {
 		t.Errorf("per zone = %v, want 3/3 with maxSkew 1", perZone)
 	}
 }
+
+// Once upcoming nodes are added, pods that fit no existing node try only
+// those; a pod whose fit depends on other nodes (here anti-affinity) tries
+// every node, since the added ones may have changed the answer elsewhere.
+func TestTrySchedulePodsOnNewTriesOnlyAddedNodesUnlessOthersMatter(t *testing.T) {
+	c := testChecker(t)
+	// "a-old" fits everything and comes first by name: a pod placed there
+	// was tried on an old node.
+	s := snapshotOf(t, []*apiv1.Node{Node("a-old", 4000, 4*GiB), Node("b-new", 4000, 4*GiB)}, nil)
+	added := map[string]bool{"b-new": true}
+	plain := ReplicaSetPods("plain", 1, 100, MiB)
+	spread := ReplicaSetPods("spread", 1, 100, MiB)
+	WithAntiAffinity(spread[0], apiv1.LabelHostname)
+	scheduled, unschedulable, err := TrySchedulePodsOnNew(c, s, append(plain, spread...), added)
+	if err != nil || len(unschedulable) != 0 {
+		t.Fatalf("unschedulable %v, err %v", unschedulable, err)
+	}
+	got := map[string]string{}
+	for _, sp := range scheduled {
+		got[sp.Pod.Name] = sp.NodeName
+	}
+	if got[plain[0].Name] != "b-new" {
+		t.Errorf("plain pod placed on %q, want the added node b-new only", got[plain[0].Name])
+	}
+	if got[spread[0].Name] != "a-old" {
+		t.Errorf("anti-affine pod placed on %q, want the first node by name, a-old: its fit depends on other nodes", got[spread[0].Name])
+	}
+}

@@ -175,9 +175,9 @@ func CloneTemplate(template *framework.NodeInfo, suffix string) *framework.NodeI
 
 // AddUpcomingNodes puts one template node per upcoming node of each group
 // into the snapshot, so pending pods that will land on them are not counted
-// twice. Returns the number added per group.
-func AddUpcomingNodes(s *simulator.ClusterSnapshot, groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo) (map[string]int, error) {
-	added := map[string]int{}
+// twice. Returns the number added per group and the names of the nodes.
+func AddUpcomingNodes(s *simulator.ClusterSnapshot, groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo) (added map[string]int, names map[string]bool, err error) {
+	added, names = map[string]int{}, map[string]bool{}
 	ids := make([]string, 0, len(groups))
 	byID := map[string]clusterstate.NodeGroupState{}
 	for _, gs := range groups {
@@ -196,11 +196,13 @@ func AddUpcomingNodes(s *simulator.ClusterSnapshot, groups []clusterstate.NodeGr
 			continue
 		}
 		for i := 0; i < gs.Upcoming; i++ {
-			if err := s.AddNodeInfo(CloneTemplate(t, fmt.Sprintf("upcoming-%d", i))); err != nil {
-				return added, fmt.Errorf("adding upcoming node of group %s: %w", id, err)
+			n := CloneTemplate(t, fmt.Sprintf("upcoming-%d", i))
+			if err := s.AddNodeInfo(n); err != nil {
+				return added, names, fmt.Errorf("adding upcoming node of group %s: %w", id, err)
 			}
 			added[id]++
+			names[n.Node().Name] = true
 		}
 	}
-	return added, nil
+	return added, names, nil
 }
