@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
 	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
@@ -137,8 +138,8 @@ func benchmarkRunOnceRamp(b *testing.B) {
 	if h.a.planner.Reused()-reused < known*b.N {
 		b.Fatalf("%d node simulations reused in %d loops, want at least the %d nodes known before each", h.a.planner.Reused()-reused, b.N, known)
 	}
-	if len(deletions(h.provider)) != 0 {
-		b.Fatalf("removed nodes before their unneeded time: %v", deletions(h.provider))
+	if len(sdtest.Deletions(h.provider)) != 0 {
+		b.Fatalf("removed nodes before their unneeded time: %v", sdtest.Deletions(h.provider))
 	}
 }
 
@@ -183,8 +184,8 @@ func benchmarkRunOnceUnneeded(b *testing.B, groups, nodesPerGroup int, churn boo
 	if got, want := h.a.planner.Simulated()-simulated, map[bool]int{true: b.N, false: 0}[churn]; got != want {
 		b.Fatalf("%d of %d loops simulated, want %d", got, b.N, want)
 	}
-	if len(deletions(h.provider)) != 0 {
-		b.Fatalf("removed nodes before their unneeded time: %v", deletions(h.provider))
+	if len(sdtest.Deletions(h.provider)) != 0 {
+		b.Fatalf("removed nodes before their unneeded time: %v", sdtest.Deletions(h.provider))
 	}
 }
 
@@ -198,8 +199,8 @@ func benchmarkRunOnceSteadyState(b *testing.B) {
 		h.runOnce(t0)
 	}
 	b.StopTimer()
-	if len(increases(h.provider)) != 0 || len(deletions(h.provider)) != 0 {
-		b.Fatalf("steady state acted: %v %v", increases(h.provider), deletions(h.provider))
+	if len(increases(h.provider)) != 0 || len(sdtest.Deletions(h.provider)) != 0 {
+		b.Fatalf("steady state acted: %v %v", increases(h.provider), sdtest.Deletions(h.provider))
 	}
 }
 
@@ -282,8 +283,8 @@ func BenchmarkRunOnceDRA(b *testing.B) {
 				h.runOnce(t0)
 			}
 			b.StopTimer()
-			if len(increases(h.provider)) != 0 || len(deletions(h.provider)) != 0 {
-				b.Fatalf("steady state acted: %v %v", increases(h.provider), deletions(h.provider))
+			if len(increases(h.provider)) != 0 || len(sdtest.Deletions(h.provider)) != 0 {
+				b.Fatalf("steady state acted: %v %v", increases(h.provider), sdtest.Deletions(h.provider))
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
 )
 
@@ -43,7 +44,7 @@ func (d *delays) all() []time.Duration {
 }
 
 func deletedNode(p *test.Provider, name string) bool {
-	for _, d := range deletions(p) {
+	for _, d := range sdtest.Deletions(p) {
 		if slices.Contains(strings.Split(strings.SplitN(d, ":", 2)[1], ","), name) {
 			return true
 		}
@@ -73,7 +74,7 @@ func TestDelayAfterTaintSeesPodBoundInTheRace(t *testing.T) {
 		t.Fatalf("waits after taint = %v, want one of 30ms", got)
 	}
 	if deletedNode(p, "g1-n2") {
-		t.Fatalf("g1-n2 deleted although a pod was bound to it during the delay after taint: %v", deletions(p))
+		t.Fatalf("g1-n2 deleted although a pod was bound to it during the delay after taint: %v", sdtest.Deletions(p))
 	}
 	if hasTaint(h.node("g1-n2"), clusterstate.ToBeDeletedTaint) {
 		t.Error("g1-n2 kept its ToBeDeleted taint")
@@ -105,7 +106,7 @@ func TestDelayAfterTaintDefaultAndDynamic(t *testing.T) {
 		}
 	}
 	if !deletedNode(p, "g1-n1") || !deletedNode(p, "g1-n2") {
-		t.Errorf("deletions = %v, want g1-n1 and g1-n2", deletions(p))
+		t.Errorf("deletions = %v, want g1-n1 and g1-n2", sdtest.Deletions(p))
 	}
 }
 
@@ -139,7 +140,7 @@ func TestDelayDeletionAnnotationHoldsDeletion(t *testing.T) {
 	h.updateNode(n)
 	h.a.actuator.Wait()
 	if !deletedNode(p, "g1-n2") {
-		t.Fatalf("g1-n2 not deleted once its annotation went: %v", deletions(p))
+		t.Fatalf("g1-n2 not deleted once its annotation went: %v", sdtest.Deletions(p))
 	}
 }
 
@@ -153,6 +154,6 @@ func TestDelayDeletionAnnotationTimesOut(t *testing.T) {
 	h.runOnce(t0)
 	h.runOnce(t0.Add(10*time.Minute + time.Second))
 	if !deletedNode(p, "g1-n2") {
-		t.Fatalf("g1-n2 not deleted after --node-deletion-delay-timeout: %v", deletions(p))
+		t.Fatalf("g1-n2 not deleted after --node-deletion-delay-timeout: %v", sdtest.Deletions(p))
 	}
 }

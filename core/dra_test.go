@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
 )
 
@@ -35,7 +36,7 @@ func keptPastUnneededTime(t *testing.T, devices int) func(string, map[string]str
 	read := scrape(t)
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute))
-	if d := deletions(p); len(d) != 0 {
+	if d := sdtest.Deletions(p); len(d) != 0 {
 		t.Fatalf("deleted %v; the training pod's device exists on no other node", d)
 	}
 	return read

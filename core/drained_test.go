@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 )
 
 // Pods still being evicted from a node under drain are pending pods in the
@@ -50,7 +51,7 @@ func TestPodsOfDrainedNodeKeepTheirDestination(t *testing.T) {
 	h.runOnce(t0.Add(23 * time.Minute))
 	release()
 	h.a.actuator.Wait()
-	if d := deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n1"}) {
+	if d := sdtest.Deletions(p); !reflect.DeepEqual(d, []string{"g1:g1-n1"}) {
 		t.Fatalf("DeleteNodes calls = %v, want only the drained n1", d)
 	}
 	if up := increases(p); len(up) != 0 {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 )
 
@@ -74,7 +75,7 @@ func TestFakePodsKeepTheRoomTheyNeed(t *testing.T) {
 	// 1500m fake pod fits n1 or n2 only, so one of them must stay.
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute))
-	if d := deletions(p); len(d) != 1 {
+	if d := sdtest.Deletions(p); len(d) != 1 {
 		t.Fatalf("DeleteNodes calls = %v, want one node removed and one kept for the fake pod", d)
 	}
 	if got := increases(p); len(got) != 0 {
@@ -88,7 +89,7 @@ func TestFakePodsKeepTheRoomTheyNeed(t *testing.T) {
 	buffer.n = 0
 	h.runOnce(t0.Add(12 * time.Minute))
 	h.runOnce(t0.Add(23 * time.Minute))
-	d := deletions(p)
+	d := sdtest.Deletions(p)
 	sort.Strings(d)
 	if len(d) != 2 {
 		t.Fatalf("DeleteNodes calls = %v, want the kept node removed once the buffer is gone", d)

@@ -193,19 +193,11 @@ func hasTaint(n *apiv1.Node, key string) bool {
 	return false
 }
 
-// sizes renders IncreaseSize calls as "group+delta" for assertions.
+// increases renders IncreaseSize calls as "group+delta" for assertions.
 func increases(p *test.Provider) []string {
 	var out []string
 	for _, c := range p.CallsOf("IncreaseSize") {
 		out = append(out, fmt.Sprintf("%s+%d", c.Group, c.Delta))
-	}
-	return out
-}
-
-func deletions(p *test.Provider) []string {
-	var out []string
-	for _, c := range p.CallsOf("DeleteNodes") {
-		out = append(out, c.Group+":"+strings.Join(c.Nodes, ","))
 	}
 	return out
 }

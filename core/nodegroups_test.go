@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 )
 
 // Scale-down removing every node of a group the cloud deletes in place of
@@ -26,7 +27,7 @@ func TestGroupDeletedWithItsLastNodesRecordedOnce(t *testing.T) {
 
 	h.runOnce(t0)
 	h.runOnce(t0.Add(10*time.Minute + time.Second))
-	if d := deletions(p); !reflect.DeepEqual(d, []string{"nap:nap-n0,nap-n1"}) {
+	if d := sdtest.Deletions(p); !reflect.DeepEqual(d, []string{"nap:nap-n0,nap-n1"}) {
 		t.Fatalf("DeleteNodes calls = %v, want both nodes of nap in one call", d)
 	}
 	h.runOnce(t0.Add(11 * time.Minute))

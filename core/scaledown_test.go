@@ -47,11 +47,11 @@ func TestScaleDownAfterUnneededTimeOnly(t *testing.T) {
 	h.runOnce(t0)
 	h.runOnce(t0.Add(5 * time.Minute))
 	h.runOnce(t0.Add(10*time.Minute - time.Second))
-	if d := deletions(p); len(d) != 0 {
+	if d := sdtest.Deletions(p); len(d) != 0 {
 		t.Fatalf("deleted before the unneeded time: %v", d)
 	}
 	h.runOnce(t0.Add(10*time.Minute + time.Second))
-	d := deletions(p)
+	d := sdtest.Deletions(p)
 	sort.Strings(d)
 	if !reflect.DeepEqual(d, []string{"g1:g1-n1", "g1:g1-n2"}) {
 		t.Fatalf("DeleteNodes calls = %v, want n1 and n2", d)
@@ -97,7 +97,7 @@ func TestExpendablePodDoesNotKeepNode(t *testing.T) {
 			h := newHarness(t, testOptions(), p, join(nodes, fill(nodes[:1], 1500), []runtime.Object{batch})...)
 			h.runOnce(t0)
 			h.runOnce(t0.Add(11 * time.Minute))
-			if d := deletions(p); !reflect.DeepEqual(d, tc.want) {
+			if d := sdtest.Deletions(p); !reflect.DeepEqual(d, tc.want) {
 				t.Fatalf("DeleteNodes calls = %v, want %v", d, tc.want)
 			}
 		})
@@ -116,11 +116,11 @@ func TestScaleDownCooldownAfterScaleUp(t *testing.T) {
 	}
 	h.runOnce(t0.Add(time.Minute))
 	h.runOnce(t0.Add(9 * time.Minute))
-	if d := deletions(p); len(d) != 0 {
+	if d := sdtest.Deletions(p); len(d) != 0 {
 		t.Fatalf("scale-down within --scale-down-delay-after-add: %v", d)
 	}
 	h.runOnce(t0.Add(11 * time.Minute))
-	if d := deletions(p); len(d) != 2 {
+	if d := sdtest.Deletions(p); len(d) != 2 {
 		t.Fatalf("scale-down after the delay: %v", d)
 	}
 }
@@ -133,7 +133,7 @@ func TestScaleDownDisabled(t *testing.T) {
 	h := newHarness(t, o, p, objs...)
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute))
-	if d := deletions(p); len(d) != 0 {
+	if d := sdtest.Deletions(p); len(d) != 0 {
 		t.Fatalf("DeleteNodes calls = %v, want none", d)
 	}
 	if un := h.a.planner.Unneeded(); len(un) != 0 {
@@ -203,9 +203,9 @@ func TestBackgroundDrainTracksNode(t *testing.T) {
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute)) // n2 (empty) and n1 (drain) start
 	deadline := time.Now().Add(5 * time.Second)
-	for _, drains := h.a.removals.InFlight(); drains == 0 || len(deletions(p)) == 0; _, drains = h.a.removals.InFlight() {
+	for _, drains := h.a.removals.InFlight(); drains == 0 || len(sdtest.Deletions(p)) == 0; _, drains = h.a.removals.InFlight() {
 		if time.Now().After(deadline) {
-			t.Fatalf("drain not started: %v", deletions(p))
+			t.Fatalf("drain not started: %v", sdtest.Deletions(p))
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -224,7 +224,7 @@ func TestBackgroundDrainTracksNode(t *testing.T) {
 	}
 	release()
 	h.a.actuator.Wait()
-	d := deletions(p)
+	d := sdtest.Deletions(p)
 	sort.Strings(d)
 	if !reflect.DeepEqual(d, []string{"g1:g1-n1", "g1:g1-n2"}) {
 		t.Fatalf("DeleteNodes calls = %v", d)
@@ -238,7 +238,7 @@ func TestEndedRemovalWakesTheLoop(t *testing.T) {
 	h := newHarness(t, testOptions(), p, objs...)
 	h.runOnce(t0)
 	h.runOnce(t0.Add(11 * time.Minute))
-	if len(deletions(p)) == 0 {
+	if len(sdtest.Deletions(p)) == 0 {
 		t.Fatal("no removal in the second loop")
 	}
 	woke := make(chan string, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/priority"
 )
 
@@ -541,7 +542,7 @@ func TestUnhealthyClusterDoesNotScale(t *testing.T) {
 	}
 	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes[4:], 1800), pending("web", 4, 1000, test.GiB))...)
 	h.runOnce(t0)
-	if got := p.Calls(); len(increases(p)) != 0 || len(deletions(p)) != 0 {
+	if got := p.Calls(); len(increases(p)) != 0 || len(sdtest.Deletions(p)) != 0 {
 		t.Fatalf("calls on an unhealthy cluster: %+v", got)
 	}
 }
