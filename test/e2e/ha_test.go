@@ -273,9 +273,14 @@ func TestHALeaderFailover(t *testing.T) {
 			t.Errorf("the Lease was released at %v after SIGKILL, which a killed process cannot do", c.at.Sub(killed))
 		}
 	}
-	s.eventually("the new leader's log to say so", 15*time.Second, func() error {
-		if len(logLines(follower.LogPath, "this replica is the leader")) == 0 {
-			return fmt.Errorf("no %q line in %s", "this replica is the leader", follower.LogPath)
+	// The new pods come once the new leader's loop runs idle, as the first
+	// ones did: a loop that starts while the Deployment's pods are still being
+	// marked sees only some of them, and rightly asks again for the rest.
+	s.eventually("the new leader's log to say so, and its loop to run idle", 15*time.Second, func() error {
+		for _, line := range []string{"this replica is the leader", "Scale-up: no unschedulable pods"} {
+			if len(logLines(follower.LogPath, line)) == 0 {
+				return fmt.Errorf("no %q line in %s", line, follower.LogPath)
+			}
 		}
 		return nil
 	})
