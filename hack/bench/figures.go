@@ -34,57 +34,53 @@ var ops = []string{doks.OpListNodePools, doks.OpGetNodePool, doks.OpGetNodePoolT
 // turn: steady-state API requests, pending-pod → UpdateNodePool latency, then (after
 // growing every pool to c.nodesPerPool nodes) iteration time and RSS at scale. It returns
 // the figures measured, those before an error included.
-func runFigures(ctx context.Context, c config, out io.Writer) (*rows, error) {
+func runFigures(ctx context.Context, c config, out io.Writer) (*rows, *scaleRun, error) {
 	r := &rows{}
-	var pools []doks.PoolSpec
-	for i := 0; i < c.pools; i++ {
-		pools = append(pools, doks.PoolSpec{Name: fmt.Sprintf("pool-%02d", i+1), Size: "s-2vcpu-4gb", Count: 1,
-			AutoScale: true, MinNodes: 1, MaxNodes: c.nodesPerPool + 10})
-	}
+	pools := cpuPools(c.pools, c.nodesPerPool)
 	t0 := time.Now()
 	sb, err := sandbox.Start(sandbox.Options{Dir: filepath.Join(c.dir, "sandbox"), BootDelay: c.bootDelay, Pools: pools})
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	defer sb.Stop()
 	fmt.Fprintf(out, "sandbox with %d pools up in %v (files in %s)\n", c.pools, time.Since(t0).Round(time.Millisecond), c.dir)
 	if err := sb.ControlPlane.EnsureNamespace(ctx, "bench"); err != nil {
-		return r, err
+		return r, nil, err
 	}
 	// Fill every node, so that each trial pod needs a node of its own and the steady
 	// state has pods to look at. 1500m fits once on an s-2vcpu-4gb (1900m allocatable).
 	if err := createDeployment(ctx, sb, "filler", c.pools, "1500m"); err != nil {
-		return r, err
+		return r, nil, err
 	}
 	if err := waitRunning(ctx, sb, "filler", c.pools, c.timeout); err != nil {
-		return r, fmt.Errorf("filler pods: %w", err)
+		return r, nil, fmt.Errorf("filler pods: %w", err)
 	}
 
 	// Steady state: nothing to do, so every request is the cost of watching.
 	ca, addr, err := startAutoscaler(c, sb, "autoscaler.log", false)
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	defer ca.Stop(15 * time.Second)
 	fmt.Fprintf(out, "autoscaler up (log %s, metrics http://%s/metrics); steady state for %v...\n", ca.LogPath, addr, c.idle)
 	// The first iterations fetch templates and sizes; measure after them.
 	if _, err := waitIterations(ctx, ca, addr, 2, c.timeout); err != nil {
-		return r, err
+		return r, nil, err
 	}
 	s0, err := alignedSnapshot(ctx, ca, sb, addr)
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	if err := sleep(ctx, c.idle); err != nil {
-		return r, err
+		return r, nil, err
 	}
 	s1, err := alignedSnapshot(ctx, ca, sb, addr)
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	iters := int(s1.m.count - s0.m.count)
 	if iters == 0 {
-		return r, fmt.Errorf("no iteration in %v (see %s)", c.idle, ca.LogPath)
+		return r, nil, fmt.Errorf("no iteration in %v (see %s)", c.idle, ca.LogPath)
 	}
 	rss, _ := procMem(ca.Cmd.Process.Pid)
 	r.add(fmt.Sprintf("DO API requests per steady-state iteration, %d autoscaled pools", c.pools), "%s; %d iterations in %v",
@@ -104,7 +100,7 @@ func runFigures(ctx context.Context, c config, out io.Writer) (*rows, error) {
 			case errors.Is(err, errNoUpdate):
 				missed++
 			case err != nil:
-				return r, fmt.Errorf("trial %d: %w (see %s)", i+1, err, ca.LogPath)
+				return r, nil, fmt.Errorf("trial %d: %w (see %s)", i+1, err, ca.LogPath)
 			default:
 				latencies = append(latencies, d)
 			}
@@ -115,9 +111,21 @@ func runFigures(ctx context.Context, c config, out io.Writer) (*rows, error) {
 
 	if c.skipScale {
 		r.add("scale figures", "skipped: --skip-scale")
-		return r, nil
+		return r, nil, nil
 	}
-	return r, scaleFigures(ctx, c, out, sb, r)
+	sr, err := scaleFigures(ctx, c, out, sb, r)
+	return r, sr, err
+}
+
+// cpuPools are the figures run's pools: n autoscaled s-2vcpu-4gb pools of one node,
+// room for nodesPerPool+10.
+func cpuPools(n, nodesPerPool int) []doks.PoolSpec {
+	var pools []doks.PoolSpec
+	for i := 0; i < n; i++ {
+		pools = append(pools, doks.PoolSpec{Name: fmt.Sprintf("pool-%02d", i+1), Size: "s-2vcpu-4gb", Count: 1,
+			AutoScale: true, MinNodes: 1, MaxNodes: nodesPerPool + 10})
+	}
+	return pools
 }
 
 // errNoUpdate says a trial's pod got no UpdateNodePool within the trial's
@@ -182,43 +190,61 @@ func trial(ctx context.Context, c config, sb *sandbox.Sandbox, i int) (time.Dura
 }
 
 // scaleFigures grows every pool to c.nodesPerPool nodes at once, spreads small pods over
-// them and measures a fresh autoscaler's iterations and memory.
-func scaleFigures(ctx context.Context, c config, out io.Writer, sb *sandbox.Sandbox, r *rows) error {
+// them and measures a fresh autoscaler's iterations and memory. It returns what it
+// measured, nil when the nodes did not all register.
+func scaleFigures(ctx context.Context, c config, out io.Writer, sb *sandbox.Sandbox, r *rows) (*scaleRun, error) {
 	want := c.pools * c.nodesPerPool
 	fmt.Fprintf(out, "growing to %d nodes...\n", want)
 	nodes, took, err := growPools(ctx, sb, c.nodesPerPool, c.timeout)
 	if err != nil {
 		r.add("scale figures", "skipped: only %d of %d nodes registered in %v (%v)", nodes, want, c.timeout, err)
-		return nil
+		return nil, nil
 	}
 	if c.smallPods > 0 {
 		fmt.Fprintf(out, "%d nodes registered in %v; creating %d small pods...\n", nodes, took.Round(time.Second), c.smallPods)
 		if err := createDeployment(ctx, sb, "small", c.smallPods, "50m"); err != nil {
-			return err
+			return nil, err
 		}
 		if err := waitRunning(ctx, sb, "small", c.smallPods, c.timeout); err != nil {
 			fmt.Fprintf(out, "small pods: %v; measuring with what runs\n", err)
 		}
 	}
-	pods := 0
-	for _, app := range []string{"filler", "trial", "small"} {
-		n, err := runningPods(ctx, sb, app)
-		if err != nil {
-			return err
-		}
-		pods += n
+	pods, err := runningPodsOf(ctx, sb, "filler", "trial", "small")
+	if err != nil {
+		return nil, err
 	}
-	r.add("sandbox at scale", "%d nodes in %d pools registered in %v, %d pods running", nodes, c.pools, took.Round(time.Second), pods)
+	sr := &scaleRun{cluster: fmt.Sprintf("%d nodes in %d pools registered in %v, %d pods running", nodes, c.pools, took.Round(time.Second), pods)}
+	r.add("sandbox at scale", "%s", sr.cluster)
 
 	ca, addr, err := startAutoscaler(c, sb, "autoscaler-scale.log", c.profileDir != "")
 	if err != nil {
-		return err
+		return sr, err
 	}
 	defer ca.Stop(30 * time.Second)
 	fmt.Fprintf(out, "autoscaler at %d nodes (log %s); measuring for %v...\n", nodes, ca.LogPath, c.window)
-	s, err := measureSteady(ctx, c, out, sb, ca, addr, want)
-	s.add(r, c, want)
-	return err
+	sr.s, err = measureSteady(ctx, c, out, sb, ca, addr, want)
+	sr.s.add(r, c, want)
+	return sr, err
+}
+
+// runningPodsOf counts the running pods of these apps.
+func runningPodsOf(ctx context.Context, sb *sandbox.Sandbox, apps ...string) (int, error) {
+	pods := 0
+	for _, app := range apps {
+		n, err := runningPods(ctx, sb, app)
+		if err != nil {
+			return 0, err
+		}
+		pods += n
+	}
+	return pods, nil
+}
+
+// scaleRun is what the scale figures measured: the cluster (the "sandbox at scale"
+// figure) and the fresh autoscaler on it.
+type scaleRun struct {
+	cluster string
+	s       steady
 }
 
 // steady is what measureSteady measured of a freshly started autoscaler.
@@ -233,6 +259,9 @@ type steady struct {
 	cpuPerIter     time.Duration
 	cpuProf, heapP string // profile files, when c.profileDir is set
 }
+
+// mean is the mean iteration time over the window; 0 when it had no iteration.
+func (s steady) mean() time.Duration { return s.s1.m.meanSince(s.s0.m) }
 
 // add puts what was measured among r's figures.
 func (s steady) add(r *rows, c config, nodes int) {

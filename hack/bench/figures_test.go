@@ -110,3 +110,36 @@ func TestPrintTableSideBySide(t *testing.T) {
 		}
 	}
 }
+
+func TestDRARatios(t *testing.T) {
+	window := func(sum float64, cpu time.Duration, rss int64) steady {
+		return steady{s0: snapshot{m: mainMetric{count: 2}}, s1: snapshot{m: mainMetric{sum: sum, count: 6}}, cpuPerIter: cpu, rss: rss}
+	}
+	plain, dra := window(0.4, 200*time.Millisecond, 100<<20), window(0.5, 300*time.Millisecond, 110<<20)
+	if got, want := draRatios(plain, dra), "mean iteration time 1.25x, CPU per iteration 1.50x, RSS 1.10x"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := draRatios(steady{}, dra), "mean iteration time —, CPU per iteration —, RSS —"; got != want {
+		t.Errorf("nothing measured without claims: got %q, want %q", got, want)
+	}
+}
+
+func TestCheckDRA(t *testing.T) {
+	c := config{dra: true, pools: 20, nodesPerPool: 50, draGPUNodes: 100, draClaimPods: 300}
+	if err := c.checkDRA(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	for _, bad := range []config{
+		{dra: true, pools: 20, nodesPerPool: 50, draGPUNodes: 120, draClaimPods: 300}, // not whole pools
+		{dra: true, pools: 2, nodesPerPool: 50, draGPUNodes: 100, draClaimPods: 300},  // no CPU pool left
+		{dra: true, pools: 20, nodesPerPool: 50, draGPUNodes: 50, draClaimPods: 401},  // more claims than GPUs
+		{dra: true, pools: 20, nodesPerPool: 50, draGPUNodes: 0, draClaimPods: 0},     // no GPU node
+	} {
+		if err := bad.checkDRA(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	if err := (config{pools: 1, nodesPerPool: 50, draGPUNodes: 120}).checkDRA(); err != nil {
+		t.Errorf("without --dra the DRA flags are not checked: %v", err)
+	}
+}

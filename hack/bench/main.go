@@ -11,6 +11,10 @@
 //   - with --large, the same at 5,000 nodes in 100 pools with 10,000 pods, and the latency
 //     from 5,000 pending pods to the first UpdateNodePool.
 //
+//   - with --dra, the same 1,000 nodes again in a sandbox in DRA mode: 100 of them GPU
+//     nodes publishing ResourceSlices and 300 more pods each holding an allocated
+//     ResourceClaim, beside the plain figures with the ratios (issue 23).
+//
 //   - the idle-cluster scale-down: time to every pool's min and DigitalOcean requests, for
 //     empty nodes (20 pools × 10) and for nodes that must be drained first (under a PDB).
 //
@@ -80,6 +84,9 @@ type config struct {
 	largeTimeout                                           time.Duration
 	// largeSchedulerBinds: kube-scheduler binds the running pods (else the harness does).
 	largeSchedulerBinds bool
+	// The scale figures again with GPU nodes and claim pods (--dra).
+	dra                       bool
+	draGPUNodes, draClaimPods int
 }
 
 func main() {
@@ -115,6 +122,9 @@ func main() {
 	flag.IntVar(&c.largePending, "large-pending", 5000, "large: pending pods of 500m created at once after the steady window")
 	flag.BoolVar(&c.largeSchedulerBinds, "large-scheduler-binds", false, "large: kube-scheduler binds the running pods too (by default the harness binds them, two a node: the scheduler bound 3-18 a second on this shared machine); the pending pods always go through the scheduler")
 	flag.DurationVar(&c.largeTimeout, "large-timeout", 20*time.Minute, "large: give up registering the nodes or running the pods after this long")
+	flag.BoolVar(&c.dra, "dra", false, "after the figures run, measure the scale figures again on a cluster in DRA mode: the same pools × nodes per pool, of which --dra-gpu-nodes are gpu-h100x8-640gb nodes publishing ResourceSlices, the same pods plus --dra-claim-pods pods each holding an allocated ResourceClaim; printed beside the plain figures with the ratios")
+	flag.IntVar(&c.draGPUNodes, "dra-gpu-nodes", 100, "dra: GPU nodes among the pools × nodes per pool (a multiple of --nodes-per-pool: whole pools)")
+	flag.IntVar(&c.draClaimPods, "dra-claim-pods", 300, "dra: pods each claiming one GPU through a ResourceClaimTemplate")
 	flag.BoolVar(&c.buffer, "buffer", true, "run the warm-capacity figure: a Deployment's new pods to Running, without and with a CapacityBuffer")
 	flag.DurationVar(&c.bufferBootDelay, "buffer-boot-delay", 20*time.Second, "buffer: simulated droplet boot time")
 	flag.StringVar(&c.pprofAddr, "pprof-addr", "", "serve this process's pprof (it runs the sandbox: apiserver, etcd, scheduler, controllers, node agent) on this loopback address, e.g. 127.0.0.1:6061")
@@ -135,6 +145,9 @@ func main() {
 func run(ctx context.Context, c config, out io.Writer) error {
 	if c.pools < 1 || c.trials < 0 || c.nodesPerPool < 1 || c.smallPods < 0 {
 		return fmt.Errorf("--pools and --nodes-per-pool must be positive, --trials and --small-pods not negative")
+	}
+	if err := c.checkDRA(); err != nil {
+		return err
 	}
 	if c.dir == "" {
 		tmp, err := os.MkdirTemp("", "ca-bench-")
@@ -158,13 +171,17 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		c.builds = append(c.builds, build{"upstream " + filepath.Base(c.upstream), c.upstream, up})
 	}
 	var failed error
+	var plain *scaleRun // this project's scale figures, for --dra
 	if c.figures {
 		var runs []*rows
-		for _, b := range c.builds {
+		for i, b := range c.builds {
 			cb := c
 			cb.binary, cb.dir = b.path, b.dir
 			fmt.Fprintf(out, "\nfigures run: %s (%s)\n", b.name, b.path)
-			r, err := runFigures(ctx, cb, out)
+			r, sr, err := runFigures(ctx, cb, out)
+			if i == 0 {
+				plain = sr
+			}
 			if err != nil {
 				r.add("run ended early", "%v", err)
 				failed = errors.Join(failed, fmt.Errorf("%s: %w", b.name, err))
@@ -173,6 +190,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		if err := printTable(out, "figure", c.buildNames(), runs); err != nil {
 			return err
+		}
+	}
+	if c.dra {
+		if err := runDRA(ctx, c, out, plain); err != nil {
+			failed = errors.Join(failed, fmt.Errorf("dra: %w", err))
 		}
 	}
 	if c.scaleDown {
