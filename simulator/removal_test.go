@@ -201,3 +201,46 @@ func withVersion(p *apiv1.Pod, rv string) *apiv1.Pod {
 	p.ResourceVersion = rv
 	return p
 }
+
+// Removals chained in one simulation move the pods earlier removals piled
+// onto a node without copying them again: a pod is copied once, when it
+// first leaves its node, and that one unbound copy is what every later
+// destination holds. (Copying at each hop made a chain of 200 removals hold
+// tens of pod copies a removal.)
+func TestChainedRemovalsCopyAMovedPodOnce(t *testing.T) {
+	c := testChecker(t)
+	now := time.Now()
+	nodes := []*apiv1.Node{Node("n1", 2000, 4*GiB), Node("n2", 2000, 4*GiB), Node("n3", 2000, 4*GiB)}
+	pods := []*apiv1.Pod{rsPod("a", 300, "n1"), rsPod("b", 300, "n1"), rsPod("c", 300, "n2")}
+	s := snapshotOf(t, nodes, pods)
+	r := NewRemovalSimulator(c, s, defaultDrain)
+	first, bad := r.SimulateNodeRemoval("n1", map[string]bool{"n2": true}, nil, now)
+	if bad != nil {
+		t.Fatal(bad)
+	}
+	second, bad := r.SimulateNodeRemoval("n2", map[string]bool{"n3": true}, nil, now)
+	if bad != nil {
+		t.Fatal(bad)
+	}
+	if len(second.PodsToReschedule) != 3 || requestedCPU(t, s, "n3") != 900 {
+		t.Fatalf("n2's removal moved %d pods, n3 requests %dm; want a, b and c on n3 (900m)",
+			len(second.PodsToReschedule), requestedCPU(t, s, "n3"))
+	}
+	for i, p := range first.placed {
+		if p == pods[i] || p.Spec.NodeName != "" {
+			t.Errorf("%s as n1's removal placed it: the informer's object or bound to %q, want an unbound copy", p.Name, p.Spec.NodeName)
+		}
+	}
+	for i, p := range second.PodsToReschedule {
+		from := p.Name == "a" || p.Name == "b"
+		if from && (p != first.placed[0] && p != first.placed[1] || second.placed[i] != p) {
+			t.Errorf("%s moved on from n2: a new copy, want the one n1's removal placed", p.Name)
+		}
+		if !from && (second.placed[i] == pods[2] || second.placed[i].Spec.NodeName != "") {
+			t.Errorf("c left n2 as the informer's object or bound, want its unbound copy")
+		}
+	}
+	if pods[0].Spec.NodeName != "n1" || pods[2].Spec.NodeName != "n2" {
+		t.Errorf("the informer's pods changed: a on %q, c on %q", pods[0].Spec.NodeName, pods[2].Spec.NodeName)
+	}
+}
