@@ -25,8 +25,10 @@ func trimForCache(obj interface{}) (interface{}, error) {
 	return obj, nil
 }
 
-// trimPodStatus keeps the phase, the conditions without their messages
-// (scale-up reads PodScheduled's status and reason), the nominated node
+// trimPodStatus keeps the phase, the PodScheduled condition without its
+// message (scale-up reads its status and reason; nothing reads a pod's
+// Ready, ContainersReady, Initialized or other conditions: four of every
+// running pod's five, about 600 bytes each), the nominated node
 // (preemption), the pod's and its containers' resources (the scheduler's
 // requests of a pod being resized in place come from them) and the claim
 // statuses (DRA). Gone: IPs, start time, the message, the QoS class and
@@ -38,11 +40,20 @@ func trimPodStatus(s *apiv1.PodStatus) {
 	s.StartTime = nil
 	s.QOSClass = ""
 	s.EphemeralContainerStatuses = nil
-	for i := range s.Conditions {
-		s.Conditions[i].Message = ""
-	}
+	s.Conditions = trimPodConditions(s.Conditions)
 	s.InitContainerStatuses = trimContainerStatuses(s.InitContainerStatuses)
 	s.ContainerStatuses = trimContainerStatuses(s.ContainerStatuses)
+}
+
+// trimPodConditions keeps PodScheduled, without its message.
+func trimPodConditions(in []apiv1.PodCondition) []apiv1.PodCondition {
+	for _, c := range in {
+		if c.Type == apiv1.PodScheduled {
+			c.Message = ""
+			return []apiv1.PodCondition{c}
+		}
+	}
+	return nil
 }
 
 // trimContainerStatuses keeps of each status what resource.PodRequests

@@ -22,6 +22,8 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	pod := test.BuildPendingPod("p", 500, 64*test.MiB, "rs")
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 	pod.Status.Conditions[0].Message = "0/1000 nodes are available: 1000 Insufficient cpu."
+	pod.Status.Conditions = append(pod.Status.Conditions, apiv1.PodCondition{Type: apiv1.PodInitialized, Status: apiv1.ConditionTrue},
+		apiv1.PodCondition{Type: apiv1.PodReady, Status: apiv1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [app]"})
 	pod.Status.NominatedNodeName = "n1"
 	pod.Status.PodIP, pod.Status.HostIP, pod.Status.StartTime = "10.0.0.1", "10.1.0.1", &now
 	pod.Status.ContainerStatuses = []apiv1.ContainerStatus{{
@@ -46,7 +48,7 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	}
 	cs := got.Status.ContainerStatuses[0]
 	if got.ManagedFields != nil || got.Status.PodIP != "" || got.Status.HostIP != "" || got.Status.StartTime != nil ||
-		got.Status.Conditions[0].Message != "" || cs.Image != "" || cs.ContainerID != "" || cs.State.Running != nil {
+		len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Message != "" || cs.Image != "" || cs.ContainerID != "" || cs.State.Running != nil {
 		t.Errorf("unread fields kept: %+v", got.Status)
 	}
 }
