@@ -18,11 +18,26 @@ func trimForCache(obj interface{}) (interface{}, error) {
 	}
 	switch o := obj.(type) {
 	case *apiv1.Pod:
+		trimContainers(o.Spec.InitContainers)
+		trimContainers(o.Spec.Containers)
 		trimPodStatus(&o.Status)
 	case *apiv1.Node:
 		trimNodeStatus(&o.Status)
 	}
 	return obj, nil
+}
+
+// trimContainers drops what only the kubelet reads of a container: its
+// environment, command, arguments, probes and lifecycle hooks, often most
+// of a real pod's size. Resources (claims included), ports and restart
+// policy (sidecars' requests) are what the scheduler's Filter plugins read;
+// they stay, as does every other field.
+func trimContainers(cs []apiv1.Container) {
+	for i := range cs {
+		c := &cs[i]
+		c.Env, c.EnvFrom, c.Command, c.Args = nil, nil, nil, nil
+		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	}
 }
 
 // trimPodStatus keeps the phase, the PodScheduled condition without its

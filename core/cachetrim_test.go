@@ -25,6 +25,10 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	pod.Status.Conditions = append(pod.Status.Conditions, apiv1.PodCondition{Type: apiv1.PodInitialized, Status: apiv1.ConditionTrue},
 		apiv1.PodCondition{Type: apiv1.PodReady, Status: apiv1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [app]"})
 	pod.Status.NominatedNodeName = "n1"
+	pod.Spec.Containers[0].Env = []apiv1.EnvVar{{Name: "MODE", Value: "batch"}}
+	pod.Spec.Containers[0].Command = []string{"/app"}
+	pod.Spec.Containers[0].ReadinessProbe = &apiv1.Probe{PeriodSeconds: 5}
+	pod.Spec.Containers[0].Ports = []apiv1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
 	pod.Status.PodIP, pod.Status.HostIP, pod.Status.StartTime = "10.0.0.1", "10.1.0.1", &now
 	pod.Status.ContainerStatuses = []apiv1.ContainerStatus{{
 		Name: pod.Spec.Containers[0].Name, Image: "registry/app:1", ContainerID: "containerd://x", Ready: true,
@@ -46,8 +50,12 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	if !scaleup.IsUnschedulable(got) || got.Status.NominatedNodeName != "n1" || got.Status.Phase != apiv1.PodPending {
 		t.Errorf("pending pod's scheduling state lost: %+v", got.Status)
 	}
+	if c := got.Spec.Containers[0]; len(c.Ports) != 1 || c.Ports[0].HostPort != 8080 || c.Resources.Requests.Cpu().MilliValue() != 500 {
+		t.Errorf("what the scheduler reads of the container lost: %+v", c)
+	}
 	cs := got.Status.ContainerStatuses[0]
 	if got.ManagedFields != nil || got.Status.PodIP != "" || got.Status.HostIP != "" || got.Status.StartTime != nil ||
+		got.Spec.Containers[0].Env != nil || got.Spec.Containers[0].Command != nil || got.Spec.Containers[0].ReadinessProbe != nil ||
 		len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Message != "" || cs.Image != "" || cs.ContainerID != "" || cs.State.Running != nil {
 		t.Errorf("unread fields kept: %+v", got.Status)
 	}
