@@ -22,7 +22,8 @@ func groupSizes(groups []PodEquivalenceGroup) []int {
 func TestGroupPods(t *testing.T) {
 	web := ReplicaSetPods("web", 3, 100, MiB)
 	api := ReplicaSetPods("api", 2, 200, MiB)
-	bare1, bare2 := Pod("bare1", 100, MiB), Pod("bare2", 100, MiB)
+	// Pods without a controller: grouped when the scheduler sees them alike.
+	bare1, bare2, bare3 := Pod("bare1", 100, MiB), Pod("bare2", 100, MiB), Pod("bare3", 300, MiB)
 	// Same owner, different request: a different group.
 	odd := ReplicaSetPods("web", 1, 100, MiB)[0]
 	odd.Name = "web-odd"
@@ -32,11 +33,11 @@ func TestGroupPods(t *testing.T) {
 	tol.Name = "web-tol"
 	tol.Spec.Tolerations = []apiv1.Toleration{{Key: "x", Operator: apiv1.TolerationOpExists}}
 
-	groups := GroupPods([]*apiv1.Pod{web[0], api[0], bare1, web[1], odd, bare2, api[1], web[2], tol})
-	if got, want := groupSizes(groups), []int{3, 2, 1, 1, 1, 1}; !reflect.DeepEqual(got, want) {
+	groups := GroupPods([]*apiv1.Pod{web[0], api[0], bare1, web[1], odd, bare2, api[1], web[2], tol, bare3})
+	if got, want := groupSizes(groups), []int{3, 2, 2, 1, 1, 1}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("group sizes = %v, want %v", got, want)
 	}
-	if groups[0].Exemplar() != web[0] || groups[2].Pods[0] != bare1 || groups[4].Pods[0] != bare2 {
+	if groups[0].Exemplar() != web[0] || groups[2].Pods[0] != bare1 || groups[2].Pods[1] != bare2 || groups[5].Pods[0] != bare3 {
 		t.Errorf("groups out of first-appearance order")
 	}
 	if (PodEquivalenceGroup{}).Exemplar() != nil {
