@@ -164,7 +164,7 @@ func draRatios(plain, dra steady) string {
 	return fmt.Sprintf("mean iteration time %s, CPU per iteration %s, RSS %s",
 		ratio(float64(dra.mean()), float64(plain.mean())),
 		ratio(float64(dra.cpuPerIter), float64(plain.cpuPerIter)),
-		ratio(float64(dra.rss), float64(plain.rss)))
+		ratio(float64(dra.mem.rss), float64(plain.mem.rss)))
 }
 
 // createClaimTemplate creates a ResourceClaimTemplate in namespace bench asking for one

@@ -82,7 +82,7 @@ func runFigures(ctx context.Context, c config, out io.Writer) (*rows, *scaleRun,
 	if iters == 0 {
 		return r, nil, fmt.Errorf("no iteration in %v (see %s)", c.idle, ca.LogPath)
 	}
-	rss, _ := procMem(ca.Cmd.Process.Pid)
+	rss := procMem(ca.Cmd.Process.Pid).rss
 	r.add(fmt.Sprintf("DO API requests per steady-state iteration, %d autoscaled pools", c.pools), "%s; %d iterations in %v",
 		requestsPerIteration(s0, s1), iters, s1.at.Sub(s0.at).Round(time.Second))
 	r.add(fmt.Sprintf("iteration time / autoscaler RSS at %d nodes", c.pools), "%v mean / %s",
@@ -252,7 +252,7 @@ type steady struct {
 	firstIter time.Duration // start → end of its first iteration; 0: none
 	s0, s1    snapshot      // the window's ends (aligned to iteration ends)
 	max       time.Duration
-	rss, hwm  int64
+	mem       memory
 	// cpuPerIter: the autoscaler's CPU time (user+system, all goroutines: informers,
 	// /metrics) over the window divided by its iterations; on a loaded machine wall time
 	// includes waiting for a core, this does not.
@@ -280,7 +280,7 @@ func (s steady) add(r *rows, c config, nodes int) {
 	if phases := s.s1.m.phasesSince(s.s0.m); phases != "" {
 		r.add(fmt.Sprintf("parts of an iteration at %d nodes (mean)", nodes), "%s", phases)
 	}
-	r.add(fmt.Sprintf("autoscaler RSS at %d nodes", nodes), "%s (peak %s)", mib(s.rss), mib(s.hwm))
+	r.add(fmt.Sprintf("autoscaler RSS at %d nodes", nodes), "%s", s.mem)
 	r.add(fmt.Sprintf("DO API requests per iteration at %d nodes", nodes), "%s", requestsPerIteration(s.s0, s.s1))
 }
 
@@ -363,7 +363,7 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 	if iters := int(s.s1.m.count - s.s0.m.count); iters > 0 {
 		s.cpuPerIter = (procCPU(ca.Cmd.Process.Pid) - cpu0) / time.Duration(iters)
 	}
-	s.rss, s.hwm = procMem(ca.Cmd.Process.Pid)
+	s.mem = procMem(ca.Cmd.Process.Pid)
 	if err := <-profDone; err != nil {
 		return s, fmt.Errorf("cpu profile: %w", err)
 	}
@@ -654,17 +654,29 @@ func parseProcStatCPU(stat string) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
-// procMem reads VmRSS and VmHWM (peak RSS) of a process, in bytes.
-func procMem(pid int) (rss, hwm int64) {
+// memory is a process's resident memory, in bytes: VmRSS, VmHWM (its peak), and VmRSS's
+// two parts, RssAnon (heap, stacks: the process's own) and RssFile (pages of mapped
+// files, mostly the binary's code and read-only data: clean, shared with the page
+// cache, reclaimable).
+type memory struct{ rss, hwm, anon, file int64 }
+
+// String is how the figures print it.
+func (m memory) String() string {
+	return fmt.Sprintf("%s (peak %s; anonymous %s, file-backed %s)", mib(m.rss), mib(m.hwm), mib(m.anon), mib(m.file))
+}
+
+// procMem reads a process's memory from /proc/<pid>/status.
+func procMem(pid int) memory {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0
+		return memory{}
 	}
 	return parseProcStatusMem(string(b))
 }
 
-// parseProcStatusMem reads VmRSS and VmHWM from /proc/<pid>/status, in bytes.
-func parseProcStatusMem(status string) (rss, hwm int64) {
+// parseProcStatusMem reads VmRSS, VmHWM, RssAnon and RssFile from /proc/<pid>/status.
+func parseProcStatusMem(status string) memory {
+	var m memory
 	for _, line := range strings.Split(status, "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 2 {
@@ -676,12 +688,16 @@ func parseProcStatusMem(status string) (rss, hwm int64) {
 		}
 		switch fields[0] {
 		case "VmRSS:":
-			rss = kb << 10
+			m.rss = kb << 10
 		case "VmHWM:":
-			hwm = kb << 10
+			m.hwm = kb << 10
+		case "RssAnon:":
+			m.anon = kb << 10
+		case "RssFile:":
+			m.file = kb << 10
 		}
 	}
-	return rss, hwm
+	return m
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }

@@ -47,10 +47,9 @@ func TestParseProc(t *testing.T) {
 	if got := parseProcStatCPU("garbage"); got != 0 {
 		t.Errorf("CPU of garbage = %v, want 0", got)
 	}
-	status := "Name:\tcluster-autoscaler\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nThreads:\t12\n"
-	rss, hwm := parseProcStatusMem(status)
-	if rss != 100<<20 || hwm != 200<<20 {
-		t.Errorf("rss %d hwm %d, want 100 MiB and 200 MiB", rss, hwm)
+	status := "Name:\tcluster-autoscaler\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nRssAnon:\t   65536 kB\nRssFile:\t   36864 kB\nThreads:\t12\n"
+	if got, want := parseProcStatusMem(status), (memory{rss: 100 << 20, hwm: 200 << 20, anon: 64 << 20, file: 36 << 20}); got != want {
+		t.Errorf("memory %+v, want %+v", got, want)
 	}
 }
 
@@ -113,7 +112,7 @@ func TestPrintTableSideBySide(t *testing.T) {
 
 func TestDRARatios(t *testing.T) {
 	window := func(sum float64, cpu time.Duration, rss int64) steady {
-		return steady{s0: snapshot{m: mainMetric{count: 2}}, s1: snapshot{m: mainMetric{sum: sum, count: 6}}, cpuPerIter: cpu, rss: rss}
+		return steady{s0: snapshot{m: mainMetric{count: 2}}, s1: snapshot{m: mainMetric{sum: sum, count: 6}}, cpuPerIter: cpu, mem: memory{rss: rss}}
 	}
 	plain, dra := window(0.4, 200*time.Millisecond, 100<<20), window(0.5, 300*time.Millisecond, 110<<20)
 	if got, want := draRatios(plain, dra), "mean iteration time 1.25x, CPU per iteration 1.50x, RSS 1.10x"; got != want {
