@@ -52,8 +52,8 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		{"leader-elect-resource-name", o.LeaderElectResourceName, "cluster-autoscaler"},
 		{"initial-node-group-backoff-duration", o.InitialNodeGroupBackoffDuration, 5 * time.Minute},
 		{"max-node-group-backoff-duration", o.MaxNodeGroupBackoffDuration, 30 * time.Minute},
-		{"pending-pods-batch-idle", o.TriggerIdleWindow, time.Second},
-		{"pending-pods-batch-max", o.TriggerMaxWindow, 2 * time.Second},
+		{"pending-pods-batch-idle", o.TriggerIdleWindow, 500 * time.Millisecond},
+		{"pending-pods-batch-max", o.TriggerMaxWindow, time.Second},
 		{"enable-dynamic-resource-allocation", o.DynamicResourceAllocationEnabled, true},
 	}
 	for _, c := range checks {

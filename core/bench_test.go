@@ -99,6 +99,7 @@ func (a *Autoscaler) rebuild() {
 func BenchmarkRunOnce(b *testing.B) {
 	b.Run("steady-state", benchmarkRunOnceSteadyState)
 	b.Run("5000-pending", benchmarkRunOnceScaleUp)
+	b.Run("5000-nodes-first-pending", benchmarkRunOnceFirstPending)
 	b.Run("1000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50, false) })
 	b.Run("1000-unneeded-pod-churn", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50, true) })
 	b.Run("5000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 100, 50, false) })
@@ -219,6 +220,37 @@ func benchmarkRunOnceScaleUp(b *testing.B) {
 		}
 		if i == 0 {
 			b.Logf("scale-up: %v", increases(h.provider))
+		}
+		for _, c := range incs {
+			if err := h.provider.Group(c.Group).DecreaseTargetSize(-c.Delta); err != nil {
+				b.Fatal(err)
+			}
+		}
+		h.provider.ResetCalls()
+		h.a.rebuild()
+		b.StartTimer()
+	}
+}
+
+// benchmarkRunOnceFirstPending times the first loop of a burst on hack/bench's
+// --large cluster: 100 pools of 50 full nodes (two 900m pods on each
+// 1,900m node) and the first 20 pods of a stream of 500m pods, which fit
+// no existing node: the loop that makes the burst's first UpdateNodePool.
+func benchmarkRunOnceFirstPending(b *testing.B) {
+	p, objs := benchNodes(benchShape{groups: 100, nodesPerGroup: 50, nodeCPU: 1900, nodeMem: 4 * test.GiB,
+		podsPerNode: 2, podCPU: 900, podMem: 256 * test.MiB, replicaSets: 100})
+	for i := 0; i < 20; i++ {
+		objs = append(objs, test.BuildPendingPod(fmt.Sprintf("pending-%05d", i), 500, 256*test.MiB, "burst"))
+	}
+	h := benchHarnessOf(b, p, objs)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.runOnce(t0)
+		b.StopTimer()
+		incs := h.provider.CallsOf("IncreaseSize")
+		if len(incs) == 0 {
+			b.Fatal("no scale-up")
 		}
 		for _, c := range incs {
 			if err := h.provider.Group(c.Group).DecreaseTargetSize(-c.Delta); err != nil {
