@@ -158,7 +158,12 @@ func choice(best expander.Option, options []expander.Option) string {
 	if len(options) == 1 {
 		return "the only node group that could help"
 	}
-	return fmt.Sprintf("expander chose %s among %s", best.NodeGroup.Id(), expander.GroupIDs(options))
+	const listed = 5 // at 100 pools a full list made each scale-up line 4 KB
+	among := expander.GroupIDs(options[:min(len(options), listed)])
+	if len(options) > listed {
+		among += fmt.Sprintf(" and %d more", len(options)-listed)
+	}
+	return fmt.Sprintf("expander chose %s among %d options: %s", best.NodeGroup.Id(), len(options), among)
 }
 
 // withoutFailed drops the options of groups whose increase the cloud

@@ -1,6 +1,7 @@
 package scaleup
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -73,6 +74,11 @@ func TestChoice(t *testing.T) {
 	p := test.NewProvider()
 	a := expander.Option{NodeGroup: p.AddNodeGroup("a", 0, 10, 0, nil)}
 	b := expander.Option{NodeGroup: p.AddNodeGroup("b", 0, 10, 0, nil)}
+	many := []expander.Option{a}
+	for i := 0; i < 5; i++ {
+		many = append(many, expander.Option{NodeGroup: p.AddNodeGroup(fmt.Sprintf("c%d", i), 0, 10, 0, nil)})
+	}
+	many = append(many, b)
 	cases := []struct {
 		name    string
 		best    expander.Option
@@ -80,7 +86,8 @@ func TestChoice(t *testing.T) {
 		want    string
 	}{
 		{"single option", a, []expander.Option{a}, "the only node group that could help"},
-		{"expander picked", b, []expander.Option{a, b}, "expander chose b among a,b"},
+		{"expander picked", b, []expander.Option{a, b}, "expander chose b among 2 options: a,b"},
+		{"many options, five listed", b, many, "expander chose b among 7 options: a,c0,c1,c2,c3 and 2 more"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
