@@ -1,15 +1,18 @@
 package core
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
 // trimForCache is the informers' transform: it drops from objects entering
 // the caches what no code path of the autoscaler reads, so that a cluster's
-// pods and nodes cost less memory: managedFields of every object and, of
-// pods and nodes, status fields a kubelet reports for people and other
-// controllers (below). What stays is what the scheduler framework's Filter
+// pods, nodes and workloads cost less memory: managedFields of every object;
+// of pods and nodes, status fields a kubelet reports for people and other
+// controllers; of pods and pod templates, what only the kubelet reads of a
+// container (below). What stays is what the scheduler framework's Filter
 // plugins, the drain rules, utilization, the scale-up's pending-pod checks
 // and the status writer read.
 func trimForCache(obj interface{}) (interface{}, error) {
@@ -18,13 +21,38 @@ func trimForCache(obj interface{}) (interface{}, error) {
 	}
 	switch o := obj.(type) {
 	case *apiv1.Pod:
-		trimContainers(o.Spec.InitContainers)
-		trimContainers(o.Spec.Containers)
+		trimPodSpec(&o.Spec)
 		trimPodStatus(&o.Status)
 	case *apiv1.Node:
 		trimNodeStatus(&o.Status)
+	// Pod templates become pods only in simulations (DaemonSet pods of new
+	// nodes, CapacityBuffers, ProvisioningRequests, the drain rules' owner
+	// lookups read replicas, not templates). A cluster keeps ten old
+	// ReplicaSets a Deployment, each with its template.
+	case *apiv1.PodTemplate:
+		trimPodSpec(&o.Template.Spec)
+	case *apiv1.ReplicationController:
+		if o.Spec.Template != nil {
+			trimPodSpec(&o.Spec.Template.Spec)
+		}
+	case *appsv1.ReplicaSet:
+		trimPodSpec(&o.Spec.Template.Spec)
+	case *appsv1.Deployment:
+		trimPodSpec(&o.Spec.Template.Spec)
+	case *appsv1.StatefulSet:
+		trimPodSpec(&o.Spec.Template.Spec)
+	case *appsv1.DaemonSet:
+		trimPodSpec(&o.Spec.Template.Spec)
+	case *batchv1.Job:
+		trimPodSpec(&o.Spec.Template.Spec)
 	}
 	return obj, nil
+}
+
+// trimPodSpec trims every container of the spec (trimContainers).
+func trimPodSpec(s *apiv1.PodSpec) {
+	trimContainers(s.InitContainers)
+	trimContainers(s.Containers)
 }
 
 // trimContainers drops what only the kubelet reads of a container: its

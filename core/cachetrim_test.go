@@ -1,8 +1,11 @@
 package core
 
 import (
+	"fmt"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,5 +88,47 @@ func TestTrimForCacheNode(t *testing.T) {
 	}
 	if ready, _ := clusterstate.NodeReadiness(got); !ready {
 		t.Errorf("a ready node is not ready after trimming")
+	}
+}
+
+// Workloads' pod templates lose what only the kubelet reads of a container,
+// as pods do; what a simulated pod made from them needs stays.
+func TestTrimForCacheWorkloadTemplates(t *testing.T) {
+	spec := func() apiv1.PodTemplateSpec {
+		return apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{
+			InitContainers: []apiv1.Container{{Name: "init", Command: []string{"/init"}, Env: []apiv1.EnvVar{{Name: "A", Value: "1"}}}},
+			Containers: []apiv1.Container{{Name: "app", Args: []string{"--big"}, Env: []apiv1.EnvVar{{Name: "B", Value: "2"}},
+				LivenessProbe: &apiv1.Probe{PeriodSeconds: 10},
+				Ports:         []apiv1.ContainerPort{{ContainerPort: 80, HostPort: 80}},
+				Resources:     apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("250m")}}}},
+		}}
+	}
+	rcTemplate := spec()
+	for _, tc := range []struct {
+		obj      interface{}
+		template func(interface{}) apiv1.PodSpec
+	}{
+		{&appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Template: spec()}}, func(o interface{}) apiv1.PodSpec { return o.(*appsv1.ReplicaSet).Spec.Template.Spec }},
+		{&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: spec()}}, func(o interface{}) apiv1.PodSpec { return o.(*appsv1.Deployment).Spec.Template.Spec }},
+		{&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: spec()}}, func(o interface{}) apiv1.PodSpec { return o.(*appsv1.StatefulSet).Spec.Template.Spec }},
+		{&appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{Template: spec()}}, func(o interface{}) apiv1.PodSpec { return o.(*appsv1.DaemonSet).Spec.Template.Spec }},
+		{&batchv1.Job{Spec: batchv1.JobSpec{Template: spec()}}, func(o interface{}) apiv1.PodSpec { return o.(*batchv1.Job).Spec.Template.Spec }},
+		{&apiv1.ReplicationController{Spec: apiv1.ReplicationControllerSpec{Template: &rcTemplate}}, func(o interface{}) apiv1.PodSpec { return o.(*apiv1.ReplicationController).Spec.Template.Spec }},
+		{&apiv1.PodTemplate{Template: spec()}, func(o interface{}) apiv1.PodSpec { return o.(*apiv1.PodTemplate).Template.Spec }},
+	} {
+		t.Run(fmt.Sprintf("%T", tc.obj), func(t *testing.T) {
+			obj, err := trimForCache(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := tc.template(obj)
+			init, app := s.InitContainers[0], s.Containers[0]
+			if init.Command != nil || init.Env != nil || app.Args != nil || app.Env != nil || app.LivenessProbe != nil {
+				t.Errorf("kubelet-only fields kept: %+v %+v", init, app)
+			}
+			if app.Name != "app" || len(app.Ports) != 1 || app.Resources.Requests.Cpu().MilliValue() != 250 {
+				t.Errorf("what a simulated pod needs lost: %+v", app)
+			}
+		})
 	}
 }
