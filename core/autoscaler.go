@@ -372,7 +372,11 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	// take seconds.
 	refreshed := make(chan error, 1)
 	go func() { refreshed <- a.provider.Refresh() }()
-	if !a.startInformers(ctx) {
+	synced := a.startInformers(ctx)
+	// Waited for whatever follows, even a return: no other refresh of the
+	// provider may run beside it.
+	refreshErr := <-refreshed
+	if !synced {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -385,7 +389,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	if err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the node cache cannot be listed")
 		metrics.RegisterError(metrics.InternalError)
-	} else if err := <-refreshed; err != nil {
+	} else if err := refreshErr; err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown")
 		metrics.RegisterError(metrics.CloudProviderError)
 	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, nodes, actuation.DeletingInstances(a.provider), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
