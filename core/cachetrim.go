@@ -5,7 +5,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// lastAppliedAnnotation is where kubectl apply keeps what it last applied.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // trimForCache is the informers' transform: it drops from objects entering
 // the caches what no code path of the autoscaler reads, so that a cluster's
@@ -16,8 +20,15 @@ import (
 // plugins, the drain rules, utilization, the scale-up's pending-pod checks
 // and the status writer read.
 func trimForCache(obj interface{}) (interface{}, error) {
-	if acc, err := meta.Accessor(obj); err == nil && acc.GetManagedFields() != nil {
-		acc.SetManagedFields(nil)
+	if acc, err := meta.Accessor(obj); err == nil {
+		if acc.GetManagedFields() != nil {
+			acc.SetManagedFields(nil)
+		}
+		// kubectl apply's copy of the whole object as last applied: often the
+		// largest part of a workload, read by kubectl only.
+		if a := acc.GetAnnotations(); a[lastAppliedAnnotation] != "" {
+			delete(a, lastAppliedAnnotation)
+		}
 	}
 	switch o := obj.(type) {
 	case *apiv1.Pod:
@@ -100,14 +111,16 @@ func trimPodConditions(in []apiv1.PodCondition) []apiv1.PodCondition {
 }
 
 // trimContainerStatuses keeps of each status what resource.PodRequests
-// reads: the name, the resources applied and allocated.
+// reads: the name, the resources applied and allocated. A status reporting
+// neither counts as no status there (the spec's requests apply), so it goes,
+// and with it the list of a pod that is not being resized: every running
+// pod's, in most clusters.
 func trimContainerStatuses(in []apiv1.ContainerStatus) []apiv1.ContainerStatus {
-	if len(in) == 0 {
-		return in
-	}
-	out := make([]apiv1.ContainerStatus, len(in))
-	for i, c := range in {
-		out[i] = apiv1.ContainerStatus{Name: c.Name, Resources: c.Resources, AllocatedResources: c.AllocatedResources}
+	var out []apiv1.ContainerStatus
+	for _, c := range in {
+		if c.Resources != nil || c.AllocatedResources != nil {
+			out = append(out, apiv1.ContainerStatus{Name: c.Name, Resources: c.Resources, AllocatedResources: c.AllocatedResources})
+		}
 	}
 	return out
 }
@@ -115,10 +128,10 @@ func trimContainerStatuses(in []apiv1.ContainerStatus) []apiv1.ContainerStatus {
 // trimNodeStatus drops the images (a kubelet reports up to 50, the largest
 // part of a node object; ImageLocality is a Score plugin the simulation does
 // not run), the volumes attached and in use, the system info, addresses,
-// daemon endpoints and config. Capacity, allocatable, conditions, phase,
-// features and declared features stay. The soft taint's update writes a
-// cached node back, but a node's update ignores its status (the status
-// subresource owns it).
+// daemon endpoints and config, and the conditions readiness does not read
+// (below). Capacity, allocatable, phase, features and declared features
+// stay. The soft taint's update writes a cached node back, but a node's
+// update ignores its status (the status subresource owns it).
 func trimNodeStatus(s *apiv1.NodeStatus) {
 	s.Images = nil
 	s.VolumesAttached, s.VolumesInUse = nil, nil
@@ -126,4 +139,27 @@ func trimNodeStatus(s *apiv1.NodeStatus) {
 	s.Addresses = nil
 	s.DaemonEndpoints = apiv1.NodeDaemonEndpoints{}
 	s.Config = nil
+	s.Conditions = trimNodeConditions(s.Conditions)
+}
+
+// readinessConditions are the node conditions clusterstate.NodeReadiness
+// reads.
+var readinessConditions = map[apiv1.NodeConditionType]bool{
+	apiv1.NodeReady: true, apiv1.NodeDiskPressure: true, apiv1.NodeNetworkUnavailable: true,
+}
+
+// trimNodeConditions keeps the conditions readiness reads, with their
+// status, reason and last transition: not MemoryPressure or PIDPressure (the
+// scheduler reads their taints), nor any condition's message or heartbeat.
+// The heartbeat is the one field a kubelet changes on every status update;
+// the snapshot ignores it already.
+func trimNodeConditions(in []apiv1.NodeCondition) []apiv1.NodeCondition {
+	var out []apiv1.NodeCondition
+	for _, c := range in {
+		if readinessConditions[c.Type] {
+			c.Message, c.LastHeartbeatTime = "", metav1.Time{}
+			out = append(out, c)
+		}
+	}
+	return out
 }

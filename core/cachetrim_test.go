@@ -72,6 +72,14 @@ func TestTrimForCacheNode(t *testing.T) {
 	node.Status.NodeInfo = apiv1.NodeSystemInfo{KubeletVersion: "v1.35.0", OSImage: "Debian"}
 	node.Status.Addresses = []apiv1.NodeAddress{{Type: apiv1.NodeInternalIP, Address: "10.1.0.1"}}
 	node.Status.DeclaredFeatures = []string{"InPlacePodVerticalScaling"}
+	node.Annotations = map[string]string{lastAppliedAnnotation: `{"kind":"Node"}`, "csi.volume.kubernetes.io/nodeid": "{}"}
+	heartbeat := metav1.Now()
+	for i := range node.Status.Conditions {
+		node.Status.Conditions[i].Message, node.Status.Conditions[i].LastHeartbeatTime = "kubelet is posting ready status", heartbeat
+	}
+	node.Status.Conditions = append(node.Status.Conditions,
+		apiv1.NodeCondition{Type: apiv1.NodeMemoryPressure, Status: apiv1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
+		apiv1.NodeCondition{Type: apiv1.NodeDiskPressure, Status: apiv1.ConditionTrue, Reason: "KubeletHasDiskPressure", Message: "kubelet has disk pressure"})
 	want := node.Status.DeepCopy()
 
 	obj, err := trimForCache(node.DeepCopy())
@@ -83,11 +91,68 @@ func TestTrimForCacheNode(t *testing.T) {
 		t.Errorf("unread fields kept: %+v", got.Status)
 	}
 	if !got.Status.Allocatable.Cpu().Equal(*want.Allocatable.Cpu()) || !got.Status.Capacity.Memory().Equal(*want.Capacity.Memory()) ||
-		len(got.Status.Conditions) != len(want.Conditions) || len(got.Status.DeclaredFeatures) != 1 {
+		len(got.Status.DeclaredFeatures) != 1 || got.Annotations["csi.volume.kubernetes.io/nodeid"] != "{}" {
 		t.Errorf("read fields lost: %+v", got.Status)
 	}
+	if _, ok := got.Annotations[lastAppliedAnnotation]; ok {
+		t.Errorf("kubectl's last-applied copy kept")
+	}
+	// Readiness reads Ready, DiskPressure and NetworkUnavailable; the rest,
+	// messages and heartbeats go.
+	var types []apiv1.NodeConditionType
+	for _, c := range got.Status.Conditions {
+		types = append(types, c.Type)
+		if c.Message != "" || !c.LastHeartbeatTime.IsZero() {
+			t.Errorf("condition %s keeps its message or heartbeat: %+v", c.Type, c)
+		}
+	}
+	if want := []apiv1.NodeConditionType{apiv1.NodeReady, apiv1.NodeDiskPressure}; fmt.Sprint(types) != fmt.Sprint(want) {
+		t.Errorf("conditions %v after trimming, want %v", types, want)
+	}
+	wantReady, wantSince := clusterstate.NodeReadiness(node)
+	if ready, since := clusterstate.NodeReadiness(got); ready != wantReady || !since.Equal(wantSince) || ready {
+		t.Errorf("readiness after trimming %v since %v, before %v since %v (want not ready: disk pressure)", ready, since, wantReady, wantSince)
+	}
+	got.Status.Conditions = got.Status.Conditions[:1]
 	if ready, _ := clusterstate.NodeReadiness(got); !ready {
 		t.Errorf("a ready node is not ready after trimming")
+	}
+}
+
+// A pod not being resized keeps no container status at all; one being
+// resized keeps the statuses that carry resources.
+func TestTrimForCacheContainerStatuses(t *testing.T) {
+	running := apiv1.ContainerStatus{Name: "app", Image: "registry/app:1", Ready: true}
+	resized := apiv1.ContainerStatus{Name: "side", AllocatedResources: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("300m")}}
+	for _, tc := range []struct {
+		name     string
+		statuses []apiv1.ContainerStatus
+		want     []string
+	}{
+		{"none", nil, nil},
+		{"running, not resized", []apiv1.ContainerStatus{running}, nil},
+		{"one of two resized", []apiv1.ContainerStatus{running, resized}, []string{"side"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := test.BuildScheduledPod("p", 100, test.MiB, "rs", "n1")
+			pod.Spec.Containers = append(pod.Spec.Containers, apiv1.Container{Name: "side",
+				Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("200m")}}})
+			pod.Status.ContainerStatuses = tc.statuses
+			opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
+			before := resourcehelper.PodRequests(pod, opts)
+			obj, _ := trimForCache(pod.DeepCopy())
+			got := obj.(*apiv1.Pod)
+			var names []string
+			for _, c := range got.Status.ContainerStatuses {
+				names = append(names, c.Name)
+			}
+			if fmt.Sprint(names) != fmt.Sprint(tc.want) {
+				t.Errorf("statuses kept %v, want %v", names, tc.want)
+			}
+			if after := resourcehelper.PodRequests(got, opts); !after.Cpu().Equal(*before.Cpu()) {
+				t.Errorf("requests %v after trimming, %v before", after.Cpu(), before.Cpu())
+			}
+		})
 	}
 }
 
