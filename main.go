@@ -233,6 +233,11 @@ func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
 		return c, fmt.Errorf("kubernetes client configuration (--kubeconfig %q, --kubernetes %q): %v", opts.Kubeconfig, opts.KubernetesURL, err)
 	}
 	cfg.ContentType = opts.KubeAPIContentType
+	// Uncompressed, as kube-scheduler and kube-controller-manager read the
+	// same objects: a list decodes faster (kubernetes/kubernetes#112296),
+	// and each watch would otherwise hold a gzip reader of about 40 KB for
+	// its lifetime.
+	cfg.DisableCompression = true
 	cfg.UserAgent = componentName + "/" + version.Version
 	defaultLimits := rest.CopyConfig(cfg)
 	cfg.QPS = float32(opts.KubeClientQPS)

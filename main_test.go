@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
 )
 
 // The test binary doubles as the autoscaler binary, so start-up is tested as
@@ -119,4 +124,35 @@ current-context: c
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// The autoscaler asks the API server for uncompressed responses, as
+// kube-scheduler does. (Over TLS, as in a cluster: client-go uses Go's
+// default transport, compression and all, for a plain-HTTP server.)
+func TestKubeClientsAskForUncompressedResponses(t *testing.T) {
+	var acceptEncoding atomic.Value
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		acceptEncoding.Store(r.Header.Get("Accept-Encoding"))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"major":"1","minor":"35","gitVersion":"v1.35.0"}`)
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+srv.URL+`", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := config.Defaults()
+	opts.Kubeconfig = kubeconfig
+	if _, err := newKubeClients(opts); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := acceptEncoding.Load().(string); !ok || got != "" {
+		t.Errorf("Accept-Encoding %q (request seen: %v), want none", got, ok)
+	}
 }
