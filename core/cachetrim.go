@@ -60,10 +60,26 @@ func trimForCache(obj interface{}) (interface{}, error) {
 	return obj, nil
 }
 
-// trimPodSpec trims every container of the spec (trimContainers).
+// trimPodSpec trims every container of the spec (trimContainers) and
+// empties projected volumes (trimProjectedVolumes).
 func trimPodSpec(s *apiv1.PodSpec) {
 	trimContainers(s.InitContainers)
 	trimContainers(s.Containers)
+	trimProjectedVolumes(s.Volumes)
+}
+
+// trimProjectedVolumes drops the sources of projected volumes: the
+// service-account token, CA bundle and namespace that admission adds to
+// nearly every pod as kube-api-access-*, about 700 bytes each. The volume
+// stays, so a pod's volumes keep their names and kinds; the Filter plugins
+// read PVCs, ephemeral and in-tree disk volumes, and the drain rules
+// emptyDir and hostPath volumes, none of them a projection.
+func trimProjectedVolumes(vs []apiv1.Volume) {
+	for i := range vs {
+		if p := vs[i].Projected; p != nil && p.Sources != nil {
+			vs[i].Projected = &apiv1.ProjectedVolumeSource{DefaultMode: p.DefaultMode}
+		}
+	}
 }
 
 // trimContainers drops what only the kubelet reads of a container: its

@@ -33,6 +33,14 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	pod.Spec.Containers[0].ReadinessProbe = &apiv1.Probe{PeriodSeconds: 5}
 	pod.Spec.Containers[0].Ports = []apiv1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
 	pod.Status.PodIP, pod.Status.HostIP, pod.Status.StartTime = "10.0.0.1", "10.1.0.1", &now
+	expiry := int64(3607)
+	pod.Spec.Volumes = []apiv1.Volume{
+		{Name: "scratch", VolumeSource: apiv1.VolumeSource{EmptyDir: &apiv1.EmptyDirVolumeSource{}}},
+		{Name: "kube-api-access-x", VolumeSource: apiv1.VolumeSource{Projected: &apiv1.ProjectedVolumeSource{Sources: []apiv1.VolumeProjection{
+			{ServiceAccountToken: &apiv1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &expiry}},
+			{ConfigMap: &apiv1.ConfigMapProjection{LocalObjectReference: apiv1.LocalObjectReference{Name: "kube-root-ca.crt"}}},
+		}}}},
+	}
 	pod.Status.ContainerStatuses = []apiv1.ContainerStatus{{
 		Name: pod.Spec.Containers[0].Name, Image: "registry/app:1", ContainerID: "containerd://x", Ready: true,
 		State:              apiv1.ContainerState{Running: &apiv1.ContainerStateRunning{StartedAt: now}},
@@ -55,6 +63,11 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	}
 	if c := got.Spec.Containers[0]; len(c.Ports) != 1 || c.Ports[0].HostPort != 8080 || c.Resources.Requests.Cpu().MilliValue() != 500 {
 		t.Errorf("what the scheduler reads of the container lost: %+v", c)
+	}
+	if v := got.Spec.Volumes; len(v) != 2 || v[0].EmptyDir == nil || v[1].Name != "kube-api-access-x" || v[1].Projected == nil {
+		t.Errorf("volumes the drain rules and Filter plugins read lost: %+v", v)
+	} else if v[1].Projected.Sources != nil {
+		t.Errorf("projected sources kept: %+v", v[1].Projected)
 	}
 	cs := got.Status.ContainerStatuses[0]
 	if got.ManagedFields != nil || got.Status.PodIP != "" || got.Status.HostIP != "" || got.Status.StartTime != nil ||
