@@ -170,7 +170,16 @@ var readinessConditions = map[apiv1.NodeConditionType]bool{
 // The heartbeat is the one field a kubelet changes on every status update;
 // the snapshot ignores it already.
 func trimNodeConditions(in []apiv1.NodeCondition) []apiv1.NodeCondition {
-	var out []apiv1.NodeCondition
+	n := 0
+	for _, c := range in {
+		if readinessConditions[c.Type] {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]apiv1.NodeCondition, 0, n)
 	for _, c := range in {
 		if readinessConditions[c.Type] {
 			c.Message, c.LastHeartbeatTime = "", metav1.Time{}
