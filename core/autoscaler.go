@@ -160,9 +160,10 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	a := &Autoscaler{opts: opts, kube: kube, statusKube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{}}
 
 	// Managed fields, and status fields of pods and nodes nothing here
-	// reads, are dropped from cached objects: with tens of thousands of
-	// pods they are a large share of the cache's memory.
-	a.factory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache))
+	// reads, are dropped from cached objects, and equal maps of pods and
+	// nodes shared: with tens of thousands of pods they are a large share
+	// of the cache's memory.
+	a.factory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(newSharedMaps().transform))
 	a.nsFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace))
 
 	nodeInf := a.factory.Core().V1().Nodes()

@@ -1,0 +1,134 @@
+package core
+
+import (
+	"hash/maphash"
+	"maps"
+	"sync"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// maxSharedMaps bounds each table of sharedMaps. A table that fills starts
+// over empty: the objects keep the maps they share, and the maps of deleted
+// objects the table still held are freed. A cluster has a few hundred
+// distinct label sets and resource lists, not thousands.
+const maxSharedMaps = 4096
+
+// sharedMaps lets the cached pods and nodes share equal maps: the capacity
+// and allocatable of a pool's nodes (every droplet of a size reports the
+// same), the requests and limits of a workload's replicas and their labels.
+// Decoding gives every object its own copy of each; at 1,000 nodes and
+// 2,000 pods those copies were about 4 MB of a 24 MB live heap.
+//
+// Sharing is safe because cached objects are read-only (client-go's
+// contract for informer caches): whatever changes one works on a DeepCopy,
+// which copies the maps. The autoscaler's shallow copies of pods
+// (withNodeName) share every map with the cached pod already.
+type sharedMaps struct {
+	mu     sync.Mutex
+	lists  map[uint64][]apiv1.ResourceList
+	labels map[uint64][]map[string]string
+}
+
+func newSharedMaps() *sharedMaps {
+	return &sharedMaps{lists: map[uint64][]apiv1.ResourceList{}, labels: map[uint64][]map[string]string{}}
+}
+
+// transform is the informers' transform: trimForCache, then the maps of
+// pods and nodes shared.
+func (s *sharedMaps) transform(obj interface{}) (interface{}, error) {
+	obj, err := trimForCache(obj)
+	if err != nil {
+		return obj, err
+	}
+	switch o := obj.(type) {
+	case *apiv1.Pod:
+		s.sharePod(o)
+	case *apiv1.Node:
+		o.Status.Capacity = s.list(o.Status.Capacity)
+		o.Status.Allocatable = s.list(o.Status.Allocatable)
+	}
+	return obj, nil
+}
+
+// sharePod shares a pod's labels and every resource list of its spec. The
+// labels of a StatefulSet's or a Job's pods name the pod or the Job, so are
+// never equal to another's: not worth a table entry. (Nor are a node's.)
+func (s *sharedMaps) sharePod(p *apiv1.Pod) {
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil && (ref.Kind == "ReplicaSet" || ref.Kind == "DaemonSet") {
+		p.Labels = s.labelSet(p.Labels)
+	}
+	for _, cs := range [][]apiv1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			r.Requests, r.Limits = s.list(r.Requests), s.list(r.Limits)
+		}
+	}
+	if r := p.Spec.Resources; r != nil {
+		r.Requests, r.Limits = s.list(r.Requests), s.list(r.Limits)
+	}
+	p.Spec.Overhead = s.list(p.Spec.Overhead)
+}
+
+// list returns the shared list equal to l, making l the shared one if
+// there is none. Equal: the same names, each quantity written the same by
+// Quantity.String.
+func (s *sharedMaps) list(l apiv1.ResourceList) apiv1.ResourceList {
+	if len(l) == 0 {
+		return l
+	}
+	var h uint64
+	for n, q := range l {
+		// Order-independent: the sum of each entry's hash.
+		h += hashStrings(string(n), q.String())
+	}
+	equal := func(a, b apiv1.ResourceList) bool {
+		return maps.EqualFunc(a, b, func(x, y resource.Quantity) bool { return x.String() == y.String() })
+	}
+	return share(&s.mu, s.lists, h, l, equal)
+}
+
+// labelSet returns the shared label set equal to m, making m the shared
+// one if there is none.
+func (s *sharedMaps) labelSet(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	var h uint64
+	for k, v := range m {
+		h += hashStrings(k, v)
+	}
+	return share(&s.mu, s.labels, h, m, maps.Equal[map[string]string])
+}
+
+// share looks m up in table under its hash h, equal telling collisions
+// apart, and adds it if absent.
+func share[M any](mu *sync.Mutex, table map[uint64][]M, h uint64, m M, equal func(a, b M) bool) M {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, shared := range table[h] {
+		if equal(shared, m) {
+			return shared
+		}
+	}
+	if len(table) >= maxSharedMaps {
+		clear(table)
+	}
+	table[h] = append(table[h], m)
+	return m
+}
+
+// hashSeed keeps hashes comparable for the life of the process.
+var hashSeed = maphash.MakeSeed()
+
+// hashStrings hashes a name and a value together.
+func hashStrings(a, b string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(hashSeed)
+	h.WriteString(a)
+	h.WriteByte(0)
+	h.WriteString(b)
+	return h.Sum64()
+}

@@ -1,0 +1,94 @@
+package core
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+)
+
+// same tells whether two maps are one (not merely equal).
+func same(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+
+// Replicas decoded one by one share their labels and resource lists; a pod
+// with other requests or labels keeps its own; a StatefulSet's pods, whose
+// labels name them, keep theirs.
+func TestSharedMapsSharesEqualMapsOfPods(t *testing.T) {
+	s := newSharedMaps()
+	pod := func(name, owner, kind, cpu string) *apiv1.Pod {
+		p := test.BuildScheduledPod(name, 0, 0, owner, "n1")
+		p.OwnerReferences[0].Kind = kind
+		p.Labels = map[string]string{"app": owner, "pod-template-hash": "5d8f"}
+		p.Spec.Containers[0].Resources = apiv1.ResourceRequirements{
+			Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu), apiv1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   apiv1.ResourceList{apiv1.ResourceMemory: resource.MustParse("64Mi")},
+		}
+		obj, err := s.transform(p.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*apiv1.Pod)
+	}
+	a, b := pod("web-1", "web", "ReplicaSet", "250m"), pod("web-2", "web", "ReplicaSet", "0.25")
+	if !same(a.Labels, b.Labels) {
+		t.Errorf("replicas' equal labels not shared")
+	}
+	ra, rb := a.Spec.Containers[0].Resources, b.Spec.Containers[0].Resources
+	if !same(ra.Requests, rb.Requests) || !same(ra.Limits, rb.Limits) {
+		t.Errorf("replicas' equal requests (250m and 0.25) or limits not shared")
+	}
+	if c := pod("big-1", "web", "ReplicaSet", "500m"); same(c.Spec.Containers[0].Resources.Requests, ra.Requests) ||
+		c.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 500 || !same(c.Spec.Containers[0].Resources.Limits, ra.Limits) {
+		t.Errorf("other requests shared, or equal limits not: %v", c.Spec.Containers[0].Resources)
+	}
+	if d := pod("api-1", "api", "ReplicaSet", "250m"); same(d.Labels, a.Labels) || d.Labels["app"] != "api" {
+		t.Errorf("other labels shared: %v", d.Labels)
+	}
+	x, y := pod("db-0", "db", "StatefulSet", "250m"), pod("db-1", "db", "StatefulSet", "250m")
+	if same(x.Labels, y.Labels) {
+		t.Errorf("a StatefulSet's pods share labels")
+	}
+	if !same(x.Spec.Containers[0].Resources.Requests, ra.Requests) {
+		t.Errorf("a StatefulSet pod's requests not shared")
+	}
+}
+
+// Nodes of a size share their capacity and allocatable.
+func TestSharedMapsSharesNodesResourceLists(t *testing.T) {
+	s := newSharedMaps()
+	node := func(name string, cpu int64) *apiv1.Node {
+		obj, _ := s.transform(test.BuildNode(name, cpu, 4*test.GiB))
+		return obj.(*apiv1.Node)
+	}
+	a, b, c := node("a", 2000), node("b", 2000), node("c", 4000)
+	if !same(a.Status.Capacity, b.Status.Capacity) || !same(a.Status.Allocatable, b.Status.Allocatable) {
+		t.Errorf("equal nodes' resource lists not shared")
+	}
+	if same(a.Status.Capacity, c.Status.Capacity) || c.Status.Capacity.Cpu().MilliValue() != 4000 {
+		t.Errorf("a bigger node's capacity shared: %v", c.Status.Capacity)
+	}
+}
+
+// A full table starts over: what it shared stays shared, what comes next
+// is shared anew, and the table never grows past its bound.
+func TestSharedMapsTableStartsOverWhenFull(t *testing.T) {
+	s := newSharedMaps()
+	first := s.labelSet(map[string]string{"app": "first"})
+	for i := 0; i < maxSharedMaps; i++ {
+		s.labelSet(map[string]string{"app": fmt.Sprint(i)})
+	}
+	if len(s.labels) > maxSharedMaps {
+		t.Fatalf("%d label sets held, bound %d", len(s.labels), maxSharedMaps)
+	}
+	again := s.labelSet(map[string]string{"app": "first"})
+	if same(again, first) || again["app"] != "first" {
+		t.Errorf("a label set from before the table started over is still looked up")
+	}
+	if !same(s.labelSet(map[string]string{"app": "first"}), again) {
+		t.Errorf("the new table does not share")
+	}
+}
