@@ -25,9 +25,13 @@ func trimForCache(obj interface{}) (interface{}, error) {
 			acc.SetManagedFields(nil)
 		}
 		// kubectl apply's copy of the whole object as last applied: often the
-		// largest part of a workload, read by kubectl only.
-		if a := acc.GetAnnotations(); a[lastAppliedAnnotation] != "" {
-			delete(a, lastAppliedAnnotation)
+		// largest part of a workload, read by kubectl only. Nodes keep it:
+		// the taint updates write a cached node back whole, and an update
+		// without the annotation would delete it.
+		if _, node := obj.(*apiv1.Node); !node {
+			if a := acc.GetAnnotations(); a[lastAppliedAnnotation] != "" {
+				delete(a, lastAppliedAnnotation)
+			}
 		}
 	}
 	switch o := obj.(type) {

@@ -28,6 +28,7 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	pod.Status.Conditions = append(pod.Status.Conditions, apiv1.PodCondition{Type: apiv1.PodInitialized, Status: apiv1.ConditionTrue},
 		apiv1.PodCondition{Type: apiv1.PodReady, Status: apiv1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [app]"})
 	pod.Status.NominatedNodeName = "n1"
+	pod.Annotations = map[string]string{lastAppliedAnnotation: `{"kind":"Pod"}`, "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}
 	pod.Spec.Containers[0].Env = []apiv1.EnvVar{{Name: "MODE", Value: "batch"}}
 	pod.Spec.Containers[0].Command = []string{"/app"}
 	pod.Spec.Containers[0].ReadinessProbe = &apiv1.Probe{PeriodSeconds: 5}
@@ -63,6 +64,9 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	}
 	if c := got.Spec.Containers[0]; len(c.Ports) != 1 || c.Ports[0].HostPort != 8080 || c.Resources.Requests.Cpu().MilliValue() != 500 {
 		t.Errorf("what the scheduler reads of the container lost: %+v", c)
+	}
+	if _, ok := got.Annotations[lastAppliedAnnotation]; ok || got.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] != "true" {
+		t.Errorf("annotations after trimming %v: want kubectl's last-applied copy gone, the rest kept", got.Annotations)
 	}
 	if v := got.Spec.Volumes; len(v) != 2 || v[0].EmptyDir == nil || v[1].Name != "kube-api-access-x" || v[1].Projected == nil {
 		t.Errorf("volumes the drain rules and Filter plugins read lost: %+v", v)
@@ -107,8 +111,8 @@ func TestTrimForCacheNode(t *testing.T) {
 		len(got.Status.DeclaredFeatures) != 1 || got.Annotations["csi.volume.kubernetes.io/nodeid"] != "{}" {
 		t.Errorf("read fields lost: %+v", got.Status)
 	}
-	if _, ok := got.Annotations[lastAppliedAnnotation]; ok {
-		t.Errorf("kubectl's last-applied copy kept")
+	if got.Annotations[lastAppliedAnnotation] == "" {
+		t.Errorf("a node's last-applied copy dropped: the taint updates write the cached node back whole")
 	}
 	// Readiness reads Ready, DiskPressure and NetworkUnavailable; the rest,
 	// messages and heartbeats go.
