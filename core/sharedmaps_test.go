@@ -12,7 +12,9 @@ import (
 )
 
 // same tells whether two maps are one (not merely equal).
-func same(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+func same(a, b any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
 
 // Replicas decoded one by one share their labels and resource lists; a pod
 // with other requests or labels keeps its own; a StatefulSet's pods, whose
