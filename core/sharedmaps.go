@@ -20,7 +20,7 @@ const maxSharedMaps = 4096
 // and allocatable of a pool's nodes (every droplet of a size reports the
 // same), the requests and limits of a workload's replicas and their labels.
 // Decoding gives every object its own copy of each; at 1,000 nodes and
-// 2,000 pods those copies were about 4 MB of a 24 MB live heap.
+// 2,000 pods those copies were 4.7 of a 24.5 MB live heap.
 //
 // Sharing is safe because cached objects are read-only (client-go's
 // contract for informer caches): whatever changes one works on a DeepCopy,
