@@ -42,6 +42,12 @@ var notReadyTaints = map[string]bool{
 	apiv1.TaintNodeNetworkUnavailable: true,
 }
 
+// ReadinessConditions are the node conditions NodeReadiness reads: the
+// informer cache keeps these and drops a node's others.
+var ReadinessConditions = map[apiv1.NodeConditionType]bool{
+	apiv1.NodeReady: true, apiv1.NodeDiskPressure: true, apiv1.NodeNetworkUnavailable: true,
+}
+
 // NodeReadiness tells whether the node is ready as upstream judges it, and
 // since when: the Ready condition true, no DiskPressure or
 // NetworkUnavailable condition, and none of the not-ready taints. since is

@@ -63,6 +63,32 @@ func TestNodeReadiness(t *testing.T) {
 	}
 }
 
+// The node cache keeps only ReadinessConditions: a condition outside the
+// set, whatever its status and transition, changes neither readiness nor
+// its time; each one inside it changes one of them.
+func TestReadinessConditionsAreWhatReadinessReads(t *testing.T) {
+	base := test.BuildNode("n", 1000, test.GiB)
+	test.SetNodeReady(base, true, t0.Add(-time.Hour))
+	wantReady, wantSince := NodeReadiness(base)
+	for _, typ := range []apiv1.NodeConditionType{apiv1.NodeReady, apiv1.NodeMemoryPressure, apiv1.NodeDiskPressure,
+		apiv1.NodePIDPressure, apiv1.NodeNetworkUnavailable, "CustomProblem"} {
+		for _, status := range []apiv1.ConditionStatus{apiv1.ConditionTrue, apiv1.ConditionFalse} {
+			n := base.DeepCopy()
+			c := apiv1.NodeCondition{Type: typ, Status: status, LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute))}
+			if typ == apiv1.NodeReady {
+				n.Status.Conditions = []apiv1.NodeCondition{c}
+			} else {
+				n.Status.Conditions = append(n.Status.Conditions, c)
+			}
+			ready, since := NodeReadiness(n)
+			changed := ready != wantReady || !since.Equal(wantSince)
+			if changed != ReadinessConditions[typ] {
+				t.Errorf("%s=%s: readiness changed %v, in ReadinessConditions %v", typ, status, changed, ReadinessConditions[typ])
+			}
+		}
+	}
+}
+
 func gpuNode(name string, gpus int64) *apiv1.Node {
 	n := test.BuildNode(name, 2000, 4*test.GiB)
 	n.Labels["test.gpu/type"] = "nvidia"

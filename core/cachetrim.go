@@ -6,6 +6,8 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 )
 
 // lastAppliedAnnotation is where kubectl apply keeps what it last applied.
@@ -162,21 +164,16 @@ func trimNodeStatus(s *apiv1.NodeStatus) {
 	s.Conditions = trimNodeConditions(s.Conditions)
 }
 
-// readinessConditions are the node conditions clusterstate.NodeReadiness
-// reads.
-var readinessConditions = map[apiv1.NodeConditionType]bool{
-	apiv1.NodeReady: true, apiv1.NodeDiskPressure: true, apiv1.NodeNetworkUnavailable: true,
-}
-
-// trimNodeConditions keeps the conditions readiness reads, with their
-// status, reason and last transition: not MemoryPressure or PIDPressure (the
-// scheduler reads their taints), nor any condition's message or heartbeat.
-// The heartbeat is the one field a kubelet changes on every status update;
-// the snapshot ignores it already.
+// trimNodeConditions keeps the conditions readiness reads
+// (clusterstate.ReadinessConditions) with their status, reason and last
+// transition: not MemoryPressure or PIDPressure (the scheduler reads their
+// taints), nor any condition's message or heartbeat. The heartbeat is the
+// one field a kubelet changes on every status update; the snapshot ignores
+// it already.
 func trimNodeConditions(in []apiv1.NodeCondition) []apiv1.NodeCondition {
 	n := 0
 	for _, c := range in {
-		if readinessConditions[c.Type] {
+		if clusterstate.ReadinessConditions[c.Type] {
 			n++
 		}
 	}
@@ -185,7 +182,7 @@ func trimNodeConditions(in []apiv1.NodeCondition) []apiv1.NodeCondition {
 	}
 	out := make([]apiv1.NodeCondition, 0, n)
 	for _, c := range in {
-		if readinessConditions[c.Type] {
+		if clusterstate.ReadinessConditions[c.Type] {
 			c.Message, c.LastHeartbeatTime = "", metav1.Time{}
 			out = append(out, c)
 		}
