@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
@@ -22,9 +23,27 @@ func TestDropletLimitBacksOffEveryPool(t *testing.T) {
 		autoscaled("a", 1, 1, 10), autoscaled("b", 1, 1, 10),
 	}})
 	const backoff = 8 * time.Second
-	ca := s.startAutoscaler("--initial-node-group-backoff-duration="+backoff.String(), "--max-node-group-backoff-duration=1m")
-	// Two nodes take two pods; six more nodes would take the account to 8 droplets.
+	// Two nodes take two pods; six more nodes would take the account to 8
+	// droplets. All six are pending before the autoscaler starts, so its
+	// first loop asks for them at once: pods that the scheduler marks
+	// unschedulable across two batch windows would give a first update within
+	// the limit, then the refused one.
 	s.deploy("web", 8, bigPod)
+	s.eventually("6 web pods unschedulable", 60*time.Second, func() error {
+		n := 0
+		for _, p := range s.pods("web") {
+			for _, c := range p.Status.Conditions {
+				if c.Type == apiv1.PodScheduled && c.Status == apiv1.ConditionFalse && c.Reason == apiv1.PodReasonUnschedulable {
+					n++
+				}
+			}
+		}
+		if n != 6 {
+			return fmt.Errorf("%d unschedulable", n)
+		}
+		return nil
+	})
+	ca := s.startAutoscaler("--initial-node-group-backoff-duration="+backoff.String(), "--max-node-group-backoff-duration=1m")
 	ev := s.waitEvent("FailedToScaleUpGroup", 60*time.Second)
 	if !strings.Contains(ev.Message, doks.DropletLimitMessage) {
 		t.Errorf("FailedToScaleUpGroup event %q does not give DigitalOcean's words %q", ev.Message, doks.DropletLimitMessage)
