@@ -125,13 +125,16 @@ func TestControllerAndInjector(t *testing.T) {
 	}
 
 	// Steady state: nothing changed, nothing written.
+	// Both provisioned buffers' Provisioning conditions must be in the cache
+	// first, or the injector rightly writes the one it cannot see yet.
 	waitFor(t, "Provisioning in the cache", func() bool {
+		n := 0
 		for _, b := range client.List() {
-			if b.Name == "web" && meta.IsStatusConditionTrue(b.Status.Conditions, v1beta1.ProvisioningCondition) {
-				return true
+			if meta.IsStatusConditionTrue(b.Status.Conditions, v1beta1.ProvisioningCondition) {
+				n++
 			}
 		}
-		return false
+		return n == 2
 	})
 	dyn.ClearActions()
 	ctrl.Reconcile(ctx)
