@@ -149,9 +149,12 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 		}
 		if n != nil && sameForScheduling(sn.obj, n) {
 			// A status heartbeat (a kubelet's, every few minutes per node)
-			// or a soft taint: the snapshot keeps its object, so neither its
-			// pods are re-added nor its version changes (see
+			// or a soft taint: the snapshot takes the new object in place,
+			// so neither its pods are re-added nor its version changes (see
 			// simulator.ClusterSnapshot.Version).
+			if err := s.snap.RefreshNode(n); err != nil {
+				return err
+			}
 			s.nodes[name] = syncedNode{obj: n, uid: n.UID, rv: n.ResourceVersion}
 			continue
 		}

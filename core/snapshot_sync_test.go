@@ -140,6 +140,11 @@ func TestSnapshotSyncHeartbeatKeepsVersion(t *testing.T) {
 	if v := step(beat); v != v1 {
 		t.Fatalf("a heartbeat changed the snapshot's version (%d → %d)", v1, v)
 	}
+	// The snapshot holds the current object, not the one before: the
+	// previous would stay alive beside the informer's.
+	if ni, err := sync.snap.GetNodeInfo("n1"); err != nil || ni.Node() != beat {
+		t.Fatalf("after a heartbeat the snapshot holds %p, want the new object %p (err %v)", ni.Node(), beat, err)
+	}
 	soft := beat.DeepCopy()
 	soft.ResourceVersion = "2a"
 	soft.Spec.Taints = append(soft.Spec.Taints, apiv1.Taint{Key: "DeletionCandidateOfClusterAutoscaler", Value: "1700000000",

@@ -206,6 +206,24 @@ func (s *ClusterSnapshot) RemoveNode(nodeName string) error {
 	return nil
 }
 
+// RefreshNode swaps the Node object held for n.Name for n, a later version
+// of it that the scheduler reads the same (the caller's judgement: a status
+// heartbeat, a PreferNoSchedule taint), outside any fork. The version stays:
+// results computed before still hold. Without it the snapshot would keep
+// each such node's previous object alive beside the informer's current one,
+// which after a kubelet's periodic status report is every node.
+func (s *ClusterSnapshot) RefreshNode(n *apiv1.Node) error {
+	if len(s.layers) > 0 {
+		return fmt.Errorf("node %s: refreshed inside a fork", n.Name)
+	}
+	info, found := s.nodes[n.Name]
+	if !found {
+		return fmt.Errorf("node %s not in the snapshot", n.Name)
+	}
+	info.SetNode(n)
+	return nil
+}
+
 // AddPod places pod on nodeName. The pod object is stored as given: the
 // caller must not modify it afterwards.
 func (s *ClusterSnapshot) AddPod(pod *apiv1.Pod, nodeName string) error {

@@ -389,3 +389,30 @@ func TestVersionNamesTheContent(t *testing.T) {
 		t.Fatalf("setting no DRA objects over none changed the version (err %v)", err)
 	}
 }
+
+// RefreshNode swaps a node's object in the base, keeping its pods and the
+// version, and refuses inside a fork (a revert could not undo it).
+func TestRefreshNode(t *testing.T) {
+	s := NewClusterSnapshot()
+	n := Node("n1", 4000, 8*GiB)
+	if err := s.SetClusterState([]*apiv1.Node{n}, []*apiv1.Pod{BoundPod("p", 100, GiB, "n1")}); err != nil {
+		t.Fatal(err)
+	}
+	v := s.Version()
+	beat := n.DeepCopy()
+	if err := s.RefreshNode(beat); err != nil {
+		t.Fatal(err)
+	}
+	ni, err := s.GetNodeInfo("n1")
+	if err != nil || ni.Node() != beat || len(ni.Pods()) != 1 || s.Version() != v {
+		t.Fatalf("after RefreshNode: node %p (want %p), %d pods, version %d→%d, err %v", ni.Node(), beat, len(ni.Pods()), v, s.Version(), err)
+	}
+	if err := s.RefreshNode(Node("n2", 4000, 8*GiB)); err == nil {
+		t.Error("a node not in the snapshot was refreshed")
+	}
+	s.Fork()
+	defer s.Revert()
+	if err := s.RefreshNode(n.DeepCopy()); err == nil {
+		t.Error("RefreshNode inside a fork did not fail")
+	}
+}
