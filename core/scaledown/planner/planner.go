@@ -395,22 +395,25 @@ func (p *Planner) candidates(in scaledown.PlannerInput) []candidate {
 			gpuResource = gpu.ExtendedResourceName
 			threshold = gs.Options.ScaleDownGpuUtilizationThreshold
 		}
-		// Most nodes are busy: a cached estimate rules them out without
-		// recomputing every pod's requests each loop. (Not for nodes with
-		// devices: their utilization is that of their devices.)
-		if ready && gpuResource == "" && len(slices) == 0 {
-			if quick, ok := p.requests.utilization(n, pods, p.opts.IgnoreDaemonSetsUtilization); ok && quick >= threshold {
-				p.unremovable.add(name, simulator.NotUnderutilized, fmt.Sprintf("cpu/memory utilization %.2f is above the threshold %.2f", quick, threshold))
-				continue
+		// A node's cpu/memory utilization comes from each pod's requests as
+		// the cache last computed them (a pod changes rarely; the loop runs
+		// every 10 s). Nodes with a GPU or devices: from the devices, as
+		// utilization.CalculateWithClaims counts them.
+		var (
+			util utilization.Info
+			err  error
+		)
+		if gpuResource == "" && len(slices) == 0 {
+			util, err = p.requests.utilization(n, pods, p.opts.IgnoreDaemonSetsUtilization)
+		} else {
+			ni := framework.NewNodeInfo(n, pods...)
+			var claims []*resourceapi.ResourceClaim
+			if len(slices) > 0 {
+				ni.SetResourceSlices(slices)
+				claims = podsClaims(in.DRA, pods)
 			}
+			util, err = utilization.CalculateWithClaims(ni, claims, p.opts.IgnoreDaemonSetsUtilization, gpuResource)
 		}
-		ni := framework.NewNodeInfo(n, pods...)
-		var claims []*resourceapi.ResourceClaim
-		if len(slices) > 0 {
-			ni.SetResourceSlices(slices)
-			claims = podsClaims(in.DRA, pods)
-		}
-		util, err := utilization.CalculateWithClaims(ni, claims, p.opts.IgnoreDaemonSetsUtilization, gpuResource)
 		if err != nil {
 			p.unremovable.add(name, simulator.UnexpectedError, fmt.Sprintf("cannot compute utilization: %v", err))
 			continue
@@ -421,7 +424,7 @@ func (p *Planner) candidates(in scaledown.PlannerInput) []candidate {
 		}
 		// Drain rules (PDBs, safe-to-evict, local storage...) are cheap: check
 		// them before the scheduling simulation.
-		toMove, blocking := drain.PodsToMove(ni.Pods(), in.PDBs, p.drainOpts, in.Now)
+		toMove, blocking := drain.PodsToMove(pods, in.PDBs, p.drainOpts, in.Now)
 		if blocking != nil && blocking.Pod != nil {
 			p.unremovable.add(name, simulator.BlockedByPod, scaledown.DescribeBlocking(blocking))
 			continue

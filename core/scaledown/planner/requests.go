@@ -46,10 +46,8 @@ func (c *requestsCache) sweep() {
 	}
 }
 
-// utilization is the node's cpu/memory utilization.Calculate figure, with
-// the pods' requests from the cache; ok is false when Calculate refuses the
-// node (no allocatable cpu or memory).
-func (c *requestsCache) utilization(n *apiv1.Node, pods []*apiv1.Pod, skipDaemonSets bool) (float64, bool) {
-	info, err := utilization.CalculateWith(n, pods, skipDaemonSets, "", c.get)
-	return info.Utilization, err == nil
+// utilization is the node's utilization.Calculate answer without a GPU
+// resource, with the pods' requests from the cache.
+func (c *requestsCache) utilization(n *apiv1.Node, pods []*apiv1.Pod, skipDaemonSets bool) (utilization.Info, error) {
+	return utilization.CalculateWith(n, pods, skipDaemonSets, "", c.get)
 }

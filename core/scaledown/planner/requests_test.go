@@ -13,8 +13,8 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
 )
 
-// The cached pre-filter must agree with utilization.Calculate, or nodes
-// would be kept or simulated by mistake.
+// The cached utilization must agree with utilization.Calculate, or nodes
+// would be kept or simulated by mistake, and reported with other figures.
 func TestRequestsCacheMatchesCalculate(t *testing.T) {
 	node := test.BuildNode("n", 4000, 8*test.GiB)
 	plain := test.BuildScheduledPod("plain", 1000, test.GiB, "rs", "n")
@@ -54,9 +54,10 @@ func TestRequestsCacheMatchesCalculate(t *testing.T) {
 				t.Fatal(err)
 			}
 			for round := 0; round < 2; round++ { // second round from the cache
-				got, ok := c.utilization(node, pods, skipDS)
-				if !ok || math.Abs(got-want.Utilization) > 1e-9 {
-					t.Errorf("%s (skipDS=%v, round %d): pre-filter %.4f, Calculate %.4f", name, skipDS, round, got, want.Utilization)
+				got, err := c.utilization(node, pods, skipDS)
+				if err != nil || math.Abs(got.Utilization-want.Utilization) > 1e-9 || got.ResourceName != want.ResourceName ||
+					math.Abs(got.CpuUtil-want.CpuUtil) > 1e-9 || math.Abs(got.MemUtil-want.MemUtil) > 1e-9 {
+					t.Errorf("%s (skipDS=%v, round %d): cached %+v (err %v), Calculate %+v", name, skipDS, round, got, err, want)
 				}
 			}
 		}
