@@ -94,3 +94,40 @@ func TestSharedMapsTableStartsOverWhenFull(t *testing.T) {
 		t.Errorf("the new table does not share")
 	}
 }
+
+// Pods with equal tolerations (the two DefaultTolerationSeconds adds to
+// nearly every pod) share one list; other seconds, or another order of
+// the same tolerations, keep their own.
+func TestSharedMapsSharesTolerations(t *testing.T) {
+	s := newSharedMaps()
+	secs := func(n int64) *int64 { return &n }
+	pod := func(name string, ts ...apiv1.Toleration) *apiv1.Pod {
+		p := test.BuildScheduledPod(name, 100, 0, "web", "n1")
+		p.Spec.Tolerations = ts
+		obj, err := s.transform(p.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*apiv1.Pod)
+	}
+	notReady := func(n int64) apiv1.Toleration {
+		return apiv1.Toleration{Key: apiv1.TaintNodeNotReady, Operator: apiv1.TolerationOpExists, Effect: apiv1.TaintEffectNoExecute, TolerationSeconds: secs(n)}
+	}
+	unreachable := apiv1.Toleration{Key: apiv1.TaintNodeUnreachable, Operator: apiv1.TolerationOpExists, Effect: apiv1.TaintEffectNoExecute, TolerationSeconds: secs(300)}
+	a, b := pod("a", notReady(300), unreachable), pod("b", notReady(300), unreachable)
+	if !same(a.Spec.Tolerations, b.Spec.Tolerations) {
+		t.Errorf("equal tolerations not shared")
+	}
+	if c := pod("c", notReady(60), unreachable); same(c.Spec.Tolerations, a.Spec.Tolerations) || *c.Spec.Tolerations[0].TolerationSeconds != 60 {
+		t.Errorf("tolerations with other seconds shared: %v", c.Spec.Tolerations)
+	}
+	if d := pod("d", unreachable, notReady(300)); same(d.Spec.Tolerations, a.Spec.Tolerations) || d.Spec.Tolerations[0].Key != apiv1.TaintNodeUnreachable {
+		t.Errorf("tolerations in another order shared: %v", d.Spec.Tolerations)
+	}
+	if e := pod("e", apiv1.Toleration{Key: apiv1.TaintNodeNotReady, Operator: apiv1.TolerationOpExists, Effect: apiv1.TaintEffectNoExecute}, unreachable); same(e.Spec.Tolerations, a.Spec.Tolerations) {
+		t.Errorf("a toleration without seconds shared with one of 300 s")
+	}
+	if cap(a.Spec.Tolerations) != len(a.Spec.Tolerations) {
+		t.Errorf("shared list has room to append into (cap %d, len %d)", cap(a.Spec.Tolerations), len(a.Spec.Tolerations))
+	}
+}
