@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
 
@@ -32,10 +32,8 @@ func TestDropletLimitBacksOffEveryPool(t *testing.T) {
 	s.eventually("6 web pods unschedulable", 60*time.Second, func() error {
 		n := 0
 		for _, p := range s.pods("web") {
-			for _, c := range p.Status.Conditions {
-				if c.Type == apiv1.PodScheduled && c.Status == apiv1.ConditionFalse && c.Reason == apiv1.PodReasonUnschedulable {
-					n++
-				}
+			if scaleup.IsUnschedulable(&p) {
+				n++
 			}
 		}
 		if n != 6 {
