@@ -39,7 +39,7 @@ func trimForCache(obj interface{}) (interface{}, error) {
 	switch o := obj.(type) {
 	case *apiv1.Pod:
 		trimPodSpec(&o.Spec)
-		trimPodStatus(&o.Status)
+		trimPodStatus(&o.Status, o.Spec.NodeName != "")
 	case *apiv1.Node:
 		trimNodeStatus(&o.Status)
 	// Pod templates become pods only in simulations (DaemonSet pods of new
@@ -101,22 +101,27 @@ func trimContainers(cs []apiv1.Container) {
 	}
 }
 
-// trimPodStatus keeps the phase, the PodScheduled condition without its
-// message (scale-up reads its status and reason; nothing reads a pod's
-// Ready, ContainersReady, Initialized or other conditions: four of every
-// running pod's five, about 600 bytes each), the nominated node
+// trimPodStatus keeps the phase, an unbound pod's PodScheduled condition
+// without its message (scale-up reads its status and reason; nothing reads
+// a bound pod's conditions, nor any pod's Ready, ContainersReady,
+// Initialized or others: a running pod's five cost about 750 bytes), the
+// nominated node
 // (preemption), the pod's and its containers' resources (the scheduler's
 // requests of a pod being resized in place come from them) and the claim
 // statuses (DRA). Gone: IPs, start time, the message, the QoS class and
 // each container's image, ID, state and readiness. (Pods are never written
 // back from the cache: evictions name them.)
-func trimPodStatus(s *apiv1.PodStatus) {
+func trimPodStatus(s *apiv1.PodStatus, bound bool) {
 	s.Message = ""
 	s.HostIP, s.HostIPs, s.PodIP, s.PodIPs = "", nil, "", nil
 	s.StartTime = nil
 	s.QOSClass = ""
 	s.EphemeralContainerStatuses = nil
-	s.Conditions = trimPodConditions(s.Conditions)
+	if bound {
+		s.Conditions = nil
+	} else {
+		s.Conditions = trimPodConditions(s.Conditions)
+	}
 	s.InitContainerStatuses = trimContainerStatuses(s.InitContainerStatuses)
 	s.ContainerStatuses = trimContainerStatuses(s.ContainerStatuses)
 }

@@ -81,6 +81,33 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	}
 }
 
+// A bound pod keeps no conditions: scale-up reads PodScheduled of unbound
+// pods only, and the same pod unbound keeps it.
+func TestTrimForCacheDropsBoundPodsConditions(t *testing.T) {
+	bound := test.BuildScheduledPod("p", 500, 64*test.MiB, "rs", "n1")
+	bound.Status.Conditions = []apiv1.PodCondition{
+		{Type: apiv1.PodScheduled, Status: apiv1.ConditionTrue},
+		{Type: apiv1.PodReady, Status: apiv1.ConditionTrue},
+	}
+	obj, err := trimForCache(bound.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.(*apiv1.Pod); got.Status.Conditions != nil || got.Spec.NodeName != "n1" || scaleup.IsUnschedulable(got) {
+		t.Errorf("bound pod after trimming: node %q, conditions %+v; want n1 and none", got.Spec.NodeName, got.Status.Conditions)
+	}
+	unbound := bound.DeepCopy()
+	unbound.Spec.NodeName = ""
+	unbound.Status.Conditions[0] = apiv1.PodCondition{Type: apiv1.PodScheduled, Status: apiv1.ConditionFalse, Reason: apiv1.PodReasonUnschedulable}
+	obj, err = trimForCache(unbound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.(*apiv1.Pod); len(got.Status.Conditions) != 1 || !scaleup.IsUnschedulable(got) {
+		t.Errorf("unbound pod's conditions after trimming %+v, want PodScheduled=False/Unschedulable", got.Status.Conditions)
+	}
+}
+
 // A node keeps what the simulation, readiness and templates read (capacity,
 // allocatable, conditions, declared features); its images and system info go.
 func TestTrimForCacheNode(t *testing.T) {
