@@ -25,8 +25,11 @@ import (
 type snapshotSync struct {
 	snap  *simulator.ClusterSnapshot
 	valid bool
-	nodes map[string]syncedNode
-	pods  map[types.UID]syncedPod
+	// The objects the base was last synced from. Cached objects are never
+	// changed in place (an informer replaces them), so each one's name,
+	// version and node are still what the base holds.
+	nodes map[string]*apiv1.Node
+	pods  map[types.UID]*apiv1.Pod
 	// rebuilds counts full rebuilds (tests check steady loops do none).
 	rebuilds int
 }
@@ -34,24 +37,13 @@ type snapshotSync struct {
 // An object is unchanged when the cache hands back the same pointer (an
 // informer replaces the object on every update) or, failing that, the same
 // UID and non-empty resourceVersion.
-type syncedNode struct {
-	obj *apiv1.Node
-	uid types.UID
-	rv  string
+func sameNode(synced, n *apiv1.Node) bool {
+	return n == synced || (n.UID == synced.UID && n.ResourceVersion == synced.ResourceVersion && synced.ResourceVersion != "")
 }
 
-type syncedPod struct {
-	obj                 *apiv1.Pod
-	rv                  string
-	namespace, name, on string
-}
-
-func (sn syncedNode) same(n *apiv1.Node) bool {
-	return n == sn.obj || (n.UID == sn.uid && n.ResourceVersion == sn.rv && sn.rv != "")
-}
-
-func (sp syncedPod) same(p *apiv1.Pod) bool {
-	return p.Spec.NodeName == sp.on && (p == sp.obj || (p.ResourceVersion == sp.rv && sp.rv != ""))
+func samePod(synced, p *apiv1.Pod) bool {
+	return p.Spec.NodeName == synced.Spec.NodeName &&
+		(p == synced || (p.ResourceVersion == synced.ResourceVersion && synced.ResourceVersion != ""))
 }
 
 func newSnapshotSync(s *simulator.ClusterSnapshot) *snapshotSync {
@@ -103,17 +95,17 @@ func (s *snapshotSync) rebuild(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 	if err := s.snap.SetClusterState(nodes, pods); err != nil {
 		return err
 	}
-	s.nodes = make(map[string]syncedNode, len(nodes))
+	s.nodes = make(map[string]*apiv1.Node, len(nodes))
 	for _, n := range nodes {
-		s.nodes[n.Name] = syncedNode{obj: n, uid: n.UID, rv: n.ResourceVersion}
+		s.nodes[n.Name] = n
 	}
-	s.pods = make(map[types.UID]syncedPod, len(pods))
+	s.pods = make(map[types.UID]*apiv1.Pod, len(pods))
 	for _, p := range pods {
 		if !counted(p) {
 			continue
 		}
 		if _, ok := s.nodes[p.Spec.NodeName]; ok {
-			s.pods[p.UID] = syncedPod{obj: p, rv: p.ResourceVersion, namespace: p.Namespace, name: p.Name, on: p.Spec.NodeName}
+			s.pods[p.UID] = p
 		}
 	}
 	s.valid = true
@@ -144,10 +136,10 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 	removed := map[string]bool{}
 	for name, sn := range s.nodes {
 		n := want[name]
-		if n != nil && sn.same(n) {
+		if n != nil && sameNode(sn, n) {
 			continue
 		}
-		if n != nil && sameForScheduling(sn.obj, n) {
+		if n != nil && sameForScheduling(sn, n) {
 			// A status heartbeat (a kubelet's, every few minutes per node)
 			// or a soft taint: the snapshot takes the new object in place,
 			// so neither its pods are re-added nor its version changes (see
@@ -155,7 +147,7 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 			if err := s.snap.RefreshNode(n); err != nil {
 				return err
 			}
-			s.nodes[name] = syncedNode{obj: n, uid: n.UID, rv: n.ResourceVersion}
+			s.nodes[name] = n
 			continue
 		}
 		if err := s.snap.RemoveNode(name); err != nil {
@@ -170,7 +162,7 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 		}
 	}
 	for uid, sp := range s.pods {
-		if removed[sp.on] {
+		if removed[sp.Spec.NodeName] {
 			delete(s.pods, uid)
 		}
 	}
@@ -179,19 +171,19 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 		if err := s.snap.AddNodeInfo(framework.NewNodeInfo(n, byNode[name]...)); err != nil {
 			return err
 		}
-		s.nodes[name] = syncedNode{obj: n, uid: n.UID, rv: n.ResourceVersion}
+		s.nodes[name] = n
 		for _, p := range byNode[name] {
-			s.pods[p.UID] = syncedPod{obj: p, rv: p.ResourceVersion, namespace: p.Namespace, name: p.Name, on: name}
+			s.pods[p.UID] = p
 		}
 	}
 
 	// Pods on unchanged nodes.
 	for uid, sp := range s.pods {
 		p := wantPods[uid]
-		if p != nil && sp.same(p) {
+		if p != nil && samePod(sp, p) {
 			continue
 		}
-		if err := s.snap.RemovePod(sp.namespace, sp.name, sp.on); err != nil {
+		if err := s.snap.RemovePod(sp.Namespace, sp.Name, sp.Spec.NodeName); err != nil {
 			return err
 		}
 		delete(s.pods, uid)
@@ -203,7 +195,7 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 		if err := s.snap.AddPod(p, p.Spec.NodeName); err != nil {
 			return err
 		}
-		s.pods[uid] = syncedPod{obj: p, rv: p.ResourceVersion, namespace: p.Namespace, name: p.Name, on: p.Spec.NodeName}
+		s.pods[uid] = p
 	}
 	return nil
 }
