@@ -35,11 +35,12 @@ type sharedMaps struct {
 	lists       map[uint64][]apiv1.ResourceList
 	labels      map[uint64][]map[string]string
 	tolerations map[uint64][][]apiv1.Toleration
+	strs        map[string]string
 }
 
 func newSharedMaps() *sharedMaps {
 	return &sharedMaps{lists: map[uint64][]apiv1.ResourceList{}, labels: map[uint64][]map[string]string{},
-		tolerations: map[uint64][][]apiv1.Toleration{}}
+		tolerations: map[uint64][][]apiv1.Toleration{}, strs: map[string]string{}}
 }
 
 // transform is the informers' transform: trimForCache, then the maps of
@@ -55,15 +56,105 @@ func (s *sharedMaps) transform(obj interface{}) (interface{}, error) {
 	case *apiv1.Node:
 		o.Status.Capacity = s.list(o.Status.Capacity)
 		o.Status.Allocatable = s.list(o.Status.Allocatable)
+		s.shareNodeStrings(o)
 	}
 	return obj, nil
+}
+
+// maxSharedStrings bounds the string table as maxSharedMaps does the others:
+// a cluster's label keys and values, namespaces, images and owners repeat;
+// the few unique ones (a node's hostname and ID) cost a table entry each.
+const maxSharedStrings = 1 << 15
+
+// str returns the shared string equal to v; s.mu must be held. Decoding
+// gives every string of every object its own allocation, so the node labels'
+// keys, a pod's namespace, owner, scheduler and container image are each
+// held once an object: with this, once a cluster.
+func (s *sharedMaps) str(v string) string {
+	if v == "" {
+		return v
+	}
+	if shared, ok := s.strs[v]; ok {
+		return shared
+	}
+	if len(s.strs) >= maxSharedStrings {
+		clear(s.strs)
+	}
+	s.strs[v] = v
+	return v
+}
+
+// strMap returns m with its keys and values shared (a new map: the decoded
+// one's keys cannot be replaced in place).
+func (s *sharedMaps) strMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[s.str(k)] = s.str(v)
+	}
+	return out
+}
+
+// shareMetaStrings shares the strings of an object's metadata that repeat
+// across objects: not its name, UID or version.
+func (s *sharedMaps) shareMetaStrings(m *metav1.ObjectMeta, labelsShared bool) {
+	m.Namespace, m.GenerateName = s.str(m.Namespace), s.str(m.GenerateName)
+	if !labelsShared {
+		m.Labels = s.strMap(m.Labels)
+	}
+	m.Annotations = s.strMap(m.Annotations)
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		r.APIVersion, r.Kind, r.Name = s.str(r.APIVersion), s.str(r.Kind), s.str(r.Name)
+	}
+}
+
+// shareNodeStrings shares a node's label and annotation keys and values,
+// its taints' strings and its name (which its pods and its hostname label
+// repeat).
+func (s *sharedMaps) shareNodeStrings(n *apiv1.Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n.Name = s.str(n.Name)
+	s.shareMetaStrings(&n.ObjectMeta, false)
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		t.Key, t.Value, t.Effect = s.str(t.Key), s.str(t.Value), apiv1.TaintEffect(s.str(string(t.Effect)))
+	}
+}
+
+// sharePodStrings shares what repeats among pods: metadata (but labels
+// sharePod shared whole), the spec's node, scheduler, service account and
+// policies, its containers' names, images and policies, the phase.
+func (s *sharedMaps) sharePodStrings(p *apiv1.Pod, labelsShared bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shareMetaStrings(&p.ObjectMeta, labelsShared)
+	sp := &p.Spec
+	sp.NodeName, sp.SchedulerName, sp.PriorityClassName = s.str(sp.NodeName), s.str(sp.SchedulerName), s.str(sp.PriorityClassName)
+	sp.ServiceAccountName, sp.DeprecatedServiceAccount = s.str(sp.ServiceAccountName), s.str(sp.DeprecatedServiceAccount)
+	sp.RestartPolicy, sp.DNSPolicy = apiv1.RestartPolicy(s.str(string(sp.RestartPolicy))), apiv1.DNSPolicy(s.str(string(sp.DNSPolicy)))
+	for _, cs := range [][]apiv1.Container{sp.InitContainers, sp.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			c.Name, c.Image = s.str(c.Name), s.str(c.Image)
+			c.ImagePullPolicy = apiv1.PullPolicy(s.str(string(c.ImagePullPolicy)))
+			c.TerminationMessagePath = s.str(c.TerminationMessagePath)
+			c.TerminationMessagePolicy = apiv1.TerminationMessagePolicy(s.str(string(c.TerminationMessagePolicy)))
+		}
+	}
+	p.Status.Phase = apiv1.PodPhase(s.str(string(p.Status.Phase)))
 }
 
 // sharePod shares a pod's labels and every resource list of its spec. The
 // labels of a StatefulSet's or a Job's pods name the pod or the Job, so are
 // never equal to another's: not worth a table entry. (Nor are a node's.)
 func (s *sharedMaps) sharePod(p *apiv1.Pod) {
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil && (ref.Kind == "ReplicaSet" || ref.Kind == "DaemonSet") {
+	ref := metav1.GetControllerOfNoCopy(p)
+	replica := ref != nil && (ref.Kind == "ReplicaSet" || ref.Kind == "DaemonSet")
+	if replica {
 		p.Labels = s.labelSet(p.Labels)
 	}
 	for _, cs := range [][]apiv1.Container{p.Spec.InitContainers, p.Spec.Containers} {
@@ -77,6 +168,7 @@ func (s *sharedMaps) sharePod(p *apiv1.Pod) {
 	}
 	p.Spec.Overhead = s.list(p.Spec.Overhead)
 	p.Spec.Tolerations = s.tolerationList(p.Spec.Tolerations)
+	s.sharePodStrings(p, replica)
 }
 
 // tolerationList returns the shared list equal to ts (same tolerations in

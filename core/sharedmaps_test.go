@@ -1,9 +1,11 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -129,5 +131,92 @@ func TestSharedMapsSharesTolerations(t *testing.T) {
 	}
 	if cap(a.Spec.Tolerations) != len(a.Spec.Tolerations) {
 		t.Errorf("shared list has room to append into (cap %d, len %d)", cap(a.Spec.Tolerations), len(a.Spec.Tolerations))
+	}
+}
+
+// roundTrip returns a copy of obj decoded from its JSON.
+func roundTrip[T any](t *testing.T, obj T) T {
+	t.Helper()
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameString tells whether two strings are one allocation.
+func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+// Objects decoded one by one hold one copy of the strings they repeat:
+// nodes' label keys and values and taints, pods' namespace, owner, node,
+// scheduler and image. What each holds of its own (name, hostname label)
+// stays its own, and every value reads as decoded.
+func TestSharedMapsSharesRepeatedStrings(t *testing.T) {
+	s := newSharedMaps()
+	// Through JSON, so that no two objects share a string to begin with.
+	decoded := func(obj any) any {
+		t.Helper()
+		switch o := obj.(type) {
+		case *apiv1.Node:
+			obj = roundTrip(t, o)
+		case *apiv1.Pod:
+			obj = roundTrip(t, o)
+		}
+		out, err := s.transform(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	node := func(name string) *apiv1.Node {
+		n := test.BuildNode(name, 2000, 4*test.GiB)
+		n.Labels = map[string]string{"doks.digitalocean.com/node-pool": "workers", apiv1.LabelHostname: name}
+		n.Spec.Taints = []apiv1.Taint{{Key: "dedicated", Value: "batch", Effect: apiv1.TaintEffectNoSchedule}}
+		return decoded(n).(*apiv1.Node)
+	}
+	n1, n2 := node("n1"), node("n2")
+	key := func(m map[string]string, want string) string {
+		for k := range m {
+			if k == want {
+				return k
+			}
+		}
+		t.Fatalf("label %s missing from %v", want, m)
+		return ""
+	}
+	pool := "doks.digitalocean.com/node-pool"
+	if !sameString(key(n1.Labels, pool), key(n2.Labels, pool)) || !sameString(n1.Labels[pool], n2.Labels[pool]) {
+		t.Errorf("nodes' pool label held twice")
+	}
+	if !sameString(n1.Spec.Taints[0].Key, n2.Spec.Taints[0].Key) || !sameString(n1.Spec.Taints[0].Value, n2.Spec.Taints[0].Value) {
+		t.Errorf("nodes' taint held twice")
+	}
+	if n1.Labels[apiv1.LabelHostname] != "n1" || n2.Labels[apiv1.LabelHostname] != "n2" || n2.Labels[pool] != "workers" || n1.Spec.Taints[0].Effect != apiv1.TaintEffectNoSchedule {
+		t.Errorf("labels or taints changed: %v, %v, %v", n1.Labels, n2.Labels, n1.Spec.Taints)
+	}
+
+	pod := func(name string) *apiv1.Pod {
+		p := test.BuildScheduledPod(name, 100, test.MiB, "web", "n1")
+		p.Namespace = "shop"
+		p.Spec.SchedulerName = "default-scheduler"
+		p.Spec.Containers[0].Image = "registry.digitalocean.com/shop/web:1.4"
+		return decoded(p).(*apiv1.Pod)
+	}
+	a, b := pod("web-1"), pod("web-2")
+	for _, pair := range [][2]string{
+		{a.Namespace, b.Namespace}, {a.OwnerReferences[0].Name, b.OwnerReferences[0].Name}, {a.Spec.NodeName, b.Spec.NodeName},
+		{a.Spec.SchedulerName, b.Spec.SchedulerName}, {a.Spec.Containers[0].Image, b.Spec.Containers[0].Image},
+		{a.Spec.NodeName, n1.Name},
+	} {
+		if !sameString(pair[0], pair[1]) {
+			t.Errorf("%q held twice", pair[0])
+		}
+	}
+	if a.Name != "web-1" || b.Name != "web-2" || a.Namespace != "shop" || b.Spec.Containers[0].Image != "registry.digitalocean.com/shop/web:1.4" {
+		t.Errorf("pods changed: %s/%s, %s/%s", a.Namespace, a.Name, b.Namespace, b.Name)
 	}
 }
