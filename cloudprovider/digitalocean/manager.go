@@ -208,9 +208,11 @@ func (m *manager) Refresh(ctx context.Context) error {
 		}
 		seen[p.ID] = true
 		names[p.Name] = true
-		for _, n := range p.Nodes {
+		ids := make([]string, len(p.Nodes))
+		for i, n := range p.Nodes {
 			if n != nil {
-				sizes[instanceID(n)] = p.Size
+				ids[i] = instanceID(n)
+				sizes[ids[i]] = p.Size
 			}
 		}
 		if m.isDeleted(p.ID) {
@@ -239,11 +241,11 @@ func (m *manager) Refresh(ctx context.Context) error {
 		templates[p.ID] = entry
 		g := newNodeGroup(m, p, v.minSize, v.maxSize, entry, m.counter(p.ID), gens[p.ID])
 		groups = append(groups, g)
-		for _, n := range p.Nodes {
+		for i, n := range p.Nodes {
 			if n == nil {
 				continue
 			}
-			byInstance[instanceID(n)] = g
+			byInstance[ids[i]] = g
 			if n.ID != "" {
 				byNodeID[n.ID] = g
 			}
