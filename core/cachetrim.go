@@ -66,9 +66,12 @@ func trimForCache(obj interface{}) (interface{}, error) {
 	return obj, nil
 }
 
-// trimPodSpec trims every container of the spec (trimContainers) and
-// empties projected volumes (trimProjectedVolumes).
+// trimPodSpec trims every container of the spec (trimContainers), empties
+// projected volumes (trimProjectedVolumes) and drops the pod's security
+// context, which no Filter plugin reads (the API server gives every pod
+// one, if only an empty one: 136 bytes a pod).
 func trimPodSpec(s *apiv1.PodSpec) {
+	s.SecurityContext = nil
 	trimContainers(s.InitContainers)
 	trimContainers(s.Containers)
 	trimProjectedVolumes(s.Volumes)
@@ -89,8 +92,8 @@ func trimProjectedVolumes(vs []apiv1.Volume) {
 }
 
 // trimContainers drops what only the kubelet reads of a container: its
-// environment, command, arguments, probes and lifecycle hooks, often most
-// of a real pod's size. Resources (claims included), ports and restart
+// environment, command, arguments, probes, lifecycle hooks and security
+// context, often most of a real pod's size. Resources (claims included), ports and restart
 // policy (sidecars' requests) are what the scheduler's Filter plugins read;
 // they stay, as does every other field.
 func trimContainers(cs []apiv1.Container) {
@@ -98,6 +101,7 @@ func trimContainers(cs []apiv1.Container) {
 		c := &cs[i]
 		c.Env, c.EnvFrom, c.Command, c.Args = nil, nil, nil, nil
 		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+		c.SecurityContext = nil
 	}
 }
 

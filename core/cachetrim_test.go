@@ -32,6 +32,9 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	pod.Spec.Containers[0].Env = []apiv1.EnvVar{{Name: "MODE", Value: "batch"}}
 	pod.Spec.Containers[0].Command = []string{"/app"}
 	pod.Spec.Containers[0].ReadinessProbe = &apiv1.Probe{PeriodSeconds: 5}
+	nonRoot := true
+	pod.Spec.SecurityContext = &apiv1.PodSecurityContext{RunAsNonRoot: &nonRoot}
+	pod.Spec.Containers[0].SecurityContext = &apiv1.SecurityContext{RunAsNonRoot: &nonRoot}
 	pod.Spec.Containers[0].Ports = []apiv1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
 	pod.Status.PodIP, pod.Status.HostIP, pod.Status.StartTime = "10.0.0.1", "10.1.0.1", &now
 	expiry := int64(3607)
@@ -76,6 +79,7 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	cs := got.Status.ContainerStatuses[0]
 	if got.ManagedFields != nil || got.Status.PodIP != "" || got.Status.HostIP != "" || got.Status.StartTime != nil ||
 		got.Spec.Containers[0].Env != nil || got.Spec.Containers[0].Command != nil || got.Spec.Containers[0].ReadinessProbe != nil ||
+		got.Spec.SecurityContext != nil || got.Spec.Containers[0].SecurityContext != nil ||
 		len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Message != "" || cs.Image != "" || cs.ContainerID != "" || cs.State.Running != nil {
 		t.Errorf("unread fields kept: %+v", got.Status)
 	}
