@@ -23,9 +23,15 @@ func newUnremovableNodes() *unremovableNodes {
 	return &unremovableNodes{current: map[string]unremovableNote{}}
 }
 
-// begin starts a loop: the reasons found so far become the previous loop's.
+// begin starts a loop: the reasons found so far become the previous loop's,
+// and the loop before's map, emptied, takes this loop's (a map of every
+// node, not grown again each loop).
 func (u *unremovableNodes) begin() {
-	u.last, u.current = u.current, map[string]unremovableNote{}
+	u.last, u.current = u.current, u.last
+	if u.current == nil {
+		u.current = map[string]unremovableNote{}
+	}
+	clear(u.current)
 }
 
 // add records and logs why node stays.
