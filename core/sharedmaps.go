@@ -64,6 +64,9 @@ func (s *sharedMaps) transform(obj interface{}) (interface{}, error) {
 // maxSharedStrings bounds the string table as maxSharedMaps does the others:
 // a cluster's label keys and values, namespaces, images and owners repeat;
 // the few unique ones (a node's hostname and ID) cost a table entry each.
+// Annotation values are not shared: often unique (a node's IPs, a CNI's
+// status of a pod), sometimes kilobytes, they would fill the table with
+// strings it keeps after their objects are gone.
 const maxSharedStrings = 1 << 15
 
 // str returns the shared string equal to v; s.mu must be held. Decoding
@@ -84,15 +87,18 @@ func (s *sharedMaps) str(v string) string {
 	return v
 }
 
-// strMap returns m with its keys and values shared (a new map: the decoded
-// one's keys cannot be replaced in place).
-func (s *sharedMaps) strMap(m map[string]string) map[string]string {
+// strMap returns m with its keys, and its values when values is set,
+// shared (a new map: the decoded one's keys cannot be replaced in place).
+func (s *sharedMaps) strMap(m map[string]string, values bool) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[s.str(k)] = s.str(v)
+		if values {
+			v = s.str(v)
+		}
+		out[s.str(k)] = v
 	}
 	return out
 }
@@ -102,16 +108,16 @@ func (s *sharedMaps) strMap(m map[string]string) map[string]string {
 func (s *sharedMaps) shareMetaStrings(m *metav1.ObjectMeta, labelsShared bool) {
 	m.Namespace, m.GenerateName = s.str(m.Namespace), s.str(m.GenerateName)
 	if !labelsShared {
-		m.Labels = s.strMap(m.Labels)
+		m.Labels = s.strMap(m.Labels, true)
 	}
-	m.Annotations = s.strMap(m.Annotations)
+	m.Annotations = s.strMap(m.Annotations, false)
 	for i := range m.OwnerReferences {
 		r := &m.OwnerReferences[i]
 		r.APIVersion, r.Kind, r.Name = s.str(r.APIVersion), s.str(r.Kind), s.str(r.Name)
 	}
 }
 
-// shareNodeStrings shares a node's label and annotation keys and values,
+// shareNodeStrings shares a node's label keys and values, annotation keys,
 // its taints' strings and its name (which its pods and its hostname label
 // repeat).
 func (s *sharedMaps) shareNodeStrings(n *apiv1.Node) {

@@ -176,6 +176,7 @@ func TestSharedMapsSharesRepeatedStrings(t *testing.T) {
 		n := test.BuildNode(name, 2000, 4*test.GiB)
 		n.Labels = map[string]string{"doks.digitalocean.com/node-pool": "workers", apiv1.LabelHostname: name}
 		n.Spec.Taints = []apiv1.Taint{{Key: "dedicated", Value: "batch", Effect: apiv1.TaintEffectNoSchedule}}
+		n.Annotations = map[string]string{"csi.volume.kubernetes.io/nodeid": `{"dobs.csi.digitalocean.com":"1"}`}
 		return decoded(n).(*apiv1.Node)
 	}
 	n1, n2 := node("n1"), node("n2")
@@ -187,6 +188,11 @@ func TestSharedMapsSharesRepeatedStrings(t *testing.T) {
 		}
 		t.Fatalf("label %s missing from %v", want, m)
 		return ""
+	}
+	csi := "csi.volume.kubernetes.io/nodeid"
+	if !sameString(key(n1.Annotations, csi), key(n2.Annotations, csi)) || sameString(n1.Annotations[csi], n2.Annotations[csi]) ||
+		n2.Annotations[csi] != `{"dobs.csi.digitalocean.com":"1"}` {
+		t.Errorf("annotations: want the key shared, the value each node's own and unchanged: %v", n2.Annotations)
 	}
 	pool := "doks.digitalocean.com/node-pool"
 	if !sameString(key(n1.Labels, pool), key(n2.Labels, pool)) || !sameString(n1.Labels[pool], n2.Labels[pool]) {
