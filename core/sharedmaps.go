@@ -88,7 +88,8 @@ func (s *sharedMaps) str(v string) string {
 }
 
 // strMap returns m with its keys, and its values when values is set,
-// shared (a new map: the decoded one's keys cannot be replaced in place).
+// shared (a new map: the decoded one's keys cannot be replaced in place);
+// s.mu must be held.
 func (s *sharedMaps) strMap(m map[string]string, values bool) map[string]string {
 	if len(m) == 0 {
 		return m
@@ -104,7 +105,7 @@ func (s *sharedMaps) strMap(m map[string]string, values bool) map[string]string 
 }
 
 // shareMetaStrings shares the strings of an object's metadata that repeat
-// across objects: not its name, UID or version.
+// across objects: not its name, UID or version; s.mu must be held.
 func (s *sharedMaps) shareMetaStrings(m *metav1.ObjectMeta, labelsShared bool) {
 	m.Namespace, m.GenerateName = s.str(m.Namespace), s.str(m.GenerateName)
 	if !labelsShared {

@@ -82,10 +82,10 @@ func (c *poolCounter) store(count int) uint64 {
 
 // newNodeGroup makes a group of pool p with the bounds its selection gave
 // (min_nodes/max_nodes, or the pool's tags); gen is the counter's version
-// from before p was listed.
-// newNodeGroup takes p, which the group changes (its count): every caller
-// passes a pool of its own, decoded from the API's answer or built for the
-// group. (Copying it cost a copy of every node of every pool each loop.)
+// from before p was listed. The group takes p and changes its count: every
+// caller passes a pool of its own, decoded from the API's answer or built
+// for the group (copying it cost a copy of every node of every pool each
+// loop).
 func newNodeGroup(m *manager, p *godo.KubernetesNodePool, minSize, maxSize int, t *templateEntry, counter *poolCounter, gen uint64) *NodeGroup {
 	return &NodeGroup{m: m, id: p.ID, name: p.Name, minSize: minSize, maxSize: maxSize, template: t, pool: p,
 		counter: counter, gen: gen}
