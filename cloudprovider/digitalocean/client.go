@@ -151,9 +151,33 @@ func newAPIClient(cfg *providerConfig, o clientOptions) (*apiClient, error) {
 	return &apiClient{godo: g, clusterID: cfg.clusterID, o: o, observer: observerOrNoop(o.observer)}, nil
 }
 
-// call runs fn with retries. retryOnTransportError is false for calls that
-// must not be repeated blindly when no answer arrived (a node deletion).
-func (c *apiClient) call(ctx context.Context, op string, retryOnTransportError bool, fn func(ctx context.Context) (*godo.Response, error)) error {
+// callKind says whether a call may be sent again when its answer was lost.
+type callKind int
+
+const (
+	// repeatable: reads, and writes whose repetition leaves the same
+	// state (a PUT of an absolute count). Retried on 429, 5xx and lost
+	// answers.
+	repeatable callKind = iota
+	// once: creates and deletes. A 5xx, a timeout or a cut connection may
+	// hide a write that was applied (a load balancer's 504 after the
+	// backend acted), and sending it again would make a second pool or
+	// turn the deletion into a 404. Only a 429, which DigitalOcean answers
+	// before acting, is retried; an unclear answer is returned wrapped in
+	// errMaybeApplied, for the caller to resolve by listing.
+	once
+)
+
+// errMaybeApplied marks the failure of a create or delete whose answer was
+// lost or was a server error: the write may have been applied.
+var errMaybeApplied = errors.New("the request may have been applied: its answer was lost or a server error; the next listing tells")
+
+// maybeApplied reports whether err is a create or delete that may have
+// been applied all the same.
+func maybeApplied(err error) bool { return errors.Is(err, errMaybeApplied) }
+
+// call runs fn, retrying what kind allows.
+func (c *apiClient) call(ctx context.Context, op string, kind callKind, fn func(ctx context.Context) (*godo.Response, error)) error {
 	for attempt := 1; ; attempt++ {
 		if err := c.pace(ctx, op); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
@@ -191,9 +215,15 @@ func (c *apiClient) call(ctx context.Context, op string, retryOnTransportError b
 			klog.V(5).InfoS("DigitalOcean call", "op", op, "status", status, "took", elapsed)
 			return nil
 		}
-		wait, why, retry := c.retryPlan(ctx, status, header, err, attempt, retryOnTransportError)
+		wait, why, retry := c.retryPlan(ctx, status, header, err, attempt, kind)
 		if rec.overflow.Load() || (status >= 200 && status <= 299) {
 			retry = false
+		}
+		if kind == once && (status < 400 || status >= 500) {
+			// Only a 4xx says the write was refused; anything else
+			// (no answer, a 5xx, a 2xx that did not decode) may hide
+			// one that was applied.
+			err = fmt.Errorf("%w (%w)", err, errMaybeApplied)
 		}
 		if !retry || attempt >= c.o.maxAttempts {
 			if attempt > 1 {
@@ -221,12 +251,12 @@ func responseStatus(resp *godo.Response, err error) (int, http.Header) {
 }
 
 // retryPlan decides whether a failed attempt is retried and after how long:
-// 429 and 5xx except 501 are retried, waiting what Retry-After says, or
-// for a 429 without it until ratelimit-reset when the budget is spent, else
-// an exponential backoff with jitter; other 4xx are not; transport errors
-// (no response) are retried when the call allows it. Every wait is capped
-// at maxWait.
-func (c *apiClient) retryPlan(ctx context.Context, status int, h http.Header, err error, attempt int, retryOnTransportError bool) (time.Duration, string, bool) {
+// 429 is retried, waiting what Retry-After says, or without it until
+// ratelimit-reset when the budget is spent, else an exponential backoff
+// with jitter; for repeatable calls 5xx except 501 and transport errors
+// (no response) are too; other 4xx are not. Every wait is capped at
+// maxWait.
+func (c *apiClient) retryPlan(ctx context.Context, status int, h http.Header, err error, attempt int, kind callKind) (time.Duration, string, bool) {
 	if ctx.Err() != nil {
 		return 0, "", false
 	}
@@ -234,9 +264,11 @@ func (c *apiClient) retryPlan(ctx context.Context, status int, h http.Header, er
 	switch {
 	case status == http.StatusTooManyRequests:
 		why = "429 rate limited"
+	case kind == once:
+		return 0, "", false
 	case status >= 500 && status != http.StatusNotImplemented:
 		why = fmt.Sprintf("server error %d", status)
-	case status == 0 && retryOnTransportError:
+	case status == 0:
 		why = "no response: " + err.Error()
 	default:
 		return 0, "", false
@@ -353,7 +385,7 @@ func listAll[T any](ctx context.Context, c *apiClient, op, path string, decode f
 		q := url.Values{}
 		q.Set("page", strconv.Itoa(page))
 		q.Set("per_page", strconv.Itoa(c.o.pageSize))
-		err := c.call(ctx, op, true, func(ctx context.Context) (*godo.Response, error) {
+		err := c.call(ctx, op, repeatable, func(ctx context.Context) (*godo.Response, error) {
 			var resp *godo.Response
 			var err error
 			got, resp, err = decode(ctx, path+"?"+q.Encode())
@@ -439,7 +471,7 @@ func (c *apiClient) getNodePoolTemplate(ctx context.Context, poolName string) (*
 		return nil, fmt.Errorf("%s: %w", opGetNodePoolTemplate, err)
 	}
 	var out *godo.KubernetesNodePoolTemplate
-	err := c.call(ctx, opGetNodePoolTemplate, true, func(ctx context.Context) (*godo.Response, error) {
+	err := c.call(ctx, opGetNodePoolTemplate, repeatable, func(ctx context.Context) (*godo.Response, error) {
 		var resp *godo.Response
 		var err error
 		out, resp, err = c.godo.Kubernetes.GetNodePoolTemplate(ctx, c.clusterID, poolName)
@@ -458,7 +490,7 @@ func (c *apiClient) getNodePoolTemplate(ctx context.Context, poolName string) (*
 // cluster_autoscaler_configuration.
 func (c *apiClient) getCluster(ctx context.Context) (*godo.KubernetesCluster, error) {
 	var out *godo.KubernetesCluster
-	err := c.call(ctx, opGetCluster, true, func(ctx context.Context) (*godo.Response, error) {
+	err := c.call(ctx, opGetCluster, repeatable, func(ctx context.Context) (*godo.Response, error) {
 		var resp *godo.Response
 		var err error
 		out, resp, err = c.godo.Kubernetes.Get(ctx, c.clusterID)
@@ -483,7 +515,7 @@ func (c *apiClient) updateNodePoolCount(ctx context.Context, poolID string, coun
 		return nil, fmt.Errorf("%s: refusing to set node pool %s to a negative count, %d", opUpdateNodePool, poolID, count)
 	}
 	var out *godo.KubernetesNodePool
-	err := c.call(ctx, opUpdateNodePool, true, func(ctx context.Context) (*godo.Response, error) {
+	err := c.call(ctx, opUpdateNodePool, repeatable, func(ctx context.Context) (*godo.Response, error) {
 		var resp *godo.Response
 		var err error
 		n := count
@@ -507,20 +539,20 @@ func (c *apiClient) deleteNode(ctx context.Context, poolID, nodeID string) error
 			return fmt.Errorf("%s: %w", opDeleteNode, err)
 		}
 	}
-	return c.call(ctx, opDeleteNode, false, func(ctx context.Context) (*godo.Response, error) {
+	return c.call(ctx, opDeleteNode, once, func(ctx context.Context) (*godo.Response, error) {
 		return c.godo.Kubernetes.DeleteNode(ctx, c.clusterID, poolID, nodeID, &godo.KubernetesNodeDeleteRequest{SkipDrain: true})
 	})
 }
 
-// createNodePool creates a pool. A POST is not idempotent: with no answer
-// it is not repeated blindly (a second pool would be made), the next loop
-// sees whether the first one exists.
+// createNodePool creates a pool. A POST is not idempotent: it is never
+// repeated after an unclear answer (a second pool would be made); the error
+// then satisfies maybeApplied and the caller looks for the pool by name.
 func (c *apiClient) createNodePool(ctx context.Context, req *godo.KubernetesNodePoolCreateRequest) (*godo.KubernetesNodePool, error) {
 	if err := checkPathID("node pool name", req.Name); err != nil {
 		return nil, fmt.Errorf("%s: %w", opCreateNodePool, err)
 	}
 	var out *godo.KubernetesNodePool
-	err := c.call(ctx, opCreateNodePool, false, func(ctx context.Context) (*godo.Response, error) {
+	err := c.call(ctx, opCreateNodePool, once, func(ctx context.Context) (*godo.Response, error) {
 		var resp *godo.Response
 		var err error
 		out, resp, err = c.godo.Kubernetes.CreateNodePool(ctx, c.clusterID, req)
@@ -536,11 +568,13 @@ func (c *apiClient) createNodePool(ctx context.Context, req *godo.KubernetesNode
 }
 
 // deleteNodePool deletes a pool; DOKS then drains and deletes its nodes.
+// Not repeated after an unclear answer (maybeApplied): a second DELETE of
+// an applied one answers 404.
 func (c *apiClient) deleteNodePool(ctx context.Context, poolID string) error {
 	if err := checkPathID("node pool id", poolID); err != nil {
 		return fmt.Errorf("%s: %w", opDeleteNodePool, err)
 	}
-	return c.call(ctx, opDeleteNodePool, false, func(ctx context.Context) (*godo.Response, error) {
+	return c.call(ctx, opDeleteNodePool, once, func(ctx context.Context) (*godo.Response, error) {
 		return c.godo.Kubernetes.DeleteNodePool(ctx, c.clusterID, poolID)
 	})
 }

@@ -148,6 +148,14 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 					return
 				}
 			}
+			if fault.Applied && (fault.Status != 0 || fault.Cut) {
+				// The write happens; its answer goes nowhere.
+				h(discardResponse{header: http.Header{}}, r, reqID)
+			}
+			if fault.Cut {
+				klog.V(4).Infof("doks simulator: %s %s: injected cut connection (applied %v)", r.Method, r.URL.Path, fault.Applied)
+				panic(http.ErrAbortHandler) // net/http closes the connection unanswered
+			}
 			if fault.Status != 0 {
 				if fault.RetryAfter > 0 {
 					w.Header().Set("retry-after", strconv.Itoa(int(math.Ceil(fault.RetryAfter.Seconds()))))
@@ -156,7 +164,7 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 				if msg == "" {
 					msg = http.StatusText(fault.Status)
 				}
-				klog.V(4).Infof("doks simulator: %s %s: injected %d", r.Method, r.URL.Path, fault.Status)
+				klog.V(4).Infof("doks simulator: %s %s: injected %d (applied %v)", r.Method, r.URL.Path, fault.Status, fault.Applied)
 				writeError(w, fault.Status, errorID(fault.Status), msg, reqID)
 				return
 			}
@@ -168,6 +176,13 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 		h(w, r, reqID)
 	})
 }
+
+// discardResponse takes the answer of a request whose answer a fault loses.
+type discardResponse struct{ header http.Header }
+
+func (d discardResponse) Header() http.Header         { return d.header }
+func (d discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardResponse) WriteHeader(int)             {}
 
 // takeRateLimitLocked records the request in the sliding one-hour window
 // and writes the rate-limit headers, which describe the hourly budget. Over

@@ -108,6 +108,14 @@ type Fault struct {
 	Latency time.Duration
 	// Message is the error message in the JSON body.
 	Message string
+	// Applied carries the request out before the fault answers: the
+	// write happens and its answer is lost, as behind a load balancer that
+	// answers 504 after the backend acted. Without it a fault with a
+	// Status refuses the request unapplied.
+	Applied bool
+	// Cut closes the connection without an answer (after applying the
+	// request when Applied is set) instead of answering Status.
+	Cut bool
 }
 
 type pool struct {
