@@ -489,7 +489,9 @@ func TestChartTakesUpstreamValues(t *testing.T) {
 	}
 	prMeta := pr["metadata"].(map[string]interface{})
 	group := pr["spec"].(map[string]interface{})["groups"].([]interface{})[0].(map[string]interface{})
-	rule := group["rules"].([]interface{})[0].(map[string]interface{})
+	// The user's rules follow the chart's alerts.
+	rules := group["rules"].([]interface{})
+	rule := rules[len(rules)-1].(map[string]interface{})
 	if prMeta["namespace"] != "monitoring" || prMeta["labels"].(map[string]interface{})["release"] != "prom" || group["interval"] != "1m" ||
 		rule["alert"] != "ClusterAutoscalerUnsafe" || rule["labels"].(map[string]interface{})["release"] != "ca" {
 		t.Errorf("prometheusRule (rules through tpl): %v", pr)
