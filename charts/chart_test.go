@@ -489,7 +489,9 @@ func TestChartTakesUpstreamValues(t *testing.T) {
 	}
 	prMeta := pr["metadata"].(map[string]interface{})
 	group := pr["spec"].(map[string]interface{})["groups"].([]interface{})[0].(map[string]interface{})
-	rule := group["rules"].([]interface{})[0].(map[string]interface{})
+	// The user's rules follow the chart's alerts.
+	rules := group["rules"].([]interface{})
+	rule := rules[len(rules)-1].(map[string]interface{})
 	if prMeta["namespace"] != "monitoring" || prMeta["labels"].(map[string]interface{})["release"] != "prom" || group["interval"] != "1m" ||
 		rule["alert"] != "ClusterAutoscalerUnsafe" || rule["labels"].(map[string]interface{})["release"] != "ca" {
 		t.Errorf("prometheusRule (rules through tpl): %v", pr)
@@ -560,6 +562,29 @@ func TestChartRefusesRenamedAndForeignValues(t *testing.T) {
 		{map[string]interface{}{"autoscalingGroups": []interface{}{map[string]interface{}{"name": "a", "minSize": 1, "maxSize": 3}}}, "autoscalingGroups: DOKS node pools are found through the DigitalOcean API"},
 		{map[string]interface{}{"autoDiscovery": map[string]interface{}{"clusterName": "c"}}, "autoDiscovery: DOKS node pools"},
 		{map[string]interface{}{"serviceMonitor": map[string]interface{}{"enabled": true}, "service": map[string]interface{}{"create": false}}, "serviceMonitor.enabled needs service.create"},
+		// Upstream values this chart does not implement.
+		{map[string]interface{}{"customArgs": []interface{}{"--scale-down-delay-after-add=5m"}}, "customArgs is an upstream chart value this chart does not support: put each flag in extraArgs"},
+		{map[string]interface{}{"extraObjects": []interface{}{map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}}, "extraObjects is an upstream chart value this chart does not support"},
+		{map[string]interface{}{"envFromConfigMap": "ca-env"}, "envFromConfigMap is an upstream chart value this chart does not support"},
+		{map[string]interface{}{"envFromSecret": "ca-env"}, "envFromSecret is an upstream chart value this chart does not support"},
+		{map[string]interface{}{"extraEnvSecrets": map[string]interface{}{"X": map[string]interface{}{"name": "s", "key": "k"}}}, "extraEnvSecrets is an upstream chart value"},
+		{map[string]interface{}{"dnsConfig": map[string]interface{}{"nameservers": []interface{}{"1.2.3.4"}}}, "dnsConfig is an upstream chart value this chart does not support"},
+		{map[string]interface{}{"dnsPolicy": "Default"}, "dnsPolicy Default: an upstream chart value this chart does not support"},
+		{map[string]interface{}{"hostNetwork": true}, "hostNetwork true: an upstream chart value"},
+		{map[string]interface{}{"revisionHistoryLimit": 3}, "revisionHistoryLimit 3: an upstream chart value"},
+		{map[string]interface{}{"initContainers": []interface{}{map[string]interface{}{"name": "x"}}}, "initContainers is an upstream chart value"},
+		{map[string]interface{}{"deployment": map[string]interface{}{"annotations": map[string]interface{}{"a": "b"}}}, "deployment is an upstream chart value"},
+		{map[string]interface{}{"vpa": map[string]interface{}{"enabled": true}}, "vpa is an upstream chart value"},
+		{map[string]interface{}{"awsRegion": "us-east-1"}, "awsRegion is an upstream chart value for another cloud provider"},
+		{map[string]interface{}{"rbac": map[string]interface{}{"additionalRules": []interface{}{map[string]interface{}{"verbs": []interface{}{"get"}}}}}, "rbac.additionalRules is an upstream chart value"},
+		{map[string]interface{}{"rbac": map[string]interface{}{"clusterScoped": false}}, "rbac.clusterScoped false"},
+		{map[string]interface{}{"rbac": map[string]interface{}{"pspEnabled": true}}, "rbac.pspEnabled"},
+		{map[string]interface{}{"service": map[string]interface{}{"selector": map[string]interface{}{"a": "b"}}}, "service.selector is an upstream chart value"},
+		{map[string]interface{}{"podDisruptionBudget": map[string]interface{}{"annotations": map[string]interface{}{"a": "b"}}}, "podDisruptionBudget.annotations is an upstream chart value"},
+		// Any other unknown key, at the top or in a section: values.schema.json.
+		{map[string]interface{}{"replicaCont": 3}, "replicaCont"},
+		{map[string]interface{}{"image": map[string]interface{}{"digest": "sha256:0"}}, "digest"},
+		{map[string]interface{}{"cloudConfig": map[string]interface{}{"token": "dop_v1_x"}}, "token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.wantErr, func(t *testing.T) {
@@ -569,6 +594,20 @@ func TestChartRefusesRenamedAndForeignValues(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+	// Upstream's defaults of the values this chart does not implement change
+	// nothing and are accepted, as an upstream values file copies them.
+	defaults := map[string]interface{}{
+		"dnsPolicy": "ClusterFirst", "hostNetwork": false, "revisionHistoryLimit": 10, "customArgs": []interface{}{},
+		"extraObjects": []interface{}{}, "envFromConfigMap": "", "envFromSecret": "", "dnsConfig": map[string]interface{}{},
+		"initContainers": []interface{}{}, "deployment": map[string]interface{}{"annotations": map[string]interface{}{}},
+		"awsRegion": "", "azureVMType": "", "kubeTargetVersionOverride": "",
+		"rbac":                map[string]interface{}{"pspEnabled": false, "clusterScoped": true, "additionalRules": []interface{}{}},
+		"podDisruptionBudget": map[string]interface{}{"annotations": map[string]interface{}{}, "selector": map[string]interface{}{}, "maxUnavailable": 1},
+	}
+	if b, _, _, _ := renderBundle(t, release{name: "ca", namespace: "kube-system", values: withClusterID(defaults)}); b.PodDisruptionBudget == nil ||
+		b.PodDisruptionBudget.Spec.MaxUnavailable.String() != "1" {
+		t.Errorf("PodDisruptionBudget with upstream's empty annotations and selector: %+v", b.PodDisruptionBudget)
 	}
 	// cloudProvider: digitalocean, as an upstream values file may say, is fine.
 	if _, err := render(t, release{name: "ca", namespace: "kube-system", values: withClusterID(map[string]interface{}{"cloudProvider": "digitalocean"})}); err != nil {

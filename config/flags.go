@@ -60,7 +60,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.DurationVar(&o.TriggerMaxWindow, "pending-pods-batch-max", d.TriggerMaxWindow, "(not in upstream) Longest wait from the first new unschedulable pod to the iteration it triggers, however fast new ones keep coming: a stream of pending pods gets its first decision this soon.")
 	fs.DurationVar(&o.MaxInactivityTime, "max-inactivity", d.MaxInactivityTime, "Maximum time since the last recorded activity before /health-check fails.")
 	fs.DurationVar(&o.MaxFailingTime, "max-failing-time", d.MaxFailingTime, "Maximum time since the last successful iteration before /health-check fails.")
-	fs.DurationVar(&o.MaxStartupTime, "max-startup-time", d.MaxStartupTime, "Maximum time the first successful iteration may take before /health-check fails.")
+	fs.DurationVar(&o.MaxStartupTime, "max-startup-time", d.MaxStartupTime, "Upstream's limit on the time to the first successful iteration; not enforced here: /health-check answers 200 until the loop starts, then judges by --max-inactivity and --max-failing-time.")
 
 	fs.StringVar(&f.expander, "expander", strings.Join(d.ExpanderNames, ","), "Comma-separated list of expanders applied in order: random, most-pods, least-waste, price, priority.")
 	fs.StringVar(&f.estimator, "estimator", "binpacking", "Estimator used for scale-up. Only binpacking is available.")

@@ -58,8 +58,8 @@ type refusedFlag struct {
 // refusedFlags are refused whatever their value: upstream's flags below, and
 // Ginkgo's.
 var refusedFlags = withGinkgoFlags(map[string]refusedFlag{
-	"nodes":                                   {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled; set min_nodes/max_nodes on the pool"},
-	"node-group-auto-discovery":               {false, "DigitalOcean node groups are the DOKS node pools with auto_scale enabled"},
+	"nodes":                                   {false, "node groups are DOKS node pools found through the DigitalOcean API: with node_pool_selection tags, pools with auto-scale off tagged k8s-cluster-autoscaler-enabled, -min:<n> and -max:<n>; with auto_scale, pools with auto-scale on, bounded by their min_nodes/max_nodes"},
+	"node-group-auto-discovery":               {false, "node groups are DOKS node pools found through the DigitalOcean API, chosen by the cloud config's node_pool_selection (tags or auto_scale)"},
 	"gpu-total":                               {false, "GPU limits are a GKE feature"},
 	"grpc-expander-url":                       {false, "the grpc expander is not available"},
 	"grpc-expander-cert":                      {false, "the grpc expander is not available"},

@@ -13,12 +13,14 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed *.yaml
+// The CRD files, not kustomization.yaml (the component listing them).
+//
+//go:embed autoscaling.x-k8s.io_*.yaml
 var files embed.FS
 
 // All returns the CRDs.
 func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	names, err := fs.Glob(files, "*.yaml")
+	names, err := fs.Glob(files, "autoscaling.x-k8s.io_*.yaml")
 	if err != nil {
 		return nil, err
 	}

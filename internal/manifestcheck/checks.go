@@ -119,6 +119,16 @@ type CloudConfig struct {
 	URL       string `json:"url,omitempty"`
 	// NodePoolSelection is "auto_scale" (also when empty) or "tags".
 	NodePoolSelection string `json:"node_pool_selection,omitempty"`
+	// Autoprovisioning is the section --node-autoprovisioning-enabled needs.
+	Autoprovisioning *Autoprovisioning `json:"autoprovisioning,omitempty"`
+}
+
+// Autoprovisioning is cloud.json's autoprovisioning section.
+type Autoprovisioning struct {
+	Sizes           []string `json:"sizes"`
+	MaxNodesPerPool *int     `json:"max_nodes_per_pool,omitempty"`
+	NamePrefix      string   `json:"name_prefix,omitempty"`
+	TaintKeys       []string `json:"taint_keys,omitempty"`
 }
 
 // ParseCloudConfig decodes the cloud.json held by the cloud config Secret.

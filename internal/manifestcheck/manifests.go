@@ -39,15 +39,23 @@ func readFile(name string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(Dir(), name))
 }
 
-// kustomization is the part of kustomization.yaml the checks read.
+// kustomization is the part of kustomization.yaml (or of a component's) the
+// checks read.
 type kustomization struct {
-	Namespace string   `json:"namespace"`
-	Resources []string `json:"resources"`
+	Namespace  string   `json:"namespace"`
+	Resources  []string `json:"resources"`
+	Components []string `json:"components"`
 }
 
-// Resources returns the files kustomization.yaml lists, in order.
+// Resources returns the files kustomization.yaml lists, in order, then those
+// of the components it includes (deploy/crds), as kubectl apply -k applies
+// them.
 func Resources() ([]string, error) {
-	raw, err := readFile("kustomization.yaml")
+	return resourcesOf(".")
+}
+
+func resourcesOf(dir string) ([]string, error) {
+	raw, err := readFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +63,18 @@ func Resources() ([]string, error) {
 	if err := yaml.Unmarshal(raw, &k); err != nil {
 		return nil, err
 	}
-	return k.Resources, nil
+	var out []string
+	for _, r := range k.Resources {
+		out = append(out, filepath.Join(dir, r))
+	}
+	for _, c := range k.Components {
+		rs, err := resourcesOf(filepath.Join(dir, c))
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", c, err)
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
 }
 
 // Objects decodes every manifest kustomization.yaml lists into typed objects.

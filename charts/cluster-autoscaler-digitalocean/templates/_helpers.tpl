@@ -67,6 +67,90 @@ silently ignored.
 {{- if and .Values.cloudConfigPath (ne (toString .Values.cloudConfigPath) "/etc/do/cloud.json") }}
 {{- fail "cloudConfigPath: the chart writes the cloud config itself from cloudConfig.*" }}
 {{- end }}
+{{- include "cad.checkUnsupportedUpstreamValues" . }}
+{{- range $key, $value := .Values.extraArgs }}
+{{- $bare := regexReplaceAll "^-+" $key "" }}
+{{- if or (eq (mustRegexFind "^[^_]+" $bare) "node-autoprovisioning-enabled") (eq (replace "_" "-" $bare) "node-autoprovisioning-enabled") }}
+{{- if and (or (kindIs "invalid" $value) (eq (toString $value) "true")) (not $.Values.cloudConfig.autoprovisioning) }}
+{{- fail (printf "extraArgs.%s: node autoprovisioning needs cloudConfig.autoprovisioning (at least sizes: the droplet sizes pools may be created with); the binary refuses the flag without it" $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Upstream chart values this chart does not implement, refused by name when set
+to anything but upstream's default (which changes nothing), so that a values
+file written for upstream's chart never installs with part of it silently
+dropped. values.schema.json refuses every other unknown key.
+*/}}
+{{- define "cad.checkUnsupportedUpstreamValues" -}}
+{{- $why := dict
+  "customArgs" "put each flag in extraArgs (name: value; name: null for a bare flag; name_1, name_2 to repeat one), where the chart checks it against the flags it sets itself"
+  "extraObjects" "apply further objects with their own manifests or chart"
+  "envFromConfigMap" "give variables one by one in extraEnv"
+  "envFromSecret" "mount the Secret with extraVolumeSecrets; the API token goes in the Secret cloudConfig.tokenSecretName names"
+  "extraEnvConfigMaps" "give variables one by one in extraEnv"
+  "extraEnvSecrets" "mount the Secret with extraVolumeSecrets; the API token goes in the Secret cloudConfig.tokenSecretName names"
+  "dnsConfig" "the pod keeps the cluster's DNS; it needs only api.digitalocean.com and the Kubernetes API"
+  "initContainers" "the autoscaler needs none; the chart does not render them"
+  "deployment" "the Deployment's annotations and selector are the chart's own"
+  "vpa" "the autoscaler's requests are set with resources"
+  "secretKeyRefNameOverride" "the token Secret is named by cloudConfig.tokenSecretName"
+  "kwokConfigMapName" "this chart runs only the digitalocean provider"
+  "kubeTargetVersionOverride" "the chart renders the same objects on every Kubernetes version it supports"
+-}}
+{{- range $key, $reason := $why }}
+{{- if index $.Values $key }}
+{{- fail (printf "%s is an upstream chart value this chart does not support: %s (docs/helm-chart.md lists every upstream value)" $key $reason) }}
+{{- end }}
+{{- end }}
+{{- $defaults := dict "dnsPolicy" "ClusterFirst" "hostNetwork" "false" "revisionHistoryLimit" "10" -}}
+{{- range $key, $default := $defaults }}
+{{- if and (hasKey $.Values $key) (not (kindIs "invalid" (index $.Values $key))) (ne (toString (index $.Values $key)) $default) }}
+{{- fail (printf "%s %v: an upstream chart value this chart does not support (only upstream's default %s is accepted; docs/helm-chart.md lists every upstream value)" $key (index $.Values $key) $default) }}
+{{- end }}
+{{- end }}
+{{- range $key, $_ := .Values }}
+{{- if regexMatch "^(aws|azure|civo|magnum|clusterAPI)" $key }}
+{{- if and (index $.Values $key) (ne (toString (index $.Values $key)) "false") }}
+{{- fail (printf "%s is an upstream chart value for another cloud provider: this chart runs only the digitalocean provider" $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with .Values.rbac }}
+{{- if .pspEnabled }}
+{{- fail "rbac.pspEnabled: PodSecurityPolicy no longer exists in Kubernetes; this chart does not support it" }}
+{{- end }}
+{{- if and (hasKey . "clusterScoped") (not .clusterScoped) }}
+{{- fail "rbac.clusterScoped false is an upstream chart value this chart does not support: the autoscaler reads nodes and pods cluster-wide" }}
+{{- end }}
+{{- if .additionalRules }}
+{{- fail "rbac.additionalRules is an upstream chart value this chart does not support: the ClusterRole is the least privilege the binary needs (docs/helm-chart.md); grant more with a Role or ClusterRole of your own" }}
+{{- end }}
+{{- if .annotations }}
+{{- fail "rbac.annotations is an upstream chart value this chart does not support" }}
+{{- end }}
+{{- end }}
+{{- if .Values.service.selector }}
+{{- fail "service.selector is an upstream chart value this chart does not support: the Service selects the chart's pods" }}
+{{- end }}
+{{- with .Values.podDisruptionBudget }}
+{{- range $key := list "annotations" "selector" }}
+{{- if index $.Values.podDisruptionBudget $key }}
+{{- fail (printf "podDisruptionBudget.%s is an upstream chart value this chart does not support: podDisruptionBudget is rendered as the budget's spec (minAvailable or maxUnavailable)" $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* "true" when extraArgs sets the flag (list $ "flag-name") in any spelling the binary reads. */}}
+{{- define "cad.extraArgSet" -}}
+{{- $flag := index . 1 -}}
+{{- range $key, $_ := (index . 0).Values.extraArgs -}}
+{{- $bare := regexReplaceAll "^-+" $key "" -}}
+{{- if or (eq (mustRegexFind "^[^_]+" $bare) $flag) (eq (replace "_" "-" $bare) $flag) -}}true{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Names the Role grants by resourceNames; they follow the flags. */}}
@@ -107,8 +191,82 @@ silently ignored.
   {{- if .Values.cloudConfig.url }}
   "url": {{ .Values.cloudConfig.url | toJson }},
   {{- end }}
+  {{- with include "cad.autoprovisioning" . }}
+  "autoprovisioning": {{ . }},
+  {{- end }}
   "token_file": {{ printf "%s/%s" (include "cad.tokenDir" .) .Values.cloudConfig.tokenSecretKey | toJson }}
 }
+{{- end -}}
+
+{{/*
+cloudConfig.autoprovisioning as cloud.json's "autoprovisioning" section (JSON,
+one line), checked field by field as the binary's parser checks it so that a
+mistake fails helm install instead of the pod's start-up; the binary's
+refusal stays the backstop. Empty when the section is not given.
+*/}}
+{{- define "cad.autoprovisioning" -}}
+{{- $a := .Values.cloudConfig.autoprovisioning -}}
+{{- if $a -}}
+{{- $out := dict -}}
+{{- $sizes := $a.sizes | default list -}}
+{{- if or (not (kindIs "slice" $sizes)) (not $sizes) -}}
+{{- fail "cloudConfig.autoprovisioning.sizes is empty: name the droplet sizes pools may be created with, e.g. [\"s-*\", \"gpu-h100x1-80gb\"]" -}}
+{{- end -}}
+{{- range $i, $s := $sizes -}}
+{{- $s = toString $s -}}
+{{- if or (not (regexMatch "^[a-z0-9*?-]+$" $s)) (gt (len $s) 64) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.sizes[%d] %q is not a size slug or pattern: want lower-case letters, digits, '-', and the wildcards '*' and '?'" $i $s) -}}
+{{- end -}}
+{{- end -}}
+{{- if ne (len (uniq $sizes)) (len $sizes) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.sizes %v lists a size twice" $sizes) -}}
+{{- end -}}
+{{- $_ := set $out "sizes" $sizes -}}
+{{- if hasKey $a "maxNodesPerPool" -}}
+{{- $n := $a.maxNodesPerPool -}}
+{{- if or (not (regexMatch "^[0-9]+$" (toString $n))) (lt (int $n) 1) (gt (int $n) 1000) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.maxNodesPerPool %v is not between 1 and 1000" $n) -}}
+{{- end -}}
+{{- $_ := set $out "max_nodes_per_pool" (int $n) -}}
+{{- end -}}
+{{- with $a.namePrefix -}}
+{{- if or (not (regexMatch "^[a-z][a-z0-9-]*$" (toString .))) (gt (len (toString .)) 20) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.namePrefix %q is not valid: want a lower-case letter, then lower-case letters, digits or '-', at most 20 characters" (toString .)) -}}
+{{- end -}}
+{{- $_ := set $out "name_prefix" (toString .) -}}
+{{- end -}}
+{{- with $a.taintKeys -}}
+{{- range $i, $k := . -}}
+{{- $k = toString $k -}}
+{{- $name := $k -}}
+{{- $ns := "" -}}
+{{- if contains "/" $k -}}
+{{- $parts := splitn "/" 2 $k -}}
+{{- $ns = $parts._0 -}}
+{{- $name = $parts._1 -}}
+{{- if or (gt (len $ns) 253) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $ns)) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.taintKeys[%d] %q is not a valid taint key: its prefix must be a DNS subdomain" $i $k) -}}
+{{- end -}}
+{{- end -}}
+{{- if or (gt (len $name) 63) (not (regexMatch "^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$" $name)) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.taintKeys[%d] %q is not a valid taint key: want a name of letters, digits, '-', '_' and '.', at most 63 characters, optionally after a DNS subdomain and '/'" $i $k) -}}
+{{- end -}}
+{{- if has $k (list "ToBeDeletedByClusterAutoscaler" "DeletionCandidateOfClusterAutoscaler" "nvidia.com/gpu" "amd.com/gpu") -}}
+{{- fail (printf "cloudConfig.autoprovisioning.taintKeys[%d] %q is a taint the autoscaler or DOKS sets itself" $i $k) -}}
+{{- end -}}
+{{- range $r := list "kubernetes.io" "k8s.io" "digitalocean.com" -}}
+{{- if or (eq $ns $r) (hasSuffix (printf ".%s" $r) $ns) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.taintKeys[%d] %q is in the %s namespace, whose taints Kubernetes, the autoscaler or DOKS set" $i $k $r) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if ne (len (uniq .)) (len .) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.taintKeys %v lists a key twice" .) -}}
+{{- end -}}
+{{- $_ := set $out "taint_keys" . -}}
+{{- end -}}
+{{- $out | toJson -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
