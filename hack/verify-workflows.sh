@@ -8,5 +8,5 @@ if [[ ! -x "$actionlint" ]]; then
   echo "verify-workflows: actionlint not found: go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 (as .ci/run does)" >&2
   exit 1
 fi
-"$actionlint" -color=never
+"$actionlint" -no-color
 echo "workflows OK"
