@@ -3,12 +3,14 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,19 +240,42 @@ func flatten(t *testing.T, img v1.Image) map[string]file {
 // production index through IMAGE_LAYOUT.
 func standInBinaries(t *testing.T) map[string][]byte {
 	t.Helper()
+	standIns.once.Do(func() { standIns.bins, standIns.skip, standIns.err = buildStandIns() })
+	if standIns.skip != "" {
+		t.Skip(standIns.skip)
+	}
+	if standIns.err != nil {
+		t.Fatal(standIns.err)
+	}
+	return standIns.bins
+}
+
+// standIns are built once for all the tests.
+var standIns struct {
+	once sync.Once
+	bins map[string][]byte
+	skip string
+	err  error
+}
+
+func buildStandIns() (map[string][]byte, string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 		if _, err := os.Stat(goBin); err != nil {
-			t.Skip("SKIPPED: no go toolchain to cross-compile the stand-in binaries with; the image is unchecked")
+			return nil, "SKIPPED: no go toolchain to cross-compile the stand-in binaries with; the image is unchecked", nil
 		}
 	}
-	src := t.TempDir()
+	src, err := os.MkdirTemp("", "image-standin-")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(src)
 	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module standin\n\ngo 1.26\n"), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
 	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() { println(\"cluster-autoscaler stand-in\") }\n"), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
 	bins := map[string][]byte{}
 	for _, p := range platforms {
@@ -259,15 +284,15 @@ func standInBinaries(t *testing.T) map[string][]byte {
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture, "GOFLAGS=-buildvcs=false")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build for %s: %v\n%s", p, err, b)
+			return nil, "", fmt.Errorf("go build for %s: %v\n%s", p, err, b)
 		}
 		b, err := os.ReadFile(out)
 		if err != nil {
-			t.Fatal(err)
+			return nil, "", err
 		}
 		bins[p.Architecture] = b
 	}
-	return bins
+	return bins, "", nil
 }
 
 func writeFile(t *testing.T, name, body string) string {
