@@ -3,11 +3,16 @@
 #   make test                  everything CI runs: verify, unit tests, end-to-end tests
 #   make demo                  local sandbox walk-through, no DigitalOcean account needed
 #   make bench [UPSTREAM_CA=path]  benchmark figures, with upstream's beside them when given
-#   make build-in-docker BUILD_TAGS=digitalocean && make make-image && make push-image
+#   make image [BASE_IMAGE=offline]  multi-arch OCI image in _output/image, no container engine
+#   make push-image [REGISTRY=...]    the same, pushed to $(IMAGE):$(TAG)
+#   make build-in-docker BUILD_TAGS=digitalocean && make make-image && make push-docker-image
 
 SHELL        := /bin/bash
+comma        := ,
 MODULE       := github.com/doks-autoscaler/cluster-autoscaler
-VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The release version lives in VERSION alone; Chart.yaml, deploy/kustomization.yaml
+# and CHANGELOG.md repeat it, and version/'s test fails when they disagree.
+VERSION      ?= $(shell cat VERSION)
 GOARCH       ?= $(shell go env GOARCH)
 BUILD_TAGS   ?=
 LDFLAGS      ?= -s -w -X $(MODULE)/version.Version=$(VERSION)
@@ -16,13 +21,22 @@ IMAGE        ?= $(REGISTRY)/cluster-autoscaler
 TAG          ?= $(VERSION)
 BUILDER_IMAGE ?= autoscaling-builder
 BINARY       := cluster-autoscaler-$(GOARCH)
+# make image: the platforms, and the base. Releases use distroless static:nonroot,
+# pinned by digest; BASE_IMAGE=offline makes a stand-in here with no registry.
+PLATFORMS    ?= linux/amd64,linux/arm64
+BASE_IMAGE   ?= gcr.io/distroless/static:nonroot@sha256:e2e927ec666bae08560abb3c55d0659eceabb657f56b6782ab500a9fc7f555e3
+IMAGE_LAYOUT ?= _output/image
+REVISION     ?= $(shell git rev-parse HEAD 2>/dev/null)
+COMMIT_TIME  ?= $(shell git log -1 --format=%cI 2>/dev/null)
+# push-image writes the pushed index's digest here when set (the release signs it).
+DIGEST_FILE  ?=
 E2E_TIMEOUT  ?= 30m
 # hack/bench's own tests check how it computes figures; they start no sandbox.
 UNIT_PKGS     = $$(go list ./... | grep -v -e /test/e2e -e /hack/) ./hack/bench
 # UPSTREAM_CA: another autoscaler binary (upstream's) that make bench runs beside this one.
 UPSTREAM_CA  ?=
 
-.PHONY: build test verify unit e2e bench demo sandbox build-in-docker make-image push-image clean fmt vet
+.PHONY: build test verify unit e2e bench demo sandbox image push-image build-in-docker make-image push-docker-image clean fmt vet
 
 build:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o $(BINARY) .
@@ -32,10 +46,14 @@ test: verify unit e2e demo
 verify:
 	hack/verify-gofmt.sh
 	go vet ./...
+	go vet -C hack/image ./...
 	hack/verify-docker-targets.sh
+	hack/verify-workflows.sh
 
+# hack/image is its own module: go test ./... does not reach it.
 unit:
 	go test -count=1 $(UNIT_PKGS)
+	go test -C hack/image -count=1 ./...
 
 e2e: build
 	CA_BINARY=$(CURDIR)/$(BINARY) go test -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/
@@ -56,6 +74,22 @@ fmt:
 vet:
 	go vet ./...
 
+# One binary per platform, then the image index assembled from them (hack/image)
+# and checked as the index a node would pull: platforms, user, entrypoint,
+# labels, each binary's architecture.
+image:
+	$(foreach p,$(subst $(comma), ,$(PLATFORMS)),$(MAKE) build GOARCH=$(notdir $(p)) VERSION=$(VERSION) BUILD_TAGS="$(BUILD_TAGS)" &&) true
+	go run -C hack/image . build --platforms=$(PLATFORMS) --base=$(BASE_IMAGE) \
+		--binary=$(CURDIR)/cluster-autoscaler-{arch} --out=$(CURDIR)/$(IMAGE_LAYOUT) \
+		--version=$(VERSION) --revision=$(REVISION) --created=$(COMMIT_TIME)
+	IMAGE_LAYOUT=$(CURDIR)/$(IMAGE_LAYOUT) IMAGE_VERSION=$(VERSION) IMAGE_REVISION=$(REVISION) \
+		go test -C hack/image -count=1 -run '^TestImage$$' .
+
+# Credentials come from ~/.docker/config.json (docker login, doctl registry login).
+push-image: image
+	go run -C hack/image . push --layout=$(CURDIR)/$(IMAGE_LAYOUT) --tag=$(IMAGE):$(TAG) \
+		$(if $(DIGEST_FILE),--digest-file=$(abspath $(DIGEST_FILE)))
+
 # Builds inside the autoscaling-builder image (Go toolchain only), so the
 # binary does not depend on the host's Go.
 build-in-docker:
@@ -66,7 +100,7 @@ build-in-docker:
 make-image:
 	docker build -f Dockerfile.amd64 -t $(IMAGE):$(TAG) .
 
-push-image:
+push-docker-image:
 	docker push $(IMAGE):$(TAG)
 
 clean:

@@ -135,7 +135,7 @@ func TestChartDefaults(t *testing.T) {
 	if *b.Deployment.Spec.Replicas != 2 {
 		t.Errorf("replicas = %d", *b.Deployment.Spec.Replicas)
 	}
-	if got, want := b.Container().Image, "ghcr.io/doks-autoscaler/cluster-autoscaler:0.1.0"; got != want {
+	if got, want := b.Container().Image, "ghcr.io/doks-autoscaler/cluster-autoscaler:"+chartAppVersion(t); got != want {
 		t.Errorf("image = %s, want %s (appVersion)", got, want)
 	}
 	if got, want := b.Container().Args, d.Container().Args; !reflect.DeepEqual(got, want) {
@@ -701,6 +701,22 @@ func TestChartMetadata(t *testing.T) {
 	if c["appVersion"] == nil {
 		t.Error("no appVersion (the default image tag)")
 	}
+}
+
+// chartAppVersion is Chart.yaml's appVersion, the release's image tag.
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(raw, &c); err != nil || c.AppVersion == "" {
+		t.Fatalf("Chart.yaml appVersion %q: %v", c.AppVersion, err)
+	}
+	return c.AppVersion
 }
 
 func TestChartRollsPodsWhenCloudConfigChanges(t *testing.T) {

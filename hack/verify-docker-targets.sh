@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# No Docker engine runs on CI machines, so the docker targets are checked by
-# what `make -n` would run: the commands, the tags and the files they use.
+# No Docker engine runs on CI machines, so the docker targets (and the image
+# targets, which need none but push to a registry) are checked by what
+# `make -n` would run: the commands, the tags and the files they use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail() { echo "verify-docker-targets: $*" >&2; exit 1; }
@@ -19,8 +20,18 @@ expect "$out" "-o cluster-autoscaler-amd64" "build names the binary per arch"
 
 out=$(make -n make-image TAG=v9.9.9)
 expect "$out" "docker build -f Dockerfile.amd64 -t ghcr.io/doks-autoscaler/cluster-autoscaler:v9.9.9 ." "make-image"
-out=$(make -n push-image TAG=v9.9.9)
-expect "$out" "docker push ghcr.io/doks-autoscaler/cluster-autoscaler:v9.9.9" "push-image"
+out=$(make -n push-docker-image TAG=v9.9.9)
+expect "$out" "docker push ghcr.io/doks-autoscaler/cluster-autoscaler:v9.9.9" "push-docker-image"
+
+out=$(make -n image VERSION=v9.9.9 REVISION=abc123)
+expect "$out" "GOARCH=amd64 go build" "image builds the amd64 binary"
+expect "$out" "GOARCH=arm64 go build" "image builds the arm64 binary"
+expect "$out" "version.Version=v9.9.9" "image stamps the version into both binaries"
+expect "$out" "--platforms=linux/amd64,linux/arm64 --base=gcr.io/distroless/static:nonroot@sha256:" "image is distroless, pinned, for both platforms"
+expect "$out" "--version=v9.9.9 --revision=abc123" "image labels the version and revision"
+expect "$out" "IMAGE_LAYOUT=$PWD/_output/image IMAGE_VERSION=v9.9.9 IMAGE_REVISION=abc123" "image checks the index it built"
+out=$(make -n push-image REGISTRY=registry.digitalocean.com/example TAG=v9.9.9)
+expect "$out" "push --layout=$PWD/_output/image --tag=registry.digitalocean.com/example/cluster-autoscaler:v9.9.9" "push-image"
 
 grep -q '^COPY cluster-autoscaler-amd64 ' Dockerfile.amd64 || fail "Dockerfile.amd64 must copy the binary make build writes"
 grep -q '^USER 65532' Dockerfile.amd64 || fail "Dockerfile.amd64 must run as non-root"
