@@ -138,6 +138,9 @@ func (m *manager) addCreated(p *godo.KubernetesNodePool, maxSize int, predicted 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.creating[p.Name] = &creation{group: g, sentAt: sent, untagged: untagged}
+	if untagged && m.createStop == "" {
+		m.createStop = untaggedProblem([]string{p.Name}) // at once, not from the next Refresh
+	}
 	m.created[p.Name] = true
 	if !pending {
 		m.predicted[p.ID] = predicted

@@ -291,6 +291,16 @@ func (s *Server) SetListLag(d time.Duration) {
 	s.opts.ListLag = d
 }
 
+// EndListLag makes every pool listed now, as when the lag of the listing
+// behind the creates is over.
+func (s *Server) EndListLag() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.pools {
+		p.listedFrom = time.Time{}
+	}
+}
+
 // SetTokenWithoutTagRead marks token as a custom-scoped token without
 // DigitalOcean's tag:read scope: DigitalOcean's API specification says a
 // node pool's tags "Require tag:read scope", so pools (listed, read, or in
