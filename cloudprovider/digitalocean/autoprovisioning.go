@@ -189,28 +189,13 @@ func offeredSizes(c *autoprovisioningConfig, catalog []godo.Size, region string)
 	return out
 }
 
-// poolName makes a new pool's name: prefix, size slug, a random suffix, cut
-// to a DNS label; a name some pool has is never returned.
-func poolName(prefix, slug string, taken func(string) bool) (string, error) {
-	base := strings.Trim(strings.ToLower(prefix+slug), "-")
-	for range 10 {
-		suffix := "-" + randomSuffix(5)
-		b := base
-		if len(b)+len(suffix) > poolNameMax {
-			b = strings.TrimRight(b[:poolNameMax-len(suffix)], "-")
-		}
-		name := b + suffix
-		if len(validation.IsDNS1123Label(name)) == 0 && !taken(name) {
-			return name, nil
-		}
-	}
-	return "", fmt.Errorf("no free node pool name for %s%s", prefix, slug)
-}
+// plannedIDPrefix starts the ID of every planned group.
+const plannedIDPrefix = "autoprovisioned-"
 
 // plannedGroupID names a not-yet-existing group by what it would be, so a
 // failed creation backs off the same option at the next loop.
 func plannedGroupID(slug string, labels map[string]string, taints []apiv1.Taint) string {
-	id := "autoprovisioned-" + slug
+	id := plannedIDPrefix + slug
 	if len(labels) == 0 && len(taints) == 0 {
 		return id
 	}
@@ -342,7 +327,15 @@ func sortedTaints(taints []string) []string {
 // GetAvailableMachineTypes lists the sizes pools may be created with:
 // allowed by the cloud config's autoprovisioning section, available and
 // offered in the cluster's region, cheapest first (price_hourly).
+//
+// While node pool creation is stopped (see creationStopped) the error
+// wraps cloudprovider.ErrCreationStopped and says why.
 func (p *CloudProvider) GetAvailableMachineTypes() ([]string, error) {
+	if p.m.autoprovisioning != nil {
+		if err := p.m.checkCreation(); err != nil {
+			return nil, err
+		}
+	}
 	sizes, err := p.offered()
 	if err != nil {
 		return nil, err
@@ -414,70 +407,6 @@ func (m *manager) templateOfSize(slug string) *godo.KubernetesNodeTemplate {
 		}
 	}
 	return nil
-}
-
-// poolNameTaken reports whether a listed pool has the name.
-func (m *manager) poolNameTaken(name string) bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.poolNames[name]
-}
-
-// create makes the planned group's pool with count nodes: auto_scale off
-// (DOKS's managed autoscaler leaves it alone), tagged as this autoscaler's
-// with min 0 and the configured max, so it is a node group in either
-// selection mode. The new group is a node group at once, before the next
-// Refresh lists it.
-func (g *NodeGroup) create(count int) (*NodeGroup, error) {
-	if g.planned == nil {
-		return nil, cloudprovider.ErrAlreadyExist
-	}
-	if count < 1 || count > g.maxSize {
-		return nil, fmt.Errorf("node group %s: cannot create a pool with %d nodes (1 to %d)", g.id, count, g.maxSize)
-	}
-	m := g.m
-	name, err := poolName(m.autoprovisioning.namePrefix, g.planned.Slug, m.poolNameTaken)
-	if err != nil {
-		return nil, err
-	}
-	req := &godo.KubernetesNodePoolCreateRequest{
-		Name: name, Size: g.planned.Slug, Count: count,
-		Tags: []string{TagAutoprovisioned, TagAutoscalerEnabled,
-			fmt.Sprintf("%s%d", TagPrefixMinNodes, 0), fmt.Sprintf("%s%d", TagPrefixMaxNodes, g.maxSize)},
-		Labels: maps.Clone(g.pool.Labels), Taints: slices.Clone(g.pool.Taints),
-	}
-	klog.InfoS("Creating node pool", "name", name, "size", req.Size, "count", count, "group", g.id, "labels", req.Labels, "taints", req.Taints)
-	created, err := m.client.createNodePool(m.ctx, req)
-	if err != nil {
-		// At the droplet limit every size would get the same answer: the
-		// core backs off every group, not only this option.
-		return nil, asDropletLimit(fmt.Errorf("creating node pool %s (size %s, %d nodes): %w", name, req.Size, count, err))
-	}
-	predicted := *g.template.template
-	predicted.Name = created.Name
-	return m.addCreated(created, g.maxSize, &predicted), nil
-}
-
-// addCreated makes a node group of a pool just created. Its template is the
-// predicted one until the next Refresh fetches the real one (its spec is
-// left empty so that it is fetched) and compares the two.
-func (m *manager) addCreated(p *godo.KubernetesNodePool, maxSize int, predicted *godo.KubernetesNodeTemplate) *NodeGroup {
-	g := newNodeGroup(m, p, 0, maxSize, &templateEntry{template: predicted, fetchedAt: m.o.clock.Now()}, m.counter(p.ID), 0)
-	g.gen = g.counter.store(p.Count)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.predicted[p.ID] = predicted
-	m.groups = append(m.groups, g)
-	m.templates[p.ID] = g.template
-	m.poolNames[p.Name] = true
-	for _, n := range p.Nodes {
-		if n != nil {
-			m.groupByInstance[instanceID(n)] = g
-			m.groupByNodeID[n.ID] = g
-			m.sizeByInstance[instanceID(n)] = p.Size
-		}
-	}
-	return g
 }
 
 // comparePredicted logs how a created pool's real template differs from

@@ -66,26 +66,32 @@ func TestAutoprovisioningNeedsItsSection(t *testing.T) {
 	endsWithError(t, err, "--node-autoprovisioning-enabled is set but the cloud config has no autoprovisioning section")
 }
 
-func TestPoolNameIsAFreeDNSLabel(t *testing.T) {
+// A pool's name is derived from its planned group (so the name sent is the
+// one looked for after a lost answer): the first free sequence number, a
+// DNS label however long the prefix and slug.
+func TestPoolNameIsAFreeDNSLabelDerivedFromThePlan(t *testing.T) {
 	taken := map[string]bool{}
-	for range 50 {
-		name, err := poolName("ca-", "gpu-h100x1-80gb", func(n string) bool { return taken[n] })
+	id := plannedGroupID("gpu-h100x1-80gb", map[string]string{"team": "ml"}, nil)
+	for i := 1; i <= 50; i++ {
+		name, err := poolName("ca-", id, func(n string) bool { return taken[n] })
 		if err != nil {
 			t.Fatal(err)
 		}
-		if errs := validation.IsDNS1123Label(name); len(errs) > 0 || !strings.HasPrefix(name, "ca-gpu-h100x1-80gb-") {
-			t.Fatalf("name %q: %v", name, errs)
+		want := fmt.Sprintf("ca-%s-%d", strings.TrimPrefix(id, "autoprovisioned-"), i)
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 || name != want {
+			t.Fatalf("name %q (%v), want %q", name, errs, want)
 		}
-		if taken[name] {
-			t.Fatalf("name %q returned twice", name)
+		again, _ := poolName("ca-", id, func(n string) bool { return taken[n] })
+		if again != name {
+			t.Fatalf("the same plan and pools gave %q, then %q", name, again)
 		}
 		taken[name] = true
 	}
-	long, err := poolName("averyveryverylongprefix", strings.Repeat("x", 60), func(string) bool { return false })
+	long, err := poolName("averyveryverylongprefix", plannedIDPrefix+strings.Repeat("x", 60), func(string) bool { return false })
 	if err != nil || len(long) > 63 || len(validation.IsDNS1123Label(long)) > 0 {
 		t.Errorf("long name %q (%d): %v", long, len(long), err)
 	}
-	if _, err := poolName("ca-", "s-1vcpu-2gb", func(string) bool { return true }); err == nil {
+	if _, err := poolName("ca-", plannedIDPrefix+"s-1vcpu-2gb", func(string) bool { return true }); err == nil {
 		t.Error("every name taken: want an error")
 	}
 }

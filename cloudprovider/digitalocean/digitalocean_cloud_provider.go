@@ -63,6 +63,9 @@ func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *c
 	}
 	m := newManager(client, o, gpuLabel, cfg.selection)
 	m.flagsGiven = opts.FlagsGiven
+	if opts.InitialNodeGroupBackoffDuration > 0 {
+		m.createPause = opts.InitialNodeGroupBackoffDuration
+	}
 	switch {
 	case opts.NodeAutoprovisioningEnabled && cfg.autoprovisioning == nil:
 		return nil, errors.New("digitalocean: --node-autoprovisioning-enabled is set but the cloud config has no autoprovisioning section: name the sizes pools may be created with in autoprovisioning.sizes")

@@ -100,6 +100,22 @@ type manager struct {
 	// a listing that still shows one while DOKS drains it makes no group
 	// of it. One entry per pool deleted in this process's life.
 	deleted map[string]bool
+
+	// creating are the pools created, or maybe created, that no listing
+	// has shown yet, by name (see creation.go); created are the names of
+	// the pools this process created, while listed, to tell one listed
+	// without its tag.
+	creating map[string]*creation
+	created  map[string]bool
+	// createPause is how long node pool creation stops after a creation
+	// was never listed (--initial-node-group-backoff-duration);
+	// createMissed says which and createResume until when.
+	createPause  time.Duration
+	createMissed string
+	createResume time.Time
+	// createStop says why node pool creation is stopped, from the last
+	// Refresh's problems; "" when it is not.
+	createStop string
 }
 
 func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) *manager {
@@ -123,6 +139,9 @@ func newManager(client *apiClient, o clientOptions, gpuLabel, selection string) 
 		predicted:       map[string]*godo.KubernetesNodeTemplate{},
 		poolNames:       map[string]bool{},
 		deleted:         map[string]bool{},
+		creating:        map[string]*creation{},
+		created:         map[string]bool{},
+		createPause:     5 * time.Minute,
 	}
 }
 
@@ -263,6 +282,20 @@ func (m *manager) Refresh(ctx context.Context) error {
 	m.mu.Lock()
 	// A pool deleted while it was being listed is no node group either.
 	groups = slices.DeleteFunc(groups, func(g *NodeGroup) bool { return m.deleted[g.id] })
+	// Pools created and not listed yet stay node groups.
+	creating, createProblems := m.reconcileCreationsLocked(pools, now)
+	for _, g := range creating {
+		groups = append(groups, g)
+		templates[g.id] = g.template
+		g.mu.Lock()
+		indexNodes(byInstance, byNodeID, sizes, g, g.pool)
+		g.mu.Unlock()
+	}
+	problems = append(problems, createProblems...)
+	m.createStop = ""
+	if m.autoprovisioning != nil && len(problems) > 0 {
+		m.createStop = strings.Join(problems, "; ")
+	}
 	for id := range m.counters {
 		if templates[id] == nil {
 			delete(m.counters, id) // the pool is gone or no longer a node group
@@ -292,15 +325,18 @@ func (m *manager) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// tagScopeProblem explains a listing in tags mode in which no pool carries
-// any tag. DOKS tags every pool k8s, k8s-worker and k8s:<cluster id>, so
-// untagged pools mean the token cannot read tags: DigitalOcean's API
-// specification says a pool's tags require the tag:read scope, and a
-// custom-scoped token without it is answered with pools without tags. Tags
-// mode then finds no node group; without this, only "no node pools are
-// configured" would be logged.
+// tagScopeProblem explains a listing in which no pool carries any tag, in
+// tags mode or with node autoprovisioning. DOKS tags every pool k8s,
+// k8s-worker and k8s:<cluster id>, so untagged pools mean the token cannot
+// read tags: DigitalOcean's API specification says a pool's tags require
+// the tag:read scope, and a custom-scoped token without it is answered
+// with pools without tags. Tags mode then finds no node group; without
+// this, only "no node pools are configured" would be logged. A pool
+// created without its tag showing would never be recognised as this
+// autoscaler's, so with autoprovisioning the problem stops creation
+// before the first pool is made.
 func (m *manager) tagScopeProblem(pools []*godo.KubernetesNodePool) []string {
-	if m.selection != SelectByTags || len(pools) == 0 {
+	if (m.selection != SelectByTags && m.autoprovisioning == nil) || len(pools) == 0 {
 		return nil
 	}
 	for _, p := range pools {
@@ -308,9 +344,18 @@ func (m *manager) tagScopeProblem(pools []*godo.KubernetesNodePool) []string {
 			return nil
 		}
 	}
-	return []string{fmt.Sprintf("node_pool_selection=tags: none of the cluster's %d node pools carries any tag, though DOKS tags every pool k8s, k8s-worker and k8s:%s: "+
-		"the DigitalOcean API token most likely lacks the tag:read scope (without it DigitalOcean lists pools without their tags), so no pool can be selected by its tags; "+
-		"give the token tag:read", len(pools), m.client.clusterID)}
+	var problems []string
+	if m.selection == SelectByTags {
+		problems = append(problems, fmt.Sprintf("node_pool_selection=tags: none of the cluster's %d node pools carries any tag, though DOKS tags every pool k8s, k8s-worker and k8s:%s: "+
+			"the DigitalOcean API token most likely lacks the tag:read scope (without it DigitalOcean lists pools without their tags), so no pool can be selected by its tags; "+
+			"give the token tag:read", len(pools), m.client.clusterID))
+	}
+	if m.autoprovisioning != nil {
+		problems = append(problems, fmt.Sprintf("node autoprovisioning: none of the cluster's %d node pools carries any tag, though DOKS tags every pool k8s, k8s-worker and k8s:%s: "+
+			"the DigitalOcean API token most likely lacks the tag:read scope, so a pool created with the tag %s could not be recognised as this autoscaler's, "+
+			"and node pool creation is stopped; give the token tag:read and tag:create", len(pools), m.client.clusterID, TagAutoprovisioned))
+	}
+	return problems
 }
 
 // Problems are those the last Refresh found (cloudprovider.ProblemReporter).

@@ -47,6 +47,10 @@ type NodeGroup struct {
 	// planned is the size of a group that does not exist yet (NewNodeGroup);
 	// nil for a pool that exists.
 	planned *godo.Size
+	// pending: the group stands for a pool whose creation went unanswered
+	// (see creation.go): its ID is the pool's name until a listing shows
+	// the pool, and it cannot be changed before.
+	pending bool
 }
 
 var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
@@ -153,6 +157,9 @@ func (g *NodeGroup) IncreaseSize(delta int) error {
 	if g.planned != nil {
 		return fmt.Errorf("node group %s does not exist yet: create it first", g.id)
 	}
+	if g.pending {
+		return fmt.Errorf("node pool %s is being created: it is changed once a listing shows it", g.name)
+	}
 	defer g.lockForChange()()
 	if err := g.deletedErrLocked(); err != nil {
 		return err
@@ -213,6 +220,9 @@ func (g *NodeGroup) DecreaseTargetSize(delta int) error {
 	}
 	if g.planned != nil {
 		return fmt.Errorf("node group %s does not exist yet", g.id)
+	}
+	if g.pending {
+		return fmt.Errorf("node pool %s is being created: it is changed once a listing shows it", g.name)
 	}
 	defer g.lockForChange()()
 	if err := g.deletedErrLocked(); err != nil {

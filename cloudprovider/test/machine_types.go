@@ -29,11 +29,22 @@ func (p *Provider) AddMachineType(name string, template *framework.NodeInfo) {
 	p.machines = append(p.machines, machineType{name: name, template: template})
 }
 
+// StopCreation makes GetAvailableMachineTypes answer that node group
+// creation is stopped, for why.
+func (p *Provider) StopCreation(why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.creationStopped = why
+}
+
 // GetAvailableMachineTypes implements cloudprovider.CloudProvider: the
 // machine types AddMachineType offered.
 func (p *Provider) GetAvailableMachineTypes() ([]string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.creationStopped != "" {
+		return nil, fmt.Errorf("%w: %s", cloudprovider.ErrCreationStopped, p.creationStopped)
+	}
 	out := make([]string, len(p.machines))
 	for i, m := range p.machines {
 		out[i] = m.name

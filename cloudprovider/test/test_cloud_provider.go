@@ -44,6 +44,9 @@ type Provider struct {
 	problems []string
 	// machines are the machine types new groups may be made of (AddMachineType).
 	machines []machineType
+	// creationStopped, when set, is why node group creation is stopped
+	// (StopCreation).
+	creationStopped string
 }
 
 // SetProblems sets what Problems reports from now on.

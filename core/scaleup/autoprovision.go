@@ -1,6 +1,7 @@
 package scaleup
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,6 +26,7 @@ const (
 	ReasonNoAllowedSizeFits    Reason = "no node pool size allowed for autoprovisioning fits"
 	ReasonMaxAutoprovisioned   Reason = "max autoprovisioned node group count reached"
 	ReasonAutoprovisionBackoff Reason = "node pool creation in backoff after a failed creation"
+	ReasonCreationStopped      Reason = "node pool creation stopped by the cloud provider (see the status ConfigMap)"
 )
 
 // GPU resources a pod asks for by the device plugins DOKS installs.
@@ -155,6 +157,13 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 		return
 	}
 	sizes, err := o.provider.GetAvailableMachineTypes()
+	if errors.Is(err, cloudprovider.ErrCreationStopped) {
+		// The provider reports why among its problems (log, status
+		// ConfigMap, event) when it starts; this loop only says so.
+		klog.V(2).InfoS("Scale-up: no node pool is created", "reason", err)
+		p.reasonAll(ReasonCreationStopped)
+		return
+	}
 	if err != nil {
 		klog.ErrorS(err, "Scale-up: node autoprovisioning: the sizes pools may be created with are unknown")
 		return

@@ -107,11 +107,16 @@ func (m machine) template() *framework.NodeInfo {
 // are claims and both GPU drivers' DeviceClasses.
 func newGroupPlan(t *testing.T, machines []machine, pods []*apiv1.Pod, claims ...*resourceapi.ResourceClaim) *Plan {
 	t.Helper()
+	return newGroupPlanOf(t, test.NewProvider(), machines, pods, claims...)
+}
+
+// newGroupPlanOf is newGroupPlan with the given provider.
+func newGroupPlanOf(t *testing.T, p *test.Provider, machines []machine, pods []*apiv1.Pod, claims ...*resourceapi.ResourceClaim) *Plan {
+	t.Helper()
 	checker, err := simulator.NewPredicateChecker()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := test.NewProvider()
 	prices := map[string]float64{}
 	for _, m := range machines {
 		p.AddMachineType(m.name, m.template())
@@ -238,5 +243,18 @@ func TestNewPoolForASeparatedWorkloadCarriesItsTaint(t *testing.T) {
 				t.Errorf("the option's template node has taints %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// While the provider has stopped node pool creation (it could not
+// recognise the pools it would make, or one it made never showed up), no
+// new group is planned and the pods are told why.
+func TestNoNewPoolWhileCreationIsStopped(t *testing.T) {
+	p := test.NewProvider()
+	p.StopCreation("the token lacks tag:read")
+	plan := newGroupPlanOf(t, p, []machine{{name: "cpu", milliCPU: 4000, price: 0.5}},
+		[]*apiv1.Pod{test.BuildPendingPod("p", 1000, test.GiB, "rs")})
+	if len(plan.Options) != 0 || len(plan.NotHelped) != 1 || plan.NotHelped[0].Reasons[ReasonCreationStopped] != 1 {
+		t.Fatalf("options %d, not helped %v: want none, and the pod told creation is stopped", len(plan.Options), plan.NotHelped)
 	}
 }

@@ -330,7 +330,13 @@ func pageBounds(r *http.Request, total, page, perPage int) (lo, hi int, links ap
 }
 
 func (s *Server) handleListPools(w http.ResponseWriter, r *http.Request, _ string) {
-	pools, tags := s.ListedPools(), s.tagsVisible(r)
+	tags := s.tagsVisible(r)
+	s.mu.Lock()
+	var pools []godo.KubernetesNodePool
+	for _, p := range s.apiListedPoolsLocked(time.Now()) {
+		pools = append(pools, p.toGodo())
+	}
+	s.mu.Unlock()
 	page, perPage := paging(r)
 	lo, hi, links := pageBounds(r, len(pools), page, perPage)
 	out := make([]apiPool, 0, hi-lo)
@@ -370,7 +376,7 @@ func (s *Server) handleGetCluster(w http.ResponseWriter, r *http.Request, _ stri
 		c.ClusterAutoscalerConfiguration = &cp
 	}
 	var pools []apiPool
-	for _, p := range s.listedPoolsLocked() {
+	for _, p := range s.apiListedPoolsLocked(time.Now()) {
 		pools = append(pools, toAPIPool(p.toGodo(), tags))
 	}
 	s.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/digitalocean/godo"
 	apiv1 "k8s.io/api/core/v1"
@@ -125,6 +126,7 @@ func (s *Server) handleCreatePool(w http.ResponseWriter, r *http.Request, reqID 
 	p := &pool{
 		id: string(uuid.NewUUID()), name: req.Name, size: req.Size, autoScale: req.AutoScale,
 		labels: copyLabels(req.Labels), taints: createdTaints(req),
+		listedFrom: time.Now().Add(s.opts.ListLag),
 	}
 	// DOKS adds its own tags to the ones asked for.
 	p.tags = append([]string(nil), req.Tags...)
@@ -188,6 +190,12 @@ func (s *Server) listedPoolsLocked() []*pool {
 		}
 	}
 	return out
+}
+
+// apiListedPoolsLocked are the pools the API's listings show at now: the
+// listed pools without those created within ListLag.
+func (s *Server) apiListedPoolsLocked(now time.Time) []*pool {
+	return slices.DeleteFunc(s.listedPoolsLocked(), func(p *pool) bool { return now.Before(p.listedFrom) })
 }
 
 // ListedPools returns deep copies of the pools the API lists, in creation

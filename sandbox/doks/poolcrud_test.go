@@ -164,3 +164,38 @@ func TestDeletePoolDrainsThenForgetsIt(t *testing.T) {
 		t.Errorf("re-using the name: %v", err)
 	}
 }
+
+// With a listing lag a created pool is missing from the listings (the pool
+// list and the cluster object) though it exists: its name is taken, as
+// DigitalOcean keeps pool names unique per cluster, and its nodes are
+// being made.
+func TestListLagHidesACreatedPool(t *testing.T) {
+	s, c, _ := newTestServer(t, Options{BootDelay: -1, ListLag: time.Hour})
+	ctx := context.Background()
+	req := &godo.KubernetesNodePoolCreateRequest{Name: "late-1", Size: "s-2vcpu-4gb", Count: 2}
+	if _, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, req); err != nil {
+		t.Fatal(err)
+	}
+	pools, _, err := c.Kubernetes.ListNodePools(ctx, testCluster, nil)
+	if err != nil || len(pools) != 0 {
+		t.Errorf("listing within the lag: %d pools (%v), want none", len(pools), err)
+	}
+	cl, _, err := c.Kubernetes.Get(ctx, testCluster)
+	if err != nil || len(cl.NodePools) != 0 {
+		t.Errorf("cluster within the lag: %d pools (%v), want none", len(cl.NodePools), err)
+	}
+	if got := s.ListedPools(); len(got) != 1 || len(got[0].Nodes) != 2 {
+		t.Errorf("the simulator holds %v, want the pool with its 2 nodes", got)
+	}
+	_, resp, err := c.Kubernetes.CreateNodePool(ctx, testCluster, req)
+	if err == nil || resp == nil || resp.StatusCode != 422 {
+		t.Errorf("second create of the same name: %v, want a 422", err)
+	}
+	s.SetListLag(0)
+	if _, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{Name: "now-1", Size: "s-2vcpu-4gb", Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if pools, _, _ := c.Kubernetes.ListNodePools(ctx, testCluster, nil); len(pools) != 1 || pools[0].Name != "now-1" {
+		t.Errorf("after SetListLag(0) the new pool is listed at once; listed %d pools", len(pools))
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,10 @@ type Options struct {
 	// DropletLimit is the account's droplet limit (DigitalOcean's default
 	// is DefaultDropletLimit); 0 means no limit. SetDropletLimit changes it.
 	DropletLimit int
+	// ListLag keeps a pool created through the API out of the API's
+	// listings (the pool list and the cluster object) for this long, as an
+	// eventually consistent listing lags a create; SetListLag changes it.
+	ListLag time.Duration
 }
 
 // DefaultDropletLimit is the droplet limit of a new DigitalOcean account.
@@ -131,6 +136,8 @@ type pool struct {
 	// deleting: DeleteNodePool was accepted; the API no longer shows the
 	// pool, its nodes drain and go, then the pool is forgotten.
 	deleting bool
+	// listedFrom: the API's listings show the pool from then on (ListLag).
+	listedFrom time.Time
 }
 
 type node struct {
@@ -277,6 +284,23 @@ func (s *Server) SetMinuteLimit(limit int) {
 	s.minuteLimit = limit
 }
 
+// SetListLag changes Options.ListLag for pools created from now on.
+func (s *Server) SetListLag(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.ListLag = d
+}
+
+// EndListLag makes every pool listed now, as when the lag of the listing
+// behind the creates is over.
+func (s *Server) EndListLag() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.pools {
+		p.listedFrom = time.Time{}
+	}
+}
+
 // SetTokenWithoutTagRead marks token as a custom-scoped token without
 // DigitalOcean's tag:read scope: DigitalOcean's API specification says a
 // node pool's tags "Require tag:read scope", so pools (listed, read, or in
@@ -364,6 +388,12 @@ func (s *Server) CreatePool(spec PoolSpec) (godo.KubernetesNodePool, error) {
 		id: string(uuid.NewUUID()), name: spec.Name, size: spec.Size, count: spec.Count,
 		autoScale: spec.AutoScale, labels: copyLabels(spec.Labels),
 		taints: append([]godo.Taint(nil), spec.Taints...), tags: append([]string(nil), spec.Tags...),
+	}
+	// DOKS tags every pool, whoever made it.
+	for _, t := range defaultPoolTags(s.opts.ClusterID) {
+		if !slices.Contains(p.tags, t) {
+			p.tags = append(p.tags, t)
+		}
 	}
 	if spec.AutoScale {
 		p.minNodes, p.maxNodes = spec.MinNodes, spec.MaxNodes

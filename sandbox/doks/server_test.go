@@ -555,7 +555,7 @@ func TestTokenWithoutTagReadListsPoolsWithoutTags(t *testing.T) {
 		name   string
 		client *godo.Client
 		want   int
-	}{{"full-access token", full, 2}, {"token without tag:read", noTags, 0}} {
+	}{{"full-access token", full, 3}, {"token without tag:read", noTags, 0}} { // k8s:<cluster> added as DOKS does
 		pools, _, err := c.client.Kubernetes.ListNodePools(ctx, testCluster, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -358,3 +358,84 @@ func TestAutoprovisionDRAClaimGetsItsVendorsGPUSizeAndSeparation(t *testing.T) {
 		t.Errorf("%d pool creations, want 1", n)
 	}
 }
+
+// Issue 31 (a): with --expander=price and a dearer pool that could hold the pods too,
+// the first pool creation is applied but answered 504, and the listings show the new
+// pool only 8 s later. The creation is not sent again nor reported failed, the dearer
+// pool is not grown for the same pods: exactly one pool is created, with the two nodes
+// the two pods need, and they run there.
+func TestAutoprovisionLostCreateAnswerMakesOnePool(t *testing.T) {
+	dearer := doks.PoolSpec{Name: "dearer", Size: "s-8vcpu-16gb", Count: 0, AutoScale: true, MinNodes: 0, MaxNodes: 3}
+	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("small", 1, 1, 2), dearer}, bootDelay: 2 * time.Second})
+	s.sb.DOKS.SetListLag(8 * time.Second)
+	s.sb.DOKS.InjectFault(doks.Fault{Operation: doks.OpCreateNodePool, Status: 504, Applied: true, Times: 1})
+	s.deploy("mem", 2, smallPod, withMemory(bigMemory))
+	s.startAutoscaler(napFlag, "--expander=price", "--cloud-config="+s.napConfig("", "s-*", "m-*"))
+
+	p := s.waitCreatedPool(60 * time.Second)
+	if p.Size != cheapest16G || p.Count != 2 {
+		t.Errorf("created pool %s: size %s, count %d; want %s with 2 nodes", p.Name, p.Size, p.Count, cheapest16G)
+	}
+	s.waitRunning("mem", 2, 90*time.Second)
+	for _, pod := range s.pods("mem") {
+		if !strings.HasPrefix(pod.Spec.NodeName, p.Name) {
+			t.Errorf("pod %s runs on %s, not on a node of the created pool %s", pod.Name, pod.Spec.NodeName, p.Name)
+		}
+	}
+	s.holds("one pool creation, the dearer pool left alone", 5*time.Second, func() error {
+		if n := s.sb.DOKS.RequestCount(doks.OpCreateNodePool); n != 1 {
+			return fmt.Errorf("%d pool creations asked for, want 1", n)
+		}
+		if n := len(s.createdPools()); n != 1 {
+			return fmt.Errorf("%d created pools, want 1", n)
+		}
+		if m := s.maxTarget("dearer"); m != 0 {
+			return fmt.Errorf("the dearer pool was grown to %d nodes for pods the created pool holds", m)
+		}
+		return nil
+	})
+	if m := s.maxTarget(p.Name); m != 2 {
+		t.Errorf("created pool reached %d nodes, want 2", m)
+	}
+	if ev := s.events("FailedToCreateNodeGroup"); len(ev) != 0 {
+		t.Errorf("a creation whose answer was lost was reported failed: %v", ev[0].Message)
+	}
+}
+
+// Issue 31 (c): a token without tag:read (DigitalOcean lists pools without their
+// tags) and autoprovisioning on, in the default auto_scale mode: a pool created now
+// could never be recognised as the autoscaler's, so none is created, and the scope is
+// named in the log, an event, the status ConfigMap and the pods' NotTriggerScaleUp.
+func TestAutoprovisionWithoutTagReadCreatesNoPool(t *testing.T) {
+	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("small", 1, 1, 2)}, bootDelay: time.Second})
+	token, err := os.ReadFile(s.sb.TokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.sb.DOKS.SetTokenWithoutTagRead(strings.TrimSpace(string(token)))
+	ca := s.startAutoscaler(napFlag, "--cloud-config="+s.napConfig("", "s-*", "m-*"))
+	s.deploy("mem", 1, smallPod, withMemory(bigMemory))
+
+	ev := s.waitEvent("CloudProviderProblem", 60*time.Second)
+	if !strings.Contains(ev.Message, "node autoprovisioning") || !strings.Contains(ev.Message, "tag:read") {
+		t.Errorf("CloudProviderProblem event %q does not say autoprovisioning needs tag:read", ev.Message)
+	}
+	nt := s.waitEvent("NotTriggerScaleUp", 60*time.Second)
+	if !strings.Contains(nt.Message, "node pool creation stopped") {
+		t.Errorf("NotTriggerScaleUp %q does not say node pool creation is stopped", nt.Message)
+	}
+	s.eventually("the status ConfigMap's message naming tag:read", 30*time.Second, func() error {
+		cm, err := s.kube.CoreV1().ConfigMaps(s.ns).Get(s.ctx, statusConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if st := cm.Data["status"]; !strings.Contains(st, "node autoprovisioning") || !strings.Contains(st, "tag:read") {
+			return fmt.Errorf("status:\n%s", st)
+		}
+		return nil
+	})
+	s.holds("no pool created", 8*time.Second, s.nothingCreated(1))
+	if n := len(logLines(ca.LogPath, "node autoprovisioning: none of the cluster's")); n != 1 {
+		t.Errorf("the problem was logged %d times, want once", n)
+	}
+}
