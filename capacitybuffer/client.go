@@ -49,6 +49,9 @@ func toBuffer(obj interface{}) (interface{}, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
 		return nil, fmt.Errorf("CapacityBuffer %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
+	// The one field the cache drops. Status writes send the cached buffer
+	// back, which is safe for this field alone: an update without
+	// managedFields keeps the stored ones (the API server's rule).
 	b.ManagedFields = nil
 	return b, nil
 }
@@ -64,6 +67,22 @@ func (c *Client) HasSynced() bool { return c.informer.HasSynced() }
 func (c *Client) List() []*v1beta1.CapacityBuffer {
 	var out []*v1beta1.CapacityBuffer
 	for _, o := range c.informer.GetStore().List() {
+		if b, ok := o.(*v1beta1.CapacityBuffer); ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// ListNamespace returns the cached buffers of namespace ns, shared with
+// the cache as List's.
+func (c *Client) ListNamespace(ns string) []*v1beta1.CapacityBuffer {
+	objs, err := c.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+	if err != nil {
+		return nil
+	}
+	var out []*v1beta1.CapacityBuffer
+	for _, o := range objs {
 		if b, ok := o.(*v1beta1.CapacityBuffer); ok {
 			out = append(out, b)
 		}

@@ -2,7 +2,9 @@ package capacitybuffer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -12,24 +14,38 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
 )
 
-// resyncInterval: buffers are resolved again this often even when no watched
-// object changed (a failed status write is retried sooner, retryInterval).
+// Retries and resyncs. A buffer that is not ready (a refusal, a missing
+// template) or whose status could not be written is retried with per-item
+// exponential backoff, from retryBase up to retryMax, whatever made it
+// fail: an admission refusal (a full ResourceQuota, a webhook) can end
+// without any change the controller watches, so it is tried again, but
+// each try costs a list and a dry-run create from the client's QPS, which
+// the soft taints, evictions and drains share. Every resyncInterval the
+// buffers not backing off are resolved again from the caches (no API call
+// unless their template changed).
 const (
+	retryBase      = time.Second
+	retryMax       = 5 * time.Minute
 	resyncInterval = time.Minute
-	retryInterval  = 5 * time.Second
 )
 
 // Controller keeps each buffer's status resolved: the pod template its pods
 // are made from, how many, and the ReadyForProvisioning condition. Buffers
 // of a provisioning strategy other than upstream's active one are left
-// alone (another controller owns them).
+// alone (another controller owns them). Work goes through a rate-limited
+// queue of buffer keys (namespace/name), as in every client-go controller:
+// a buffer is synced when its spec or the object its template comes from
+// changes, when it fails (with backoff), and on the periodic resync; never
+// because of its own status write.
 type Controller struct {
 	client  *Client
 	sources Sources
@@ -40,7 +56,7 @@ type Controller struct {
 	dryRun    bool
 	kube      kubernetes.Interface
 	templates *Templates
-	kick      chan struct{}
+	queue     workqueue.TypedRateLimitingInterface[string]
 	// changed is called after a status write (the autoscaler's loop wakes).
 	changed func()
 }
@@ -48,82 +64,164 @@ type Controller struct {
 // NewController returns a controller writing through client. templates
 // receives each resolved buffer's final pod template, for the injector.
 func NewController(client *Client, sources Sources, kube kubernetes.Interface, dryRun bool, templates *Templates, changed func()) *Controller {
-	return &Controller{client: client, sources: sources, kube: kube, dryRun: dryRun, templates: templates,
-		kick: make(chan struct{}, 1), changed: changed}
+	return newController(client, sources, kube, dryRun, templates, changed, nil)
 }
 
-// Watch makes any change of informer's objects start a reconcile.
+// newController is NewController with the queue's delays going through
+// delayed (nil: a real clock's).
+func newController(client *Client, sources Sources, kube kubernetes.Interface, dryRun bool, templates *Templates, changed func(), delayed workqueue.TypedDelayingInterface[string]) *Controller {
+	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax)
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: "capacitybuffers", DelayingQueue: delayed})
+	return &Controller{client: client, sources: sources, kube: kube, dryRun: dryRun, templates: templates, queue: q, changed: changed}
+}
+
+// Watch queues the buffers informer's changes concern: a buffer whose spec
+// changed (a new generation; its status writes, the controller's own
+// included, are not a change to act on), was added or deleted; or the
+// buffers naming a PodTemplate or workload that was added, deleted or
+// given a new generation (its template or replicas changed; a status
+// update leaves the generation).
 func (c *Controller) Watch(informer cache.SharedIndexInformer) error {
-	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(interface{}) { c.Kick() },
-		UpdateFunc: func(interface{}, interface{}) { c.Kick() },
-		DeleteFunc: func(interface{}) { c.Kick() },
-	})
+	_, err := informer.AddEventHandler(c.handler())
 	return err
 }
 
-// Kick asks for a reconcile.
-func (c *Controller) Kick() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
+func (c *Controller) handler() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { c.enqueueFor(obj) },
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			o, err1 := meta.Accessor(oldObj)
+			n, err2 := meta.Accessor(newObj)
+			if err1 == nil && err2 == nil && o.GetGeneration() == n.GetGeneration() {
+				return
+			}
+			c.enqueueFor(newObj)
+		},
+		DeleteFunc: func(obj interface{}) { c.enqueueFor(obj) },
 	}
 }
 
-// Run reconciles every buffer on each change and every resyncInterval until
-// ctx ends. The caches must have synced.
+// enqueueFor queues the buffer obj is, or the buffers of obj's namespace
+// whose spec names obj (by name: a PodTemplate and a Deployment of the same
+// name both count, which costs a resolve from the caches at most).
+func (c *Controller) enqueueFor(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if b, ok := obj.(*v1beta1.CapacityBuffer); ok {
+		c.queue.Add(cache.ObjectName{Namespace: b.Namespace, Name: b.Name}.String())
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	for _, b := range c.client.ListNamespace(m.GetNamespace()) {
+		if (b.Spec.PodTemplateRef != nil && b.Spec.PodTemplateRef.Name == m.GetName()) ||
+			(b.Spec.ScalableRef != nil && b.Spec.ScalableRef.Name == m.GetName()) {
+			c.queue.Add(cache.ObjectName{Namespace: b.Namespace, Name: b.Name}.String())
+		}
+	}
+}
+
+// Run works the queue until ctx ends, and resyncs every resyncInterval.
+// The caches must have synced.
 func (c *Controller) Run(ctx context.Context) {
 	klog.InfoS("CapacityBuffer controller started", "dryRun", c.dryRun)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.kick:
-		case <-timer.C:
-		}
-		next := resyncInterval
-		if !c.Reconcile(ctx) {
-			next = retryInterval
-		}
-		timer.Reset(next)
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	go wait.UntilWithContext(ctx, func(context.Context) { c.resync() }, resyncInterval)
+	for c.processNext(ctx) {
 	}
 }
 
-// Reconcile resolves every buffer and writes the statuses that changed;
-// false when a write failed (the caller retries soon).
-func (c *Controller) Reconcile(ctx context.Context) bool {
-	ok, wrote := true, false
+// resync queues every buffer but those backing off: they come back when
+// their delay ends, and queueing them now would cut it short.
+func (c *Controller) resync() {
+	for _, b := range c.client.List() {
+		key := cache.ObjectName{Namespace: b.Namespace, Name: b.Name}.String()
+		if c.queue.NumRequeues(key) == 0 {
+			c.queue.Add(key)
+		}
+	}
+}
+
+// processNext syncs one buffer from the queue; false once the queue is
+// shut down.
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	if !errors.Is(err, errNotReady) {
+		klog.ErrorS(err, "CapacityBuffer not synced", "buffer", key)
+	}
+	c.queue.AddRateLimited(key)
+	klog.V(4).InfoS("CapacityBuffer retried with backoff", "buffer", key, "retries", c.queue.NumRequeues(key))
+	return true
+}
+
+// errNotReady: the buffer's status says why it is not ready; it is
+// retried with backoff.
+var errNotReady = errors.New("not ready for provisioning")
+
+// sync resolves one buffer and writes its status if it changed. It returns
+// errNotReady when the buffer is not ready, the write's error when the
+// status could not be written, nil otherwise.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	obj, exists, err := c.client.informer.GetStore().GetByKey(key)
+	if err != nil {
+		return err
+	}
+	b, ok := obj.(*v1beta1.CapacityBuffer)
+	if !exists || !ok {
+		c.forgetDeleted()
+		return nil
+	}
+	if b.Strategy() != v1beta1.ActiveProvisioningStrategy {
+		c.templates.forget(b.UID)
+		return nil
+	}
+	next := b.DeepCopy()
+	ready := c.resolveInto(ctx, next)
+	if !equality.Semantic.DeepEqual(b.Status, next.Status) {
+		if err := c.client.UpdateStatus(ctx, next); err != nil {
+			return fmt.Errorf("writing the status: %w", err)
+		}
+		if c.changed != nil {
+			c.changed()
+		}
+	}
+	if !ready {
+		return errNotReady
+	}
+	return nil
+}
+
+// forgetDeleted drops the templates of buffers no longer in the cache.
+func (c *Controller) forgetDeleted() {
 	live := map[types.UID]bool{}
 	for _, b := range c.client.List() {
-		if b.Strategy() != v1beta1.ActiveProvisioningStrategy {
-			continue
-		}
 		live[b.UID] = true
-		next := b.DeepCopy()
-		c.resolveInto(ctx, next)
-		if equality.Semantic.DeepEqual(b.Status, next.Status) {
-			continue
-		}
-		if err := c.client.UpdateStatus(ctx, next); err != nil {
-			klog.ErrorS(err, "CapacityBuffer status not written", "buffer", klog.KObj(b))
-			ok = false
-			continue
-		}
-		wrote = true
 	}
 	c.templates.keep(live)
-	if wrote && c.changed != nil {
-		c.changed()
-	}
-	return ok
 }
 
 // resolveInto sets b's status from its spec, as upstream's translators do:
 // ReadyForProvisioning True with the template and replicas, or False with
-// the reason upstream gives ("error") and a message naming the field.
-func (c *Controller) resolveInto(ctx context.Context, b *v1beta1.CapacityBuffer) {
+// the reason upstream gives ("error") and a message naming the field;
+// true when ready. The message depends on the cause only, so that a
+// refusal repeated with other details (the usage a quota reports, a
+// generated pod name) does not rewrite the condition.
+func (c *Controller) resolveInto(ctx context.Context, b *v1beta1.CapacityBuffer) bool {
 	strategy := b.Strategy()
 	b.Status.ProvisioningStrategy = &strategy
 	r, err := c.sources.Resolve(b)
@@ -137,7 +235,7 @@ func (c *Controller) resolveInto(ctx context.Context, b *v1beta1.CapacityBuffer)
 			klog.InfoS("CapacityBuffer cannot be provisioned", "buffer", klog.KObj(b), "reason", err.Error())
 		}
 		c.templates.forget(b.UID)
-		return
+		return false
 	}
 	b.Status.PodTemplateRef, b.Status.PodTemplateGeneration = r.TemplateRef, r.TemplateGeneration
 	b.Status.Replicas = &r.Replicas
@@ -145,24 +243,28 @@ func (c *Controller) resolveInto(ctx context.Context, b *v1beta1.CapacityBuffer)
 		klog.InfoS("CapacityBuffer ready for provisioning", "buffer", klog.KObj(b), "replicas", r.Replicas)
 	}
 	c.templates.set(b.UID, r.Template)
+	return true
 }
 
-// admit runs the template through the API server (a dry-run create: no pod
-// is created) and keeps the pod spec it returns, webhooks' changes
-// included. A template the API server refuses makes the buffer not ready.
+// admit runs the buffer's template through the API server (a dry-run
+// create: no pod is created) and keeps the pod spec it returns, webhooks'
+// changes included, in r. The template sent is the live object's, read
+// again (readLive), not r's cached one. A template the API server refuses
+// makes the buffer not ready; one it admitted is not sent again until the
+// buffer's spec or its template's source changes.
 func (c *Controller) admit(ctx context.Context, b *v1beta1.CapacityBuffer, r *Resolved) error {
 	key := dryRunKey(b, r)
 	if t := c.templates.admitted(b.UID, key); t != nil {
 		r.Template = t
 		return nil
 	}
-	pod := &apiv1.Pod{ObjectMeta: *r.Template.ObjectMeta.DeepCopy(), Spec: *r.Template.Spec.DeepCopy()}
-	pod.Name, pod.GenerateName, pod.Namespace = "", "capacity-buffer-dry-run-", b.Namespace
-	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	defer cancel()
-	out, err := c.kube.CoreV1().Pods(b.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	live, err := readLive(ctx, c.kube, b)
 	if err != nil {
-		return fmt.Errorf("the API server refuses a pod of this template (dry run): %w", err)
+		return fmt.Errorf("the template to dry-run: %s", stableMessage(err))
+	}
+	out, err := c.dryRunCreate(ctx, b, live)
+	if err != nil {
+		return fmt.Errorf("the API server refuses a pod of this template (dry run): %s", stableMessage(err))
 	}
 	dropServiceAccountVolume(&out.Spec)
 	out.Spec.NodeName = ""
@@ -171,10 +273,39 @@ func (c *Controller) admit(ctx context.Context, b *v1beta1.CapacityBuffer, r *Re
 	return nil
 }
 
-// dryRunKey changes when the dry run's answer may: the buffer's spec or
-// the template it resolved to changed.
+// dryRunCreate sends a pod of the live template as a dry-run create.
+func (c *Controller) dryRunCreate(ctx context.Context, b *v1beta1.CapacityBuffer, live liveTemplate) (*apiv1.Pod, error) {
+	pod := &apiv1.Pod{ObjectMeta: *live.spec.ObjectMeta.DeepCopy(), Spec: *live.spec.Spec.DeepCopy()}
+	pod.Name, pod.GenerateName, pod.Namespace = "", dryRunPrefix, b.Namespace
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	return c.kube.CoreV1().Pods(b.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+}
+
+// dryRunPrefix is the generateName of the dry run's pods.
+const dryRunPrefix = "capacity-buffer-dry-run-"
+
+// Parts of an API server's refusal that change from one try to the next
+// for the same cause: the name generated for the dry run's pod, and what a
+// ResourceQuota reports as used ("exceeded quota: q, requested: pods=1,
+// used: pods=4, limited: pods=4").
+var (
+	generatedName = regexp.MustCompile(regexp.QuoteMeta(dryRunPrefix) + `[a-z0-9]+`)
+	quotaUsed     = regexp.MustCompile(`, used: [^ ]*,`)
+)
+
+// stableMessage is err's message without the parts that change from one
+// try to the next (generatedName, quotaUsed).
+func stableMessage(err error) string {
+	msg := generatedName.ReplaceAllString(err.Error(), dryRunPrefix+"<generated>")
+	return quotaUsed.ReplaceAllString(msg, ",")
+}
+
+// dryRunKey changes when the dry run's answer may: the buffer's spec, the
+// template it resolved to or the generation of that template's source
+// changed (the last covers the fields the cache trims).
 func dryRunKey(b *v1beta1.CapacityBuffer, r *Resolved) string {
-	return fmt.Sprintf("%d/%s", b.Generation, r.Template.String())
+	return fmt.Sprintf("%d/%d/%s", b.Generation, r.SourceGeneration, r.Template.String())
 }
 
 // dropServiceAccountVolume removes the projected token volume the API

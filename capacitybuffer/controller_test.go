@@ -2,6 +2,7 @@ package capacitybuffer
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
@@ -54,9 +56,7 @@ func TestControllerAndInjector(t *testing.T) {
 	ctrl := NewController(client, src, nil, false, templates, nil)
 	waitFor(t, "buffers in the cache", func() bool { return len(client.List()) == 4 })
 
-	if !ctrl.Reconcile(ctx) {
-		t.Fatal("Reconcile failed")
-	}
+	syncAll(ctx, t, ctrl)
 	get := func(ns, name string) *v1beta1.CapacityBuffer {
 		u, err := dyn.Resource(v1beta1.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -137,13 +137,24 @@ func TestControllerAndInjector(t *testing.T) {
 		return n == 2
 	})
 	dyn.ClearActions()
-	ctrl.Reconcile(ctx)
+	syncAll(ctx, t, ctrl)
 	if _, err := in.Process(&pods.Context{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range dyn.Actions() {
 		if a.GetVerb() == "update" {
 			t.Errorf("status written again with nothing changed: %v", a)
+		}
+	}
+}
+
+// syncAll syncs every cached buffer once, as the queue would; errors
+// other than a buffer's not being ready fail the test.
+func syncAll(ctx context.Context, t *testing.T, c *Controller) {
+	t.Helper()
+	for _, b := range c.client.List() {
+		if err := c.sync(ctx, cache.ObjectName{Namespace: b.Namespace, Name: b.Name}.String()); err != nil && !errors.Is(err, errNotReady) {
+			t.Fatalf("sync %s/%s: %v", b.Namespace, b.Name, err)
 		}
 	}
 }

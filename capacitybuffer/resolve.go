@@ -28,7 +28,15 @@ type Sources struct {
 // Resolved is a buffer's pod shape and size.
 type Resolved struct {
 	// Template of the buffer's pods, with requests defaulted from limits.
+	// It comes from the autoscaler's caches, which trim pod templates
+	// (core/cachetrim.go): it shapes fake pods in the simulation only and
+	// is never sent to the API server (the dry run reads the live object,
+	// live.go).
 	Template *apiv1.PodTemplateSpec
+	// SourceGeneration is the generation of the PodTemplate or workload the
+	// template came from: it changes with any change of the template, also
+	// of fields the cache trims (a security context).
+	SourceGeneration int64
 	// TemplateRef and TemplateGeneration name the PodTemplate it came from
 	// (podTemplateRef buffers only).
 	TemplateRef        *v1beta1.LocalObjectRef
@@ -57,8 +65,9 @@ func (s Sources) Resolve(b *v1beta1.CapacityBuffer) (*Resolved, error) {
 		r.TemplateRef = &v1beta1.LocalObjectRef{Name: pt.Name}
 		gen := pt.Generation
 		r.TemplateGeneration = &gen
+		r.SourceGeneration = gen
 	case spec.ScalableRef != nil:
-		if r.Template, scalable, err = s.scalable(b.Namespace, *spec.ScalableRef); err != nil {
+		if r.Template, scalable, r.SourceGeneration, err = s.scalable(b.Namespace, *spec.ScalableRef); err != nil {
 			return nil, err
 		}
 	default:
@@ -75,9 +84,9 @@ func (s Sources) Resolve(b *v1beta1.CapacityBuffer) (*Resolved, error) {
 // (upstream's list; "core" is upstream's spelling of the core group).
 var scalableKinds = []string{"apps/Deployment", "apps/ReplicaSet", "apps/StatefulSet", "batch/Job", "ReplicationController"}
 
-// scalable returns the template and desired replicas (a Job's parallelism)
-// of the object ref names.
-func (s Sources) scalable(ns string, ref v1beta1.ScalableRef) (*apiv1.PodTemplateSpec, *int32, error) {
+// scalable returns the template, desired replicas (a Job's parallelism)
+// and generation of the object ref names.
+func (s Sources) scalable(ns string, ref v1beta1.ScalableRef) (*apiv1.PodTemplateSpec, *int32, int64, error) {
 	group := ref.APIGroup
 	if group == "core" {
 		group = ""
@@ -89,53 +98,54 @@ func (s Sources) scalable(ns string, ref v1beta1.ScalableRef) (*apiv1.PodTemplat
 	var (
 		tmpl     *apiv1.PodTemplateSpec
 		replicas *int32
+		gen      int64
 		err      error
 	)
 	switch key {
 	case "apps/Deployment":
 		if o, e := s.Deployments.Deployments(ns).Get(ref.Name); e == nil {
-			tmpl, replicas = &o.Spec.Template, o.Spec.Replicas
+			tmpl, replicas, gen = &o.Spec.Template, o.Spec.Replicas, o.Generation
 		} else {
 			err = e
 		}
 	case "apps/ReplicaSet":
 		if o, e := s.ReplicaSets.ReplicaSets(ns).Get(ref.Name); e == nil {
-			tmpl, replicas = &o.Spec.Template, o.Spec.Replicas
+			tmpl, replicas, gen = &o.Spec.Template, o.Spec.Replicas, o.Generation
 		} else {
 			err = e
 		}
 	case "apps/StatefulSet":
 		if o, e := s.StatefulSets.StatefulSets(ns).Get(ref.Name); e == nil {
-			tmpl, replicas = &o.Spec.Template, o.Spec.Replicas
+			tmpl, replicas, gen = &o.Spec.Template, o.Spec.Replicas, o.Generation
 		} else {
 			err = e
 		}
 	case "batch/Job":
 		if o, e := s.Jobs.Jobs(ns).Get(ref.Name); e == nil {
-			tmpl, replicas = &o.Spec.Template, o.Spec.Parallelism
+			tmpl, replicas, gen = &o.Spec.Template, o.Spec.Parallelism, o.Generation
 		} else {
 			err = e
 		}
 	case "ReplicationController":
 		if o, e := s.ReplicationControllers.ReplicationControllers(ns).Get(ref.Name); e == nil {
-			tmpl, replicas = o.Spec.Template, o.Spec.Replicas
+			tmpl, replicas, gen = o.Spec.Template, o.Spec.Replicas, o.Generation
 		} else {
 			err = e
 		}
 	default:
-		return nil, nil, fmt.Errorf("spec.scalableRef: %q is not a supported kind (one of %s)", key, strings.Join(scalableKinds, ", "))
+		return nil, nil, 0, fmt.Errorf("spec.scalableRef: %q is not a supported kind (one of %s)", key, strings.Join(scalableKinds, ", "))
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("spec.scalableRef: %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
+		return nil, nil, 0, fmt.Errorf("spec.scalableRef: %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
 	}
 	if tmpl == nil {
-		return nil, nil, fmt.Errorf("spec.scalableRef: %s %s/%s has no pod template", ref.Kind, ns, ref.Name)
+		return nil, nil, 0, fmt.Errorf("spec.scalableRef: %s %s/%s has no pod template", ref.Kind, ns, ref.Name)
 	}
 	if replicas == nil {
 		one := int32(1) // the API's default
 		replicas = &one
 	}
-	return tmpl.DeepCopy(), replicas, nil
+	return tmpl.DeepCopy(), replicas, gen, nil
 }
 
 // replicas is the buffer's size, as upstream computes it: the smallest of

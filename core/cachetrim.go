@@ -13,6 +13,27 @@ import (
 // lastAppliedAnnotation is where kubectl apply keeps what it last applied.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
+// Which cached objects are trimmed, and who may send one back. The rule
+// (docs/DESIGN.md): nothing trimmed reaches the API server; a write reads
+// the live object. Every object loses its managedFields; besides:
+//
+//   - Pods: containers' env, command, probes and security contexts, the
+//     pod's security context, projected volumes' sources, most of the
+//     status. Never written: evictions and deletions name the pod.
+//   - Nodes: status only (images, addresses, system info, most conditions).
+//     The one kind written back from the cache, by the taint updates, and
+//     safe: a Node update ignores the status, keeps the stored
+//     managedFields when the request has none, and the metadata and spec
+//     are kept whole (kubectl's last-applied copy included);
+//     TestTrimForCacheLeavesWhatANodeUpdateWrites fails if a trim reaches
+//     them.
+//   - PodTemplates and the templates of ReplicaSets, Deployments,
+//     StatefulSets, DaemonSets, Jobs and ReplicationControllers: as pods'
+//     specs. Never written; they become pods only in simulations. The
+//     CapacityBuffer dry run, the one place a template goes to the API
+//     server, reads the live object and accepts no other
+//     (capacitybuffer/live.go).
+//
 // trimForCache is the informers' transform: it drops from objects entering
 // the caches what no code path of the autoscaler reads, so that a cluster's
 // pods, nodes and workloads cost less memory: managedFields of every object;

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -164,6 +165,36 @@ func TestTrimForCacheNode(t *testing.T) {
 	got.Status.Conditions = got.Status.Conditions[:1]
 	if ready, _ := clusterstate.NodeReadiness(got); !ready {
 		t.Errorf("a ready node is not ready after trimming")
+	}
+}
+
+// The taint updates write cached nodes back whole: trimming leaves every
+// field such an update writes (all but the status, which a node update
+// ignores, and managedFields, which an update without them keeps).
+func TestTrimForCacheLeavesWhatANodeUpdateWrites(t *testing.T) {
+	node := test.BuildNode("n1", 2000, 4*test.GiB)
+	node.Labels = map[string]string{"doks.digitalocean.com/node-pool": "web", apiv1.LabelHostname: "n1"}
+	node.Annotations = map[string]string{lastAppliedAnnotation: `{"kind":"Node"}`, "node.alpha.kubernetes.io/ttl": "0"}
+	node.Finalizers = []string{"example.com/keep"}
+	node.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Example", Name: "owner", UID: "u"}}
+	node.ResourceVersion, node.Generation = "42", 3
+	node.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	node.Spec = apiv1.NodeSpec{PodCIDR: "10.244.0.0/24", PodCIDRs: []string{"10.244.0.0/24"}, ProviderID: "digitalocean://1",
+		Unschedulable: true, Taints: []apiv1.Taint{{Key: "dedicated", Value: "gpu", Effect: apiv1.TaintEffectNoSchedule}},
+		ConfigSource: &apiv1.NodeConfigSource{}}
+	want := node.DeepCopy()
+	want.ManagedFields = nil
+
+	obj, err := trimForCache(node.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*apiv1.Node)
+	if !equality.Semantic.DeepEqual(got.ObjectMeta, want.ObjectMeta) {
+		t.Errorf("metadata trimmed, and a taint update would write it:\n got %+v\nwant %+v", got.ObjectMeta, want.ObjectMeta)
+	}
+	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		t.Errorf("spec trimmed, and a taint update would write it:\n got %+v\nwant %+v", got.Spec, want.Spec)
 	}
 }
 

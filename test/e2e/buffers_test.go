@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -165,4 +167,108 @@ func TestCapacityBufferKeepsWarmRoom(t *testing.T) {
 	s.waitTarget("warm", 5, 90*time.Second)
 	s.holds("target 5", 3*time.Second, s.targetIs("warm", 5))
 	s.noBufferPods()
+}
+
+// restrictedTemplate is a PodTemplate that the restricted Pod Security
+// Standard admits only with its security contexts, which the autoscaler's
+// caches drop from every pod template they hold; without them (compliant
+// false) it is refused.
+func restrictedTemplate(ns, name string, compliant bool) *apiv1.PodTemplate {
+	c := apiv1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10",
+		Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1")}}}
+	t := &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: apiv1.PodSpec{Containers: []apiv1.Container{c}}}}
+	if compliant {
+		t.Template.Spec.SecurityContext = &apiv1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &apiv1.SeccompProfile{Type: apiv1.SeccompProfileTypeRuntimeDefault}}
+		t.Template.Spec.Containers[0].SecurityContext = &apiv1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities: &apiv1.Capabilities{Drop: []apiv1.Capability{"ALL"}}}
+	}
+	return t
+}
+
+// A buffer's dry run meets the namespace's admission as a real pod would,
+// and a refusal costs a handful of API calls, not a hot loop:
+// (e) in a namespace enforcing the restricted Pod Security Standard, a
+// buffer whose template complies is provisioned (the dry run sends the
+// template's security contexts, which the caches trim) and one whose
+// template does not is refused; a buffer refused by a ResourceQuota is
+// retried with backoff: its dry runs over a minute, counted from the
+// autoscaler's own client metrics (POSTs refused with 403: nothing else the
+// autoscaler creates is refused here), are a handful.
+func TestCapacityBufferAdmission(t *testing.T) {
+	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{autoscaled("warm", 0, 0, 3)}})
+	ns, err := s.kube.CoreV1().Namespaces().Get(s.ctx, s.ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := s.kube.CoreV1().Namespaces().Update(s.ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pt := range []*apiv1.PodTemplate{restrictedTemplate(s.ns, "compliant", true), restrictedTemplate(s.ns, "root", false)} {
+		if _, err := s.kube.CoreV1().PodTemplates(s.ns).Create(s.ctx, pt, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca := s.startAutoscaler("--capacity-buffer-controller-enabled", "--capacity-buffer-pod-injection-enabled")
+
+	s.applyBuffer("compliant", v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "compliant"}, Replicas: ptr.To[int32](1)})
+	s.applyBuffer("root", v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "root"}, Replicas: ptr.To[int32](1)})
+	s.eventually("compliant buffer ready", 30*time.Second, s.bufferReplicas("compliant", 1))
+	s.waitTarget("warm", 1, 60*time.Second)
+	s.eventually("root buffer refused", 30*time.Second, func() error {
+		c := meta.FindStatusCondition(s.buffer("root").Status.Conditions, v1beta1.ReadyForProvisioningCondition)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "violates PodSecurity") {
+			return fmt.Errorf("root buffer condition %+v, want a PodSecurity refusal", c)
+		}
+		return nil
+	})
+	if err := s.buffers().Delete(s.ctx, "root", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// No pod at all may be created in the namespace: every dry run is
+	// refused, whatever the quota's usage (status set here, in case no
+	// quota controller runs).
+	q := &apiv1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "no-pods"},
+		Spec: apiv1.ResourceQuotaSpec{Hard: apiv1.ResourceList{apiv1.ResourcePods: resource.MustParse("0")}}}
+	q, err = s.kube.CoreV1().ResourceQuotas(s.ns).Create(s.ctx, q, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Status = apiv1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: apiv1.ResourceList{apiv1.ResourcePods: resource.MustParse("0")}}
+	if _, err := s.kube.CoreV1().ResourceQuotas(s.ns).UpdateStatus(s.ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refused := func() float64 {
+		return s.metric(ca, "rest_client_requests_total", map[string]string{"method": "POST", "code": "403"})
+	}
+	before := refused()
+	s.applyBuffer("quota", v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "compliant"}, Replicas: ptr.To[int32](1)})
+	s.eventually("quota buffer refused", 30*time.Second, func() error {
+		c := meta.FindStatusCondition(s.buffer("quota").Status.Conditions, v1beta1.ReadyForProvisioningCondition)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "exceeded quota: no-pods") {
+			return fmt.Errorf("quota buffer condition %+v, want an exceeded quota refusal", c)
+		}
+		return nil
+	})
+	rv := s.buffer("quota").ResourceVersion
+	time.Sleep(time.Minute)
+	// Retried at 1, 2, 4, 8, 16 and 32 s after each refusal: 6 or 7 tries.
+	tries := refused() - before
+	t.Logf("dry runs refused for quota in a minute: %v", tries)
+	if tries < 2 || tries > 10 {
+		t.Errorf("%v dry runs refused in a minute for one unchanged buffer, want a handful (retried with backoff)", tries)
+	}
+	if got := s.buffer("quota").ResourceVersion; got != rv {
+		t.Errorf("the refused buffer was written again (resourceVersion %s, then %s) for the same refusal", rv, got)
+	}
+	// The compliant buffer stays provisioned (its admitted template is not
+	// sent again while it is unchanged).
+	if err := s.bufferReplicas("compliant", 1)(); err != nil {
+		t.Error(err)
+	}
 }
