@@ -101,7 +101,9 @@ dropped. values.schema.json refuses every other unknown key.
   "kubeTargetVersionOverride" "the chart renders the same objects on every Kubernetes version it supports"
 -}}
 {{- range $key, $reason := $why }}
-{{- if index $.Values $key }}
+{{- $v := index $.Values $key }}
+{{- if eq $key "vpa" }}{{ $v = and $v $v.enabled }}{{ else if kindIs "map" $v }}{{ $v = compact (values $v) }}{{ end }}
+{{- if $v }}
 {{- fail (printf "%s is an upstream chart value this chart does not support: %s (docs/helm-chart.md lists every upstream value)" $key $reason) }}
 {{- end }}
 {{- end }}
