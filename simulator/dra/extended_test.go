@@ -25,7 +25,7 @@ func TestExtendedResourceClass(t *testing.T) {
 		resource apiv1.ResourceName
 		want     string
 	}{
-		{"nvidia.com/gpu", "gpu-new"}, // a migration: the newer class serves it
+		{"nvidia.com/gpu", "gpu-new"},  // a migration: the newer class serves it
 		{"example.com/twin", "a-twin"}, // created together: the lower name
 		{"deviceclass.resource.kubernetes.io/plain", "plain"},
 		{"deviceclass.resource.kubernetes.io/gpu-old", "gpu-old"},
