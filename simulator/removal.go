@@ -84,7 +84,7 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 // is placed where prev placed it, without running the scheduler's plugins
 // again. It gives up (false, snapshot unchanged) when the pods to move are
 // not prev's, one by one, or a destination is no longer in the snapshot or
-// in destinations, or a pod holds claims (their devices are allocated by
+// in destinations, or a pod holds devices (they are allocated by
 // the search): the caller then simulates.
 func (r *RemovalSimulator) ReplayNodeRemoval(prev *NodeToBeRemoved, destinations map[string]bool, pdbs []*policyv1.PodDisruptionBudget, now time.Time) (*NodeToBeRemoved, bool) {
 	if prev == nil || prev.Node == nil || len(prev.Destinations) != len(prev.PodsToReschedule) {
