@@ -201,20 +201,53 @@ func reserve(enabled []string) schedconfig.PluginSet {
 	return set
 }
 
-// reserveClaims allocates pod's claims for nodeName in s, after Filter
-// found that it fits there: the DynamicResources plugin's Reserve stores
-// the allocations it computed in Filter (a device for each unallocated
-// claim), and the pod becomes a consumer of all its claims. Pods without
-// claims cost nothing.
-func (c *PredicateChecker) reserveClaims(s *ClusterSnapshot, pf *preFilterOutcome, pod *apiv1.Pod, nodeName string) error {
-	if len(pod.Spec.ResourceClaims) == 0 {
-		return nil
+// reserveClaims allocates pod's devices for nodeName in s, after Filter
+// found that it fits there, and returns the pod to store there: the
+// DynamicResources plugin's Reserve stores the allocations it computed in
+// Filter (a device for each unallocated claim, and for extended resources
+// a DeviceClass serves, a claim of their own), and the pod becomes a
+// consumer of all its claims. A pod given a claim for its extended
+// resources is stored as a copy naming it in
+// status.extendedResourceClaimStatus, as the scheduler's PreBind writes it.
+// Pods that can hold no device cost nothing.
+func (c *PredicateChecker) reserveClaims(s *ClusterSnapshot, pf *preFilterOutcome, pod *apiv1.Pod, nodeName string) (*apiv1.Pod, error) {
+	extended := s.dra.ServesExtendedResources(pod)
+	if len(pod.Spec.ResourceClaims) == 0 && !extended && pod.Status.ExtendedResourceClaimStatus == nil {
+		return pod, nil
 	}
-	c.lister.snapshot = s
-	if st := c.fw.RunReservePluginsReserve(c.ctx, pf.state, pod, nodeName); !st.IsSuccess() {
-		return fmt.Errorf("allocating the claims of pod %s on %s: %w", podKey(pod), nodeName, st.AsError())
+	stored := pod
+	// Reserve reads the state of the plugin's own PreFilter, which
+	// cheapDRASkip lets run for these pods only.
+	if mayNeedDevices(pod) {
+		name := dra.SimulatedExtendedClaimName(pod.Name)
+		before := s.dra.Claim(pod.Namespace, name)
+		c.lister.snapshot = s
+		if st := c.fw.RunReservePluginsReserve(c.ctx, pf.state, pod, nodeName); !st.IsSuccess() {
+			return nil, fmt.Errorf("allocating the devices of pod %s on %s: %w", podKey(pod), nodeName, st.AsError())
+		}
+		if after := s.dra.Claim(pod.Namespace, name); after != nil && after != before {
+			stored = withExtendedClaim(pod, name)
+		}
 	}
-	return s.dra.ReservePodClaims(pod)
+	// A moved pod's claim went with its old place (UnreservePodClaims); a
+	// device plugin serves it here, or nothing does.
+	if st := stored.Status.ExtendedResourceClaimStatus; stored == pod && st != nil && s.dra.Claim(pod.Namespace, st.ResourceClaimName) == nil {
+		stored = withExtendedClaim(pod, "")
+	}
+	return stored, s.dra.ReservePodClaims(stored)
+}
+
+// withExtendedClaim returns a shallow copy of p whose
+// status.extendedResourceClaimStatus names claimName (none when ""). The
+// request mappings are left out: the plugin keeps them to itself, and no
+// part of the simulation reads them.
+func withExtendedClaim(p *apiv1.Pod, claimName string) *apiv1.Pod {
+	cp := *p
+	cp.Status.ExtendedResourceClaimStatus = nil
+	if claimName != "" {
+		cp.Status.ExtendedResourceClaimStatus = &apiv1.PodExtendedResourceClaimStatus{ResourceClaimName: claimName}
+	}
+	return &cp
 }
 
 // SchedulePod places pod on nodeName in s when it fits there, allocating
@@ -246,10 +279,11 @@ func (c *PredicateChecker) place(s *ClusterSnapshot, pf *preFilterOutcome, pod, 
 	internal := func(err error) *PredicateError {
 		return &PredicateError{pod: pod, nodeName: nodeName, plugin: "ClusterSnapshot", internal: err}
 	}
-	if err := c.reserveClaims(s, pf, pod, nodeName); err != nil {
+	stored, err := c.reserveClaims(s, pf, pod, nodeName)
+	if err != nil {
 		return internal(err)
 	}
-	if err := s.AddEquivalentPod(pod, exemplar, nodeName); err != nil {
+	if err := s.AddEquivalentPod(stored, exemplar, nodeName); err != nil {
 		return internal(err)
 	}
 	return nil

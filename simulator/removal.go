@@ -84,7 +84,7 @@ func (r *RemovalSimulator) SimulateNodeRemoval(nodeName string, destinations map
 // is placed where prev placed it, without running the scheduler's plugins
 // again. It gives up (false, snapshot unchanged) when the pods to move are
 // not prev's, one by one, or a destination is no longer in the snapshot or
-// in destinations, or a pod holds claims (their devices are allocated by
+// in destinations, or a pod holds devices (they are allocated by
 // the search): the caller then simulates.
 func (r *RemovalSimulator) ReplayNodeRemoval(prev *NodeToBeRemoved, destinations map[string]bool, pdbs []*policyv1.PodDisruptionBudget, now time.Time) (*NodeToBeRemoved, bool) {
 	if prev == nil || prev.Node == nil || len(prev.Destinations) != len(prev.PodsToReschedule) {
@@ -148,7 +148,8 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 	placedOn := make([]string, 0, len(toMove))
 	placedPods := make([]*apiv1.Pod, 0, len(toMove))
 	for i, p := range toMove {
-		if replay != nil && i < len(replay.placed) && replay.PodsToReschedule[i] == p && len(p.Spec.ResourceClaims) == 0 {
+		holdsDevices := r.snapshot.mayHoldDevices(p)
+		if replay != nil && i < len(replay.placed) && replay.PodsToReschedule[i] == p && !holdsDevices {
 			// The same object as the previous loop moved: its copy then
 			// is what withNodeName would give now.
 			dest, placed := replay.Destinations[i], replay.placed[i]
@@ -161,10 +162,10 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 			continue
 		}
 		// The check runs on an unbound copy, so that the NodeName filter does
-		// not tie the pod to the node it leaves. A pod with claims gets its
+		// not tie the pod to the node it leaves. A pod with devices gets its
 		// own: the claims' reservation below is made for it.
 		var moved *apiv1.Pod
-		if len(p.Spec.ResourceClaims) > 0 {
+		if holdsDevices {
 			moved = withNodeName(p, "")
 		} else {
 			r.unbound = *p
@@ -196,7 +197,8 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 			return nil, &UnremovableNode{Node: node, Reason: NoPlaceToMovePods}
 		}
 		placedOn = append(placedOn, dest)
-		if err := r.checker.reserveClaims(r.snapshot, pf, moved, dest); err != nil {
+		reserved, err := r.checker.reserveClaims(r.snapshot, pf, moved, dest)
+		if err != nil {
 			r.snapshot.Revert()
 			klog.ErrorS(err, "Scale-down simulation failed", "node", klog.KRef("", nodeName))
 			return nil, &UnremovableNode{Node: node, Reason: UnexpectedError}
@@ -205,11 +207,12 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 		// Filter reads the NodeName of the pods a node holds, and a copy
 		// held there would live as long as the memo's replays of this
 		// removal (one a moved pod, 0.6 MB at 1,000 nodes). (A pod with
-		// claims gets a copy bound to dest: the reservation above was made
-		// for that pod by name and node.)
+		// devices gets a copy bound to dest: the reservation above was made
+		// for that pod by name and node, and it names the claim made for
+		// its extended resources.)
 		placed := p
-		if len(p.Spec.ResourceClaims) > 0 {
-			placed = withNodeName(p, dest)
+		if holdsDevices {
+			placed = withNodeName(reserved, dest)
 		}
 		if err := r.place(podInfos[p], placed, dest); err != nil {
 			r.snapshot.Revert()
@@ -246,7 +249,7 @@ func (r *RemovalSimulator) place(src *schedframework.PodInfo, placed *apiv1.Pod,
 }
 
 // replayable reports whether replay still holds: toMove are replay's pods
-// (same objects by UID and version, in order), none holds claims, and every
+// (same objects by UID and version, in order), none holds devices, and every
 // destination is still in the snapshot and allowed.
 func (r *RemovalSimulator) replayable(replay *NodeToBeRemoved, toMove []*apiv1.Pod, destinations map[string]bool) bool {
 	if len(toMove) != len(replay.PodsToReschedule) {
@@ -255,7 +258,7 @@ func (r *RemovalSimulator) replayable(replay *NodeToBeRemoved, toMove []*apiv1.P
 	for i, p := range toMove {
 		q := replay.PodsToReschedule[i]
 		if p.UID != q.UID || p.Namespace != q.Namespace || p.Name != q.Name || p.ResourceVersion != q.ResourceVersion ||
-			len(p.Spec.ResourceClaims) > 0 {
+			r.snapshot.mayHoldDevices(p) {
 			return false
 		}
 		d := replay.Destinations[i]

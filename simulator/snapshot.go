@@ -119,6 +119,15 @@ func (s *ClusterSnapshot) SetDRA(d *dra.Snapshot) error {
 	return nil
 }
 
+// mayHoldDevices tells whether p holds devices or may be given some when
+// placed: claims of its own, a claim for its extended resources
+// (status.extendedResourceClaimStatus), or extended resources a
+// DeviceClass serves. Such a pod's placement changes claims, not only the
+// node it lands on.
+func (s *ClusterSnapshot) mayHoldDevices(p *apiv1.Pod) bool {
+	return len(p.Spec.ResourceClaims) > 0 || p.Status.ExtendedResourceClaimStatus != nil || s.dra.ServesExtendedResources(p)
+}
+
 // DRA returns the snapshot's DRA objects, as changed by the simulation so
 // far. Changes made through it fork and revert with the snapshot.
 func (s *ClusterSnapshot) DRA() *dra.Snapshot { return s.dra }

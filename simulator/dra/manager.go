@@ -2,7 +2,6 @@ package dra
 
 import (
 	"fmt"
-	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -81,25 +80,11 @@ func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
 
 type classResolver struct{ m *Manager }
 
-// implicitExtendedResourcePrefix starts the extended resource every
-// DeviceClass can be asked for as: "deviceclass.resource.kubernetes.io/<class name>".
-const implicitExtendedResourcePrefix = "deviceclass.resource.kubernetes.io/"
-
 // GetDeviceClass returns the class a pod's extended resource request is
-// served from: one naming it in spec.extendedResourceName, or the class
-// named by the implicit prefix. nil when none, so that device-plugin
-// resources stay with NodeResourcesFit.
+// served from (see Snapshot.ExtendedResourceClass); nil when none, so that
+// device-plugin resources stay with NodeResourcesFit.
 func (r classResolver) GetDeviceClass(name apiv1.ResourceName) *resourceapi.DeviceClass {
-	s := r.m.snap()
-	for _, c := range s.classes {
-		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName == string(name) {
-			return c
-		}
-	}
-	if className, ok := strings.CutPrefix(string(name), implicitExtendedResourcePrefix); ok {
-		return s.classes[className]
-	}
-	return nil
+	return r.m.snap().ExtendedResourceClass(name)
 }
 
 type claimTracker struct{ m *Manager }
@@ -173,12 +158,18 @@ func forEachAllocatedDevice(c *resourceapi.ResourceClaim, dedicated, shared func
 }
 
 // SignalClaimPendingAllocation stores the allocated claim in the snapshot.
+// The claim the plugin made in memory for a pod's extended resources is
+// stored as the scheduler's PreBind would create it (see
+// SimulatedExtendedClaimName).
 func (t claimTracker) SignalClaimPendingAllocation(uid types.UID, allocated *resourceapi.ResourceClaim) error {
 	s := t.m.snap()
 	if s == emptySnapshot {
 		return fmt.Errorf("no DRA snapshot to record the allocation of claim %s/%s in", allocated.Namespace, allocated.Name)
 	}
 	cur := s.Claim(allocated.Namespace, allocated.Name)
+	if cur == nil && IsExtendedResourceClaim(allocated) && s.storeExtendedClaim(allocated) {
+		return nil
+	}
 	if cur == nil || cur.UID != uid {
 		return fmt.Errorf("claim %s/%s (uid %s) is not in the snapshot", allocated.Namespace, allocated.Name, uid)
 	}

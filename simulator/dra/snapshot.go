@@ -32,6 +32,8 @@ type Snapshot struct {
 	nodeSlices map[string][]*resourceapi.ResourceSlice
 	global     []*resourceapi.ResourceSlice
 	classes    map[string]*resourceapi.DeviceClass
+	// extended maps extended resource names to the class serving them.
+	extended map[apiv1.ResourceName]*resourceapi.DeviceClass
 
 	layers []*layer
 
@@ -77,6 +79,7 @@ func NewSnapshot(slices []*resourceapi.ResourceSlice, claims []*resourceapi.Reso
 			s.classes[c.Name] = c
 		}
 	}
+	s.extended = indexExtendedResources(s.classes)
 	return s
 }
 
@@ -270,11 +273,15 @@ func (s *Snapshot) slices() []*resourceapi.ResourceSlice {
 }
 
 // PodClaims returns the claims pod references, in the order of its
-// spec.resourceClaims. Entries the pod does not need (a template claim the
-// controller decided not to create) are skipped; a claim that does not exist
-// is an error.
+// spec.resourceClaims, then the claim holding the devices of its extended
+// resources (status.extendedResourceClaimStatus). Entries the pod does not
+// need (a template claim the controller decided not to create) are skipped;
+// a claim that does not exist is an error.
 func (s *Snapshot) PodClaims(pod *apiv1.Pod) ([]*resourceapi.ResourceClaim, error) {
-	out := make([]*resourceapi.ResourceClaim, 0, len(pod.Spec.ResourceClaims))
+	if len(pod.Spec.ResourceClaims) == 0 && pod.Status.ExtendedResourceClaimStatus == nil {
+		return nil, nil
+	}
+	out := make([]*resourceapi.ResourceClaim, 0, len(pod.Spec.ResourceClaims)+1)
 	for i := range pod.Spec.ResourceClaims {
 		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
 		if err != nil {
@@ -286,6 +293,13 @@ func (s *Snapshot) PodClaims(pod *apiv1.Pod) ([]*resourceapi.ResourceClaim, erro
 		c := s.Claim(pod.Namespace, *name)
 		if c == nil {
 			return out, fmt.Errorf("pod %s/%s: resource claim %s not found", pod.Namespace, pod.Name, *name)
+		}
+		out = append(out, c)
+	}
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil && st.ResourceClaimName != "" {
+		c := s.Claim(pod.Namespace, st.ResourceClaimName)
+		if c == nil {
+			return out, fmt.Errorf("pod %s/%s: extended resource claim %s not found", pod.Namespace, pod.Name, st.ResourceClaimName)
 		}
 		out = append(out, c)
 	}
@@ -321,13 +335,19 @@ func (s *Snapshot) ReservePodClaims(pod *apiv1.Pod) error {
 // deletion would; a claim left with no consumer is deallocated, as the
 // resourceclaim controller does (a claim made from a template for the pod
 // is deleted, and its replacement starts unallocated: the same for the
-// simulation). Claims that cannot be found are skipped.
+// simulation). The claim of the pod's extended resources is deleted, as the
+// garbage collector deletes it with its owner: the scheduler makes the
+// pod's replacement a new one. Claims that cannot be found are skipped.
 func (s *Snapshot) UnreservePodClaims(pod *apiv1.Pod) {
 	claims, err := s.PodClaims(pod)
 	if err != nil {
 		klog.V(4).InfoS("Simulated removal of a pod whose claims are not all known", "pod", klog.KObj(pod), "err", err)
 	}
 	for _, c := range claims {
+		if IsExtendedResourceClaim(c) && ownedByPod(c, pod) {
+			s.DeleteClaim(c.Namespace, c.Name)
+			continue
+		}
 		kept := slices.DeleteFunc(slices.Clone(c.Status.ReservedFor), func(r resourceapi.ResourceClaimConsumerReference) bool {
 			return r.UID == pod.UID && r.Resource == "pods"
 		})

@@ -107,3 +107,38 @@ func WithClaimTemplate(p *apiv1.Pod, template string) *apiv1.Pod {
 	p.Spec.Containers[0].Resources.Claims = append(p.Spec.Containers[0].Resources.Claims, apiv1.ResourceClaim{Name: "gpu"})
 	return p
 }
+
+// ExtendedResourceClass is DeviceClass with spec.extendedResourceName set,
+// as NVIDIA's chart publishes gpu.nvidia.com for nvidia.com/gpu: a pod
+// asking for that resource is served a device of the class.
+func ExtendedResourceClass(name, driver string, resourceName apiv1.ResourceName) *resourceapi.DeviceClass {
+	c := DeviceClass(name, driver)
+	n := string(resourceName)
+	c.Spec.ExtendedResourceName = &n
+	return c
+}
+
+// ExtendedResourceClaim returns the claim the scheduler creates for a pod
+// whose extended resources DRA serves, allocated the named devices of the
+// node's pool and reserved for the pod, and sets the pod's
+// status.extendedResourceClaimStatus to name it, as the scheduler's PreBind
+// does.
+func ExtendedResourceClaim(p *apiv1.Pod, class *resourceapi.DeviceClass, node, driver string, devices []string) *resourceapi.ResourceClaim {
+	ctrl := true
+	c := Claim(p.Name+"-extended-resources-abcde", class.Name, int64(len(devices)))
+	c.Namespace = p.Namespace
+	c.Annotations = map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"}
+	c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: &ctrl}}
+	c.Spec.Devices.Requests[0].Name = "container-0-request-0"
+	c = Allocated(c, node, driver, devices, p)
+	for i := range c.Status.Allocation.Devices.Results {
+		c.Status.Allocation.Devices.Results[i].Request = "container-0-request-0"
+	}
+	p.Status.ExtendedResourceClaimStatus = &apiv1.PodExtendedResourceClaimStatus{
+		ResourceClaimName: c.Name,
+		RequestMappings: []apiv1.ContainerExtendedResourceRequest{{
+			ContainerName: p.Spec.Containers[0].Name, ResourceName: *class.Spec.ExtendedResourceName, RequestName: "container-0-request-0",
+		}},
+	}
+	return c
+}

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -17,6 +18,10 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/nodeagent"
 )
+
+// nvidiaGPU is the extended resource NVIDIA's device plugin advertises and its DRA
+// driver's DeviceClass serves.
+const nvidiaGPU apiv1.ResourceName = "nvidia.com/gpu"
 
 // GPU sizes of the DRA scenarios: one H100, eight H100s.
 const (
@@ -171,5 +176,60 @@ func TestDRAEightGPUJobGetsOneEightGPUNode(t *testing.T) {
 	})
 	if m := s.maxTarget("h100x1"); m != 0 {
 		t.Errorf("the single-GPU pool grew to %d nodes for an 8-GPU claim", m)
+	}
+}
+
+// askingGPUs makes the Deployment's pods ask for n nvidia.com/gpu, as device-plugin
+// manifests do, with no ResourceClaim: NVIDIA's DeviceClass serves that resource
+// (spec.extendedResourceName), so the scheduler allocates devices to a claim it makes
+// for each pod.
+func askingGPUs(n int64) deployOption {
+	return func(d *appsv1.Deployment) {
+		c := &d.Spec.Template.Spec.Containers[0]
+		q := *resource.NewQuantity(n, resource.DecimalSI)
+		c.Resources.Requests[nvidiaGPU] = q
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = apiv1.ResourceList{}
+		}
+		c.Resources.Limits[nvidiaGPU] = q
+	}
+}
+
+// Issue 31 (3): pods asking for nvidia.com/gpu on a DRA cluster. Three pending pods
+// asking for one GPU each grow a 1-GPU pool by three nodes, not one (each pod gets a
+// device of its own in the simulation, as from the scheduler), run one a node, and the
+// busy GPU nodes are not drained although the CPU node has room for the pods' CPU.
+func TestDRAExtendedResourcePodsGetAGPUNodeEach(t *testing.T) {
+	s := newScenario(t, scenarioOptions{
+		pools: []doks.PoolSpec{
+			{Name: "cpu", Size: "s-4vcpu-8gb", Count: 1},
+			gpuPool("gpu", h100x1, 0, 5),
+		},
+		bootDelay: time.Second,
+		agent:     nodeagent.Options{DRADrivers: []string{gpudriver.NVIDIA}},
+	})
+	s.startAutoscaler()
+	s.deploy("infer", 3, smallPod, askingGPUs(1))
+
+	s.waitTarget("gpu", 3, 60*time.Second)
+	s.waitRunning("infer", 3, 90*time.Second)
+	nodes := map[string]bool{}
+	for _, p := range s.pods("infer") {
+		if p.Status.ExtendedResourceClaimStatus == nil {
+			t.Errorf("pod %s runs without the scheduler's extended resource claim", p.Name)
+		}
+		nodes[p.Spec.NodeName] = true
+	}
+	if len(nodes) != 3 {
+		t.Errorf("the three pods run on %d nodes, want one GPU node each", len(nodes))
+	}
+	s.holds("the busy GPU nodes kept", 12*time.Second, func() error {
+		if tainted := s.taintedNodes(); len(tainted) > 0 {
+			return fmt.Errorf("nodes tainted for deletion: %v", tainted)
+		}
+		return s.nodesAre("gpu", 3)()
+	})
+	if m := s.maxTarget("gpu"); m != 3 {
+		t.Errorf("GPU pool reached %d nodes, want 3", m)
 	}
 }

@@ -410,7 +410,7 @@ func (p *Planner) candidates(in scaledown.PlannerInput) []candidate {
 			var claims []*resourceapi.ResourceClaim
 			if len(slices) > 0 {
 				ni.SetResourceSlices(slices)
-				claims = podsClaims(in.DRA, pods)
+				claims = in.DRA.PodsClaims(pods)
 			}
 			util, err = utilization.CalculateWithClaims(ni, claims, p.opts.IgnoreDaemonSetsUtilization, gpuResource)
 		}
@@ -430,26 +430,6 @@ func (p *Planner) candidates(in scaledown.PlannerInput) []candidate {
 			continue
 		}
 		out = append(out, candidate{node: n, groupID: id, unready: !ready, empty: len(toMove) == 0, util: util, toMove: toMove})
-	}
-	return out
-}
-
-// podsClaims returns the claims of pods, each once. Claims that cannot be
-// found are left out (they hold no device).
-func podsClaims(d *dra.Snapshot, pods []*apiv1.Pod) []*resourceapi.ResourceClaim {
-	var out []*resourceapi.ResourceClaim
-	seen := map[*resourceapi.ResourceClaim]bool{}
-	for _, p := range pods {
-		if len(p.Spec.ResourceClaims) == 0 {
-			continue
-		}
-		claims, _ := d.PodClaims(p)
-		for _, c := range claims {
-			if !seen[c] {
-				seen[c] = true
-				out = append(out, c)
-			}
-		}
 	}
 	return out
 }
