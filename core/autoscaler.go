@@ -383,9 +383,10 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("core: informer caches did not sync")
 	}
-	// The provider is asked first which instances it is deleting (a new
-	// leader may take over during a delete): their taints stay. If it
-	// cannot say, no taint is removed; the next restart tries again.
+	// The provider is asked first which instances it is deleting or no
+	// longer has (a new leader may take over during a delete): their
+	// taints stay. If it cannot say, no taint is removed; the next restart
+	// tries again.
 	nodes, err := a.nodes.List(labels.Everything())
 	if err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the node cache cannot be listed")
@@ -393,7 +394,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	} else if err := refreshErr; err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown")
 		metrics.RegisterError(metrics.CloudProviderError)
-	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, nodes, actuation.DeletingInstances(a.provider), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
+	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, nodes, actuation.LeavingInstances(a.provider, nodes), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
 		// Not fatal: the nodes stay tainted, which an operator can see, and
 		// the next restart tries again.
 		klog.ErrorS(err, "Start-up: stale taint clean-up incomplete")
