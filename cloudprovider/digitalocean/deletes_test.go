@@ -218,3 +218,24 @@ func instanceState(t *testing.T, g *NodeGroup, n *godo.KubernetesNode) cloudprov
 	}
 	return 0
 }
+
+// Two drains of one created pool end one after the other: the first
+// deletes the pool in place of the last nodes, the second finds the pool
+// deleted. Its nodes go with the pool, so the second succeeds without a
+// request: a failure would make the core untaint its node.
+func TestDeleteNodesOfAPoolAlreadyDeleted(t *testing.T) {
+	e := newEnv(t, doks.Options{DeleteDelay: -1}, withSelection(SelectByTags), withAutoprovisioning(napSection))
+	p := e.pool(doks.PoolSpec{Name: "created", Size: "s-2vcpu-4gb", Count: 2, Tags: createdTags})
+	e.refresh()
+	g := e.group(p.ID)
+	if err := g.DeleteNodes([]*apiv1.Node{kubeNode(p.Nodes[0]), kubeNode(p.Nodes[1])}); err != nil {
+		t.Fatal(err)
+	}
+	before := e.sim.TotalRequests()
+	if err := g.DeleteNodes([]*apiv1.Node{kubeNode(p.Nodes[1])}); err != nil {
+		t.Errorf("DeleteNodes of a node of the deleted pool: %v", err)
+	}
+	if e.sim.TotalRequests() != before {
+		t.Errorf("%d requests for a node of a pool already deleted, want none", e.sim.TotalRequests()-before)
+	}
+}
