@@ -182,6 +182,17 @@ type ProblemReporter interface {
 	Problems() []string
 }
 
+// DeletingInstancesReporter is optionally implemented by a CloudProvider
+// whose last Refresh may list instances being deleted outside its node
+// groups: the nodes of a node group being deleted, which is no node group
+// any more. At start-up the core keeps the ToBeDeletedByClusterAutoscaler
+// taint on their nodes, as on its groups' instances in InstanceDeleting.
+type DeletingInstancesReporter interface {
+	// DeletingInstances are the provider IDs of every instance the last
+	// Refresh listed as being deleted.
+	DeletingInstances() map[string]bool
+}
+
 // GPULabels returns the gpu_resource_name and gpu_name labels of the
 // scale-up and scale-down metrics for a node: its GPU's extended resource
 // and type, or empty strings for a node without a GPU.

@@ -128,10 +128,13 @@ type Autoscaler struct {
 	// statusCM is the status ConfigMap as the last write returned it (nil
 	// after a failed write: the next one reads it again).
 	statusCM *apiv1.ConfigMap
-	// deletedGroups are the autoprovisioned groups deleted so far, each
-	// recorded once (see deleteNodeGroup); group IDs are never reused.
-	deletedGroupsMu sync.Mutex
-	deletedGroups   map[string]bool
+	// deletedGroups are the autoprovisioned groups deleted, each recorded
+	// once (see deleteNodeGroup; group IDs are never reused), until the
+	// provider no longer offers them; groupDeleteBackoff the groups whose
+	// deletion was refused. Both are guarded by deletedGroupsMu.
+	deletedGroupsMu    sync.Mutex
+	deletedGroups      map[string]bool
+	groupDeleteBackoff *clusterstate.Backoff
 }
 
 // NewAutoscaler wires informers (nodes, pods, PDBs, DaemonSets, ConfigMaps in
@@ -157,7 +160,8 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
-	a := &Autoscaler{opts: opts, kube: kube, statusKube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{}}
+	a := &Autoscaler{opts: opts, kube: kube, statusKube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{},
+		groupDeleteBackoff: clusterstate.NewBackoff(groupDeleteBackoff, groupDeleteBackoffMax, groupDeleteBackoffReset)}
 
 	// Managed fields, and status fields of pods and nodes nothing here
 	// reads, are dropped from cached objects, and equal maps of pods and
@@ -260,7 +264,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	a.actuator = actuation.New(a.opts, actuation.Deps{
 		Kube: a.kube, Provider: a.provider, Recorder: a.recorder, StatusRef: scaleup.StatusConfigMapRef(a.opts),
 		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals, Nodes: a.nodes,
-		GroupGone: func(g cloudprovider.NodeGroup) { a.deleteNodeGroup(g) },
+		GroupGone: func(g cloudprovider.NodeGroup) { a.deleteNodeGroup(g, time.Now()) },
 	}, actuatorOptions...)
 	a.scaleDown = scaledown.New(a.opts, a.registry, a.planner, a.actuator, a.removals)
 	// Cooldowns start from the removals' ends.
@@ -383,9 +387,10 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("core: informer caches did not sync")
 	}
-	// The provider is asked first which instances it is deleting (a new
-	// leader may take over during a delete): their taints stay. If it
-	// cannot say, no taint is removed; the next restart tries again.
+	// The provider is asked first which instances it is deleting or no
+	// longer has (a new leader may take over during a delete): their
+	// taints stay. If it cannot say, no taint is removed; the next restart
+	// tries again.
 	nodes, err := a.nodes.List(labels.Everything())
 	if err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the node cache cannot be listed")
@@ -393,7 +398,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	} else if err := refreshErr; err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown")
 		metrics.RegisterError(metrics.CloudProviderError)
-	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, nodes, actuation.DeletingInstances(a.provider), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
+	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, nodes, actuation.LeavingInstances(a.provider, nodes), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
 		// Not fatal: the nodes stay tainted, which an operator can see, and
 		// the next restart tries again.
 		klog.ErrorS(err, "Start-up: stale taint clean-up incomplete")

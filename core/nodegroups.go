@@ -1,12 +1,27 @@
 package core
 
 import (
+	"time"
+
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+)
+
+// A refused deletion of an empty group is asked again after a pause that
+// doubles with each refusal, from groupDeleteBackoff up to
+// groupDeleteBackoffMax, and starts again from the shortest once a group
+// went groupDeleteBackoffReset without one: the cloud's reason (a pool it
+// will not delete) rarely changes within a loop, and each attempt costs a
+// request and a Warning event.
+const (
+	groupDeleteBackoff      = time.Minute
+	groupDeleteBackoffMax   = 30 * time.Minute
+	groupDeleteBackoffReset = 3 * time.Hour
 )
 
 // deleteEmptyAutoprovisioned deletes, with --node-autoprovisioning-enabled,
@@ -15,43 +30,70 @@ import (
 // deleted with their last nodes that no removal has reported yet. As
 // upstream, a group is deleted once it is empty, not kept at a count of 0;
 // the provider refuses to delete a group it did not create.
-func (a *Autoscaler) deleteEmptyAutoprovisioned() {
+func (a *Autoscaler) deleteEmptyAutoprovisioned(now time.Time) {
 	if !a.opts.NodeAutoprovisioningEnabled {
 		return
 	}
-	for _, g := range a.provider.NodeGroups() {
+	groups := a.provider.NodeGroups()
+	a.forgetDeletedGroups(groups, now)
+	for _, g := range groups {
 		if !g.Autoprovisioned() {
 			continue
 		}
 		if target, err := g.TargetSize(); g.Exist() && (err != nil || target > 0) {
 			continue
 		}
-		if a.deleteNodeGroup(g) {
+		if a.deleteNodeGroup(g, now) {
 			a.acted = true
 		}
 	}
+}
+
+// forgetDeletedGroups bounds what deleteNodeGroup remembers: a deleted
+// group the provider no longer offers, with no removal in flight that
+// could still report it gone, is forgotten; so are backoffs long over.
+func (a *Autoscaler) forgetDeletedGroups(groups []cloudprovider.NodeGroup, now time.Time) {
+	offered := make(map[string]bool, len(groups))
+	for _, g := range groups {
+		offered[g.Id()] = true
+	}
+	a.deletedGroupsMu.Lock()
+	defer a.deletedGroupsMu.Unlock()
+	for id := range a.deletedGroups {
+		if !offered[id] && a.removals.DeletingInGroup(id) == 0 {
+			delete(a.deletedGroups, id)
+		}
+	}
+	a.groupDeleteBackoff.Cleanup(now)
 }
 
 // deleteNodeGroup calls Delete on an autoprovisioned group that has become
 // empty and records the deletion: the deleted_node_groups_total metric and
 // a DeletedNodeGroup event, once per group however many removals report
 // it. When scale-down's last removal in a pool made the provider delete
-// the pool in place of its nodes, Delete has nothing left to do. It is
-// called from the loop and from removals' goroutines, and reports whether
-// this call deleted the group.
-func (a *Autoscaler) deleteNodeGroup(g cloudprovider.NodeGroup) bool {
+// the pool in place of its nodes, Delete has nothing left to do. A group
+// whose deletion was refused is not asked again before its backoff ends.
+// It is called from the loop and from removals' goroutines, and reports
+// whether this call deleted the group.
+func (a *Autoscaler) deleteNodeGroup(g cloudprovider.NodeGroup, now time.Time) bool {
 	a.deletedGroupsMu.Lock()
 	defer a.deletedGroupsMu.Unlock()
 	if a.deletedGroups[g.Id()] {
 		return false
 	}
-	ref := scaleup.StatusConfigMapRef(a.opts)
-	if err := g.Delete(); err != nil {
-		klog.ErrorS(err, "Deleting an empty autoprovisioned node group failed", "group", g.Id())
-		metrics.RegisterError(metrics.CloudProviderError)
-		a.recorder.Eventf(ref, apiv1.EventTypeWarning, "FailedToDeleteNodeGroup", "Deleting empty node group %s failed: %v", g.Id(), err)
+	if off, _, until := a.groupDeleteBackoff.BackedOff(g.Id(), now); off {
+		klog.V(4).InfoS("Deleting an empty autoprovisioned node group: backed off after a refusal", "group", g.Id(), "until", until)
 		return false
 	}
+	ref := scaleup.StatusConfigMapRef(a.opts)
+	if err := g.Delete(); err != nil {
+		until := a.groupDeleteBackoff.Backoff(g.Id(), clusterstate.BackoffInfo{ErrorMessage: err.Error()}, now)
+		klog.ErrorS(err, "Deleting an empty autoprovisioned node group failed", "group", g.Id(), "nextAttempt", until)
+		metrics.RegisterError(metrics.CloudProviderError)
+		a.recorder.Eventf(ref, apiv1.EventTypeWarning, "FailedToDeleteNodeGroup", "Deleting empty node group %s failed (next attempt after %s): %v", g.Id(), until.UTC().Format(time.RFC3339), err)
+		return false
+	}
+	a.groupDeleteBackoff.Remove(g.Id())
 	a.deletedGroups[g.Id()] = true
 	metrics.RegisterNodeGroupDeletion()
 	klog.InfoS("Deleted an empty autoprovisioned node group", "group", g.Id())

@@ -50,3 +50,31 @@ func TestGroupDeletedWithItsLastNodesRecordedOnce(t *testing.T) {
 		t.Errorf("node groups after: %v", p.NodeGroups())
 	}
 }
+
+// An empty autoprovisioned group whose deletion the cloud refuses is asked
+// again after a pause that doubles (1, 2, 4 minutes...), not every loop
+// with a Warning event each time.
+func TestRefusedGroupDeletionBacksOff(t *testing.T) {
+	p, objs := cluster(
+		groupSpec{id: "base", min: 1, max: 3, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},
+		groupSpec{id: "nap", min: 0, max: 3, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB})
+	p.Group("nap").GoesWithLastNodes() // autoprovisioned; Delete refuses while it has not gone
+	opts := testOptions()
+	opts.NodeAutoprovisioningEnabled = true
+	h := newHarness(t, opts, p, objs...)
+
+	var at []time.Duration
+	for d := time.Duration(0); d <= 10*time.Minute; d += 10 * time.Second {
+		before := len(p.CallsOf("Delete"))
+		h.runOnce(t0.Add(d))
+		if len(p.CallsOf("Delete")) > before {
+			at = append(at, d)
+		}
+	}
+	if want := []time.Duration{0, time.Minute, 3 * time.Minute, 7 * time.Minute}; !reflect.DeepEqual(at, want) {
+		t.Errorf("Delete asked at %v, want %v", at, want)
+	}
+	if n := countEvents(h.events(), "FailedToDeleteNodeGroup"); n != len(at) {
+		t.Errorf("%d FailedToDeleteNodeGroup events for %d attempts", n, len(at))
+	}
+}

@@ -74,7 +74,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	}); err != nil {
 		return err
 	}
-	a.deleteEmptyAutoprovisioned()
+	a.deleteEmptyAutoprovisioned(now)
 	a.minSizePhase(c, groups, sim.quotas, now)
 	return nil
 }
@@ -152,7 +152,7 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 	// in their place: recorded now, before a Refresh forgets it.
 	for _, g := range gaveUp {
 		if g.deleteErr == nil && g.plan.Group.Autoprovisioned() && !g.plan.Group.Exist() {
-			a.deleteNodeGroup(g.plan.Group)
+			a.deleteNodeGroup(g.plan.Group, now)
 		}
 	}
 	// The targets changed: recount upcoming nodes before scaling up.

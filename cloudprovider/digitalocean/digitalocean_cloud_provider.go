@@ -6,6 +6,7 @@ package digitalocean
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -26,7 +27,10 @@ type CloudProvider struct {
 	pricing  *pricingModel
 }
 
-var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
+var (
+	_ cloudprovider.CloudProvider             = (*CloudProvider)(nil)
+	_ cloudprovider.DeletingInstancesReporter = (*CloudProvider)(nil)
+)
 
 // BuildDigitalOcean builds the provider from opts.CloudConfig. The config is
 // read and validated first, without any network contact, so a mistake stops
@@ -128,6 +132,16 @@ func (p *CloudProvider) HasInstance(node *apiv1.Node) (bool, error) {
 	}
 	_, ok := p.m.instanceSize(pid)
 	return ok, nil
+}
+
+// DeletingInstances are the provider IDs of the nodes DOKS lists as
+// draining or deleting in any pool, node group or not: a pool being
+// deleted is no node group, yet its nodes keep the autoscaler's taint
+// until they are gone (cloudprovider.DeletingInstancesReporter).
+func (p *CloudProvider) DeletingInstances() map[string]bool {
+	p.m.mu.RLock()
+	defer p.m.mu.RUnlock()
+	return maps.Clone(p.m.deletingInstances)
 }
 
 // Pricing prices nodes and pods from the Sizes API.

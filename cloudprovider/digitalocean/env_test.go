@@ -102,6 +102,9 @@ type testEnv struct {
 	urlSuffix string
 	// autoprovisioning is the cloud config's autoprovisioning section (JSON).
 	autoprovisioning string
+	// restart builds a new provider (an autoscaler restarted, or a new
+	// leader) on the same simulator and configuration.
+	restart func() *CloudProvider
 }
 
 type envOption func(*testEnv, *clientOptions, *config.AutoscalingOptions)
@@ -154,11 +157,14 @@ func newEnv(t testing.TB, simOpts doks.Options, options ...envOption) *testEnv {
 		t.Fatal(err)
 	}
 	o.observer = e.obs
-	p, err := newCloudProvider(cfg, opts, nil, o)
-	if err != nil {
-		t.Fatal(err)
+	e.restart = func() *CloudProvider {
+		p, err := newCloudProvider(cfg, opts, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	e.p = p
+	e.p = e.restart()
 	return e
 }
 

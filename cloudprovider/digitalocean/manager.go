@@ -63,6 +63,9 @@ type manager struct {
 	// sizeByInstance maps provider IDs of nodes in every pool, autoscaled
 	// or not, to the pool's size slug; HasInstance and pricing use it.
 	sizeByInstance map[string]string
+	// deletingInstances are the provider IDs of nodes of every pool that
+	// DOKS lists as draining or deleting (see DeletingInstances).
+	deletingInstances map[string]bool
 	// templates by pool ID.
 	templates map[string]*templateEntry
 	// counters by pool ID, kept across Refreshes (see poolCounter).
@@ -98,7 +101,8 @@ type manager struct {
 	// deleted are the pools this autoscaler deleted (by ID, never reused):
 	// their groups no longer exist, even those an older Refresh made, and
 	// a listing that still shows one while DOKS drains it makes no group
-	// of it. One entry per pool deleted in this process's life.
+	// of it. An entry goes once a listing no longer shows the pool, or
+	// shows it without nodes (see pruneLocked).
 	deleted map[string]bool
 
 	// creating are the pools created, or maybe created, that no listing
@@ -196,6 +200,8 @@ func (m *manager) Refresh(ctx context.Context) error {
 	for id, c := range m.counters {
 		gens[id], _ = c.load()
 	}
+	// Only entries from before the listing may be pruned by it.
+	deletedBefore, predictedBefore := maps.Clone(m.deleted), slices.Collect(maps.Keys(m.predicted))
 	m.mu.RUnlock()
 	pools, err := m.client.listNodePools(ctx)
 	if err != nil {
@@ -212,6 +218,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 	byInstance := map[string]*NodeGroup{}
 	byNodeID := map[string]*NodeGroup{}
 	sizes := map[string]string{}
+	deleting := map[string]bool{}
 	names := map[string]bool{}
 	fetched, failed := 0, 0
 	seen := make(map[string]bool, len(pools))
@@ -232,9 +239,12 @@ func (m *manager) Refresh(ctx context.Context) error {
 			if n != nil {
 				ids[i] = instanceID(n)
 				sizes[ids[i]] = p.Size
+				if leaving(n) {
+					deleting[ids[i]] = true
+				}
 			}
 		}
-		if m.isDeleted(p.ID) {
+		if m.isDeleted(p.ID) || beingDeleted(p) {
 			klog.V(2).InfoS("Node pool is being deleted: not a node group", "nodePool", p.Name, "nodeGroup", p.ID)
 			continue
 		}
@@ -301,7 +311,9 @@ func (m *manager) Refresh(ctx context.Context) error {
 			delete(m.counters, id) // the pool is gone or no longer a node group
 		}
 	}
+	m.pruneLocked(pools, deletedBefore, predictedBefore, templates)
 	m.groups, m.groupByInstance, m.groupByNodeID, m.sizeByInstance, m.templates = groups, byInstance, byNodeID, sizes, templates
+	m.deletingInstances = deleting
 	m.notes = notes
 	m.poolNames = names
 	m.refreshed = true
@@ -465,6 +477,35 @@ func (m *manager) instanceSize(providerID string) (string, bool) {
 	defer m.mu.RUnlock()
 	s, ok := m.sizeByInstance[providerID]
 	return s, ok
+}
+
+// pruneLocked bounds the sets kept by pool ID with what a listing shows.
+// A deleted pool's entry goes once the pool is no longer listed, or is
+// listed without nodes: its deletion is over, or was never applied, and a
+// pool of ours left empty is deleted again by the core (a 404 then counts
+// as done). A predicted template goes once its pool is listed but not a
+// node group, or not listed at all (its real template, when fetched,
+// already took it: see comparePredicted). Only entries from before the
+// listing (deletedBefore, predictedBefore) are judged by it: one made
+// while it was taken may concern a pool it could not show yet.
+func (m *manager) pruneLocked(pools []*godo.KubernetesNodePool, deletedBefore map[string]bool, predictedBefore []string, templates map[string]*templateEntry) {
+	listed := make(map[string]*godo.KubernetesNodePool, len(pools))
+	for _, p := range pools {
+		if p != nil {
+			listed[p.ID] = p
+		}
+	}
+	for id := range deletedBefore {
+		if p := listed[id]; p == nil || len(p.Nodes) == 0 {
+			klog.V(2).InfoS("Deleted node pool no longer listed with nodes: forgetting it", "nodeGroup", id)
+			delete(m.deleted, id)
+		}
+	}
+	for _, id := range predictedBefore {
+		if templates[id] == nil {
+			delete(m.predicted, id)
+		}
+	}
 }
 
 // markDeleted records that this autoscaler deleted the pool.

@@ -280,14 +280,20 @@ func (g *NodeGroup) findNodeLocked(node *apiv1.Node) (*godo.KubernetesNode, erro
 // DeleteNodePool: the pool is not left behind at a count of 0. The group
 // then no longer exists (Exist is false, its target 0, its nodes draining)
 // and Delete, which the core calls on an emptied autoprovisioned group,
-// has nothing left to do.
+// has nothing left to do. Nodes of a pool already deleted go with it:
+// nothing is asked and nothing fails.
+//
+// A deletion whose answer was unclear is settled by listing (see
+// deletes.go): it fails only when DOKS did not take it, since a failure
+// makes the core give the nodes back.
 func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
 	if g.planned != nil {
 		return fmt.Errorf("node group %s does not exist yet", g.id)
 	}
 	defer g.lockForChange()()
-	if err := g.deletedErrLocked(); err != nil {
-		return err
+	if g.m.isDeleted(g.id) {
+		klog.InfoS("Node pool already deleted: its nodes go with it", "nodeGroup", g.id, "nodePool", g.name, "nodes", len(nodes))
+		return nil
 	}
 	var targets []*godo.KubernetesNode
 	seen := map[string]bool{}
@@ -317,7 +323,7 @@ func (g *NodeGroup) DeleteNodes(nodes []*apiv1.Node) error {
 	}
 	for i, n := range targets {
 		klog.InfoS("Deleting node with skip_drain", "node", klog.KRef("", n.Name), "nodeGroup", g.id, "nodePool", g.name, "nodeID", n.ID, "dropletID", n.DropletID)
-		if err := g.m.client.deleteNode(g.m.ctx, g.id, n.ID); err != nil {
+		if err := g.m.deleteNode(g.id, n.ID); err != nil {
 			return fmt.Errorf("node pool %s: deleting node %s (%d of %d): %w", g.name, n.Name, i+1, len(targets), err)
 		}
 		g.pool.Count--
@@ -355,7 +361,7 @@ func (g *NodeGroup) deletePoolLocked(targets []*godo.KubernetesNode) error {
 		names[i] = n.Name
 	}
 	klog.InfoS("Deleting node pool in place of its last nodes", "pool", g.name, "id", g.id, "nodes", names)
-	if err := g.m.client.deleteNodePool(g.m.ctx, g.id); err != nil {
+	if err := g.m.deletePool(g.id); err != nil {
 		return fmt.Errorf("node pool %s: deleting the pool in place of its last %d node(s): %w", g.name, len(targets), err)
 	}
 	g.m.markDeleted(g.id)
@@ -481,7 +487,7 @@ func (g *NodeGroup) Delete() error {
 		return fmt.Errorf("node pool %s (%s) has no tag %s: it was not created by this autoscaler and is never deleted by it", g.name, g.id, TagAutoprovisioned)
 	}
 	klog.InfoS("Deleting node pool", "name", g.name, "id", g.id)
-	if err := g.m.client.deleteNodePool(g.m.ctx, g.id); err != nil {
+	if err := g.m.deletePool(g.id); err != nil {
 		return fmt.Errorf("deleting node pool %s (%s): %w", g.name, g.id, err)
 	}
 	g.m.markDeleted(g.id)

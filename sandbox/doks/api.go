@@ -354,7 +354,7 @@ func (s *Server) poolCopy(id string) (godo.KubernetesNodePool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.poolByIDLocked(id)
-	if p == nil || p.deleting {
+	if p == nil || !s.listedLocked(p) {
 		return godo.KubernetesNodePool{}, false
 	}
 	return p.toGodo(), true

@@ -150,9 +150,10 @@ func (s *Server) handleCreatePool(w http.ResponseWriter, r *http.Request, reqID 
 }
 
 // handleDeletePool serves DELETE .../node_pools/{pool}: 204, then, as DOKS
-// does, the pool's nodes are drained and deleted. The pool leaves the API's
-// listings at once; its droplets stay (draining, then deleting) until
-// DeleteDelay has passed, so the node agent sees them go.
+// does, the pool's nodes are drained and deleted. Its droplets stay
+// (draining, then deleting) until DeleteDelay has passed, so the node agent
+// sees them go; the pool stays listed with them, count 0, unless
+// DeletedPoolsVanish. A second DELETE answers 404.
 func (s *Server) handleDeletePool(w http.ResponseWriter, r *http.Request, reqID string) {
 	s.mu.Lock()
 	p := s.poolByIDLocked(r.PathValue("pool"))
@@ -181,11 +182,16 @@ func (s *Server) dropIfGoneLocked(p *pool) {
 	s.pools = slices.DeleteFunc(s.pools, func(q *pool) bool { return q == p })
 }
 
-// listedPoolsLocked are the pools the API shows: not those being deleted.
+// listedLocked reports whether the API shows the pool.
+func (s *Server) listedLocked(p *pool) bool {
+	return !p.deleting || !s.opts.DeletedPoolsVanish
+}
+
+// listedPoolsLocked are the pools the API shows.
 func (s *Server) listedPoolsLocked() []*pool {
 	out := make([]*pool, 0, len(s.pools))
 	for _, p := range s.pools {
-		if !p.deleting {
+		if s.listedLocked(p) {
 			out = append(out, p)
 		}
 	}
@@ -199,7 +205,7 @@ func (s *Server) apiListedPoolsLocked(now time.Time) []*pool {
 }
 
 // ListedPools returns deep copies of the pools the API lists, in creation
-// order: Pools without those being deleted.
+// order: Pools, without those being deleted when DeletedPoolsVanish.
 func (s *Server) ListedPools() []godo.KubernetesNodePool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

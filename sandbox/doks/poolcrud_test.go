@@ -3,6 +3,7 @@ package doks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -133,35 +134,52 @@ func TestCreatePoolRefusals(t *testing.T) {
 	}
 }
 
+// A deleted pool's droplets drain, then go, then the pool is forgotten.
+// Meanwhile the API lists the pool (count 0, its nodes draining) or, with
+// DeletedPoolsVanish, no longer shows it.
 func TestDeletePoolDrainsThenForgetsIt(t *testing.T) {
-	s, c, _ := newTestServer(t, Options{DeleteDelay: 200 * time.Millisecond})
-	p := mustPool(t, s, PoolSpec{Name: "gone", Size: "s-2vcpu-4gb", Count: 2})
-	ctx := context.Background()
-	resp, err := c.Kubernetes.DeleteNodePool(ctx, testCluster, p.ID)
-	if err != nil || resp.StatusCode != 204 {
-		t.Fatalf("delete: %v (status %v)", err, resp)
-	}
-	// Gone from the API at once; its droplets drain first.
-	if _, _, err := c.Kubernetes.GetNodePool(ctx, testCluster, p.ID); statusOf(err) != 404 {
-		t.Errorf("GET a deleted pool: %v, want 404", err)
-	}
-	if got := s.ListedPools(); len(got) != 0 {
-		t.Errorf("listed after deletion: %v", got)
-	}
-	if got := s.Pools(); len(got) != 1 || got[0].Nodes[0].Status.State != StateDraining {
-		t.Errorf("droplets right after the deletion: %+v", got)
-	}
-	if _, err := c.Kubernetes.DeleteNodePool(ctx, testCluster, p.ID); statusOf(err) != 404 {
-		t.Errorf("second delete: %v, want 404", err)
-	}
-	want := []Change{{Op: OpDeleteNodePool, Pool: p.ID}, {Op: OpDeleteNodePool, Pool: p.ID}}
-	if got := s.Changes(); !slices.Equal(got, want) {
-		t.Errorf("changes %+v, want the two pool deletes and nothing else", got)
-	}
-	waitFor(t, s, "the pool's droplets to go", func() bool { return len(s.Pools()) == 0 })
-	// The name is free again.
-	if _, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{Name: "gone", Size: "s-2vcpu-4gb", Count: 1}); err != nil {
-		t.Errorf("re-using the name: %v", err)
+	for _, vanish := range []bool{false, true} {
+		t.Run(fmt.Sprintf("vanish=%v", vanish), func(t *testing.T) {
+			s, c, _ := newTestServer(t, Options{DeleteDelay: 200 * time.Millisecond, DeletedPoolsVanish: vanish})
+			p := mustPool(t, s, PoolSpec{Name: "gone", Size: "s-2vcpu-4gb", Count: 2})
+			ctx := context.Background()
+			resp, err := c.Kubernetes.DeleteNodePool(ctx, testCluster, p.ID)
+			if err != nil || resp.StatusCode != 204 {
+				t.Fatalf("delete: %v (status %v)", err, resp)
+			}
+			got, _, err := c.Kubernetes.GetNodePool(ctx, testCluster, p.ID)
+			listed := s.ListedPools()
+			if vanish {
+				if statusOf(err) != 404 || len(listed) != 0 {
+					t.Errorf("right after the deletion: GET %v, listed %v; want 404 and none", err, listed)
+				}
+			} else {
+				if err != nil || got.Count != 0 || len(got.Nodes) != 2 || got.Nodes[0].Status.State != StateDraining {
+					t.Errorf("GET right after the deletion: %+v, %v; want count 0 and two draining nodes", got, err)
+				}
+				if len(listed) != 1 || listed[0].ID != p.ID {
+					t.Errorf("listed right after the deletion: %+v, want the pool", listed)
+				}
+			}
+			if got := s.Pools(); len(got) != 1 || got[0].Nodes[0].Status.State != StateDraining {
+				t.Errorf("droplets right after the deletion: %+v", got)
+			}
+			if _, err := c.Kubernetes.DeleteNodePool(ctx, testCluster, p.ID); statusOf(err) != 404 {
+				t.Errorf("second delete: %v, want 404", err)
+			}
+			want := []Change{{Op: OpDeleteNodePool, Pool: p.ID}, {Op: OpDeleteNodePool, Pool: p.ID}}
+			if got := s.Changes(); !slices.Equal(got, want) {
+				t.Errorf("changes %+v, want the two pool deletes and nothing else", got)
+			}
+			waitFor(t, s, "the pool's droplets to go", func() bool { return len(s.Pools()) == 0 })
+			if _, _, err := c.Kubernetes.GetNodePool(ctx, testCluster, p.ID); statusOf(err) != 404 {
+				t.Errorf("GET once the droplets are gone: %v, want 404", err)
+			}
+			// The name is free again.
+			if _, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{Name: "gone", Size: "s-2vcpu-4gb", Count: 1}); err != nil {
+				t.Errorf("re-using the name: %v", err)
+			}
+		})
 	}
 }
 

@@ -77,6 +77,14 @@ type Options struct {
 	// listings (the pool list and the cluster object) for this long, as an
 	// eventually consistent listing lags a create; SetListLag changes it.
 	ListLag time.Duration
+	// DeletedPoolsVanish makes a deleted pool leave the API at once (404
+	// on GET, absent from listings) while its droplets drain and go.
+	// Without it the pool stays listed, count 0, its nodes draining then
+	// deleting, until its last node is gone: what DigitalOcean's own
+	// Terraform provider expects, which after a DELETE polls GET of the
+	// pool until it answers 404. Which one DOKS does is not documented;
+	// the autoscaler must cope with both.
+	DeletedPoolsVanish bool
 }
 
 // DefaultDropletLimit is the droplet limit of a new DigitalOcean account.
@@ -133,8 +141,9 @@ type pool struct {
 	taints         []godo.Taint
 	tags           []string
 	nodes          []*node // creation order
-	// deleting: DeleteNodePool was accepted; the API no longer shows the
-	// pool, its nodes drain and go, then the pool is forgotten.
+	// deleting: DeleteNodePool was accepted; its nodes drain and go, then
+	// the pool is forgotten. Until then the API lists it, unless
+	// DeletedPoolsVanish.
 	deleting bool
 	// listedFrom: the API's listings show the pool from then on (ListLag).
 	listedFrom time.Time

@@ -122,6 +122,9 @@ type scenarioOptions struct {
 	dropletLimit int
 	// region is the cluster's region; "" for the sandbox's default.
 	region string
+	// deleteDelay is how long a deleted droplet drains and lingers; the
+	// sandbox's default when 0.
+	deleteDelay time.Duration
 }
 
 func newScenario(t *testing.T, opts scenarioOptions) *scenario {
@@ -135,7 +138,7 @@ func newScenario(t *testing.T, opts scenarioOptions) *scenario {
 	}
 	sb, err := sandbox.Start(sandbox.Options{
 		ControlPlane: sharedCP, Dir: filepath.Join(artifacts, s.ns), BootDelay: bootDelay,
-		Pools: opts.pools, Agent: opts.agent, DropletLimit: opts.dropletLimit, Region: opts.region,
+		DeleteDelay: opts.deleteDelay, Pools: opts.pools, Agent: opts.agent, DropletLimit: opts.dropletLimit, Region: opts.region,
 	})
 	if err != nil {
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -100,10 +101,18 @@ func UnmarkToBeDeleted(ctx context.Context, kube kubernetes.Interface, nodeName 
 	return removed, nil
 }
 
-// DeletingInstances lists the provider IDs of instances the provider
-// reports as being deleted.
-func DeletingInstances(provider cloudprovider.CloudProvider) map[string]bool {
+// LeavingInstances lists the provider IDs of the tainted nodes' instances
+// that are on their way out: those the provider reports as being deleted,
+// in its node groups or, when it is a DeletingInstancesReporter, anywhere
+// (a group being deleted is no node group any more), and those it no
+// longer has at all (a Node outlives its instance for a while). A new
+// leader must not give such nodes back: the drain was done, and DOKS
+// deletes them without another.
+func LeavingInstances(provider cloudprovider.CloudProvider, nodes []*apiv1.Node) map[string]bool {
 	out := map[string]bool{}
+	if r, ok := provider.(cloudprovider.DeletingInstancesReporter); ok {
+		maps.Copy(out, r.DeletingInstances())
+	}
 	for _, g := range provider.NodeGroups() {
 		instances, err := g.Nodes()
 		if err != nil {
@@ -115,22 +124,31 @@ func DeletingInstances(provider cloudprovider.CloudProvider) map[string]bool {
 			}
 		}
 	}
+	for _, n := range nodes {
+		if n.Spec.ProviderID == "" || !clusterstate.HasToBeDeletedTaint(n) {
+			continue
+		}
+		if has, err := provider.HasInstance(n); err == nil && !has {
+			out[n.Spec.ProviderID] = true
+		}
+	}
 	return out
 }
 
 // CleanUpStaleTaints removes the autoscaler's taints from every node: taints
 // left by an earlier run that died mid-drain would otherwise keep those
-// nodes unschedulable forever. A node whose instance is in deleting (its
-// provider ID in deleting) keeps its ToBeDeleted taint: the cloud is
-// removing it, and since the drain is already done (deletes skip the
-// cloud's drain), pods scheduled there would be killed without one. With
+// nodes unschedulable forever. A node whose instance is leaving (its
+// provider ID in leaving: see LeavingInstances) keeps its ToBeDeleted
+// taint: the cloud is removing it or has, and since the drain is already
+// done (deletes skip the cloud's drain), pods scheduled there would be
+// killed without one. With
 // keepSoftTaints (soft tainting on), a node carrying only the
 // DeletionCandidate taint keeps it, as upstream's clean-up does: the first
 // loop takes it off the nodes that are needed. nodes are read from the
 // informer's cache, as upstream's clean-up does (a fresh list of every node
 // costs seconds at 5,000 nodes); each node to untaint is read again before
 // its update.
-func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, nodes []*apiv1.Node, deleting map[string]bool, keepSoftTaints bool) error {
+func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, nodes []*apiv1.Node, leaving map[string]bool, keepSoftTaints bool) error {
 	var errs []error
 	for _, n := range nodes {
 		stale := false
@@ -142,8 +160,8 @@ func CleanUpStaleTaints(ctx context.Context, kube kubernetes.Interface, nodes []
 		if !stale {
 			continue
 		}
-		if n.Spec.ProviderID != "" && deleting[n.Spec.ProviderID] {
-			klog.InfoS("Start-up: keeping the autoscaler taint: the node's instance is being deleted", "node", klog.KObj(n), "providerID", n.Spec.ProviderID)
+		if n.Spec.ProviderID != "" && leaving[n.Spec.ProviderID] {
+			klog.InfoS("Start-up: keeping the autoscaler taint: the node's instance is being deleted or gone", "node", klog.KObj(n), "providerID", n.Spec.ProviderID)
 			continue
 		}
 		removed, err := UnmarkToBeDeleted(ctx, kube, n.Name, true)
