@@ -87,7 +87,10 @@ type ControlPlane struct {
 	// Dir holds the files above.
 	Dir string
 	// URL is the apiserver's https URL on 127.0.0.1.
-	URL     string
+	URL string
+	// Version is the Kubernetes version the apiserver reports at /version:
+	// that of the k8s.io/kubernetes module it is built from.
+	Version string
 	Timings Timings
 
 	adminToken string
@@ -145,6 +148,11 @@ func Start(opts Options) (cp *ControlPlane, err error) {
 	users := append([]TokenUser{{Token: c.adminToken, Name: AdminUser, UID: "sandbox-admin-uid", Groups: []string{"system:masters"}}}, opts.ExtraTokens...)
 	c.TokenFile = filepath.Join(c.Dir, "tokens.csv")
 	if err := writeTokenFile(c.TokenFile, users); err != nil {
+		return c, err
+	}
+
+	// Before the apiserver starts: it reads the version once, for /version.
+	if c.Version, err = stampVersion(); err != nil {
 		return c, err
 	}
 
