@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -236,6 +237,12 @@ func (s *scenario) installKueueCRDs() {
 func (s *scenario) startKueue(binary string) {
 	s.t.Helper()
 	if err := sharedCP.EnsureNamespace(s.ctx, kueueNamespace); err != nil {
+		s.t.Fatal(err)
+	}
+	// Kueue's manifests create the Secret empty; its certificate management
+	// fills it.
+	secret := &apiv1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kueueSecret, Namespace: kueueNamespace}}
+	if _, err := s.kube.CoreV1().Secrets(kueueNamespace).Create(s.ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		s.t.Fatal(err)
 	}
 	dir := filepath.Join(artifacts, s.ns, "kueue")
