@@ -22,7 +22,9 @@ import (
 // forever, and a pending pod still scales a group up.
 func TestWithoutTheDRAAPICachesSyncAndScaleUpRuns(t *testing.T) {
 	p, objs := cluster(groupSpec{id: "ng", min: 1, max: 5, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
-	objs = append(objs, test.BuildPendingPod("big", 1500, test.GiB, "rs-big"))
+	// The node's room is taken: the pending pod needs a new one.
+	objs = append(objs, test.BuildScheduledPod("filler", 1000, test.GiB, "rs-filler", "ng-n0"),
+		test.BuildPendingPod("big", 1500, test.GiB, "rs-big"))
 	kube := sdtest.NewKube(sdtest.WithReplicaSets(objs)...).Clientset
 	// The API server's answer for a group it does not serve.
 	kube.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {

@@ -256,12 +256,15 @@ func TestServerReportsTheKubernetesVersionItRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := builtKubernetesVersion()
+	goMod, err := os.ReadFile("../../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.GitVersion != want || shared.Version != want {
-		t.Errorf("/version gitVersion %q, ControlPlane.Version %q; want %q (k8s.io/kubernetes in go.mod)", info.GitVersion, shared.Version, want)
+	if !strings.Contains(string(goMod), "\tk8s.io/kubernetes "+KubernetesVersion+"\n") {
+		t.Errorf("go.mod does not require k8s.io/kubernetes %s: KubernetesVersion must follow it", KubernetesVersion)
+	}
+	if info.GitVersion != KubernetesVersion || shared.Version != KubernetesVersion {
+		t.Errorf("/version gitVersion %q, ControlPlane.Version %q; want %q", info.GitVersion, shared.Version, KubernetesVersion)
 	}
 	v, err := utilversion.ParseSemantic(info.GitVersion)
 	if err != nil {
