@@ -24,7 +24,8 @@ import (
 // version's expect the group), so the test marks the pod unschedulable as
 // the scheduler would.
 func TestWithoutTheDRAAPITheAutoscalerRunsWithoutDRA(t *testing.T) {
-	dir := filepath.Join(artifacts, "no-dra")
+	const ns = "e2e-no-dra"
+	dir := filepath.Join(artifacts, ns) // where startAutoscaler puts its log
 	cp, err := controlplane.Start(controlplane.Options{Dir: filepath.Join(dir, "controlplane"),
 		NoScheduler: true, NoControllers: true, DisabledAPIs: []string{"resource.k8s.io/v1"}})
 	if err != nil {
@@ -42,7 +43,7 @@ func TestWithoutTheDRAAPITheAutoscalerRunsWithoutDRA(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sb.Stop)
-	s := &scenario{t: t, ctx: ctx, sb: sb, kube: cp.Client, ns: "e2e-no-dra", maxCount: map[string]int{}}
+	s := &scenario{t: t, ctx: ctx, sb: sb, kube: cp.Client, ns: ns, maxCount: map[string]int{}}
 	if err := cp.EnsureNamespace(ctx, s.ns); err != nil {
 		t.Fatal(err)
 	}
