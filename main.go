@@ -77,6 +77,18 @@ func run(args []string) int {
 		return 1
 	}
 
+	// A cluster without the DRA API still gets an autoscaler: without
+	// DRA, said once here, instead of informers that never sync.
+	dra, why, err := draServed(clients.kube.Discovery())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+	if !dra {
+		opts.DynamicResourceAllocationEnabled = false
+		klog.InfoS("Dynamic Resource Allocation is off: pods' resource claims and nodes' devices are not simulated", "reason", why)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	exited := make(chan struct{})

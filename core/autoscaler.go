@@ -182,10 +182,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	a.sss = a.factory.Apps().V1().StatefulSets().Lister()
 	a.rcs = a.factory.Core().V1().ReplicationControllers().Lister()
 	a.jobs = a.factory.Batch().V1().Jobs().Lister()
-	a.resourceSlices = a.factory.Resource().V1().ResourceSlices().Lister()
-	a.deviceClasses = a.factory.Resource().V1().DeviceClasses().Lister()
-	a.resourceClaims = a.factory.Resource().V1().ResourceClaims().Lister()
-	a.claimTemplates = a.factory.Resource().V1().ResourceClaimTemplates().Lister()
+	a.setDRAListers()
 	_ = cmInf.Informer()
 
 	a.trigger = NewTrigger(clk, opts.TriggerIdleWindow, opts.TriggerMaxWindow, opts.FrequentLoopsEnabled)
@@ -233,12 +230,32 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	// A provider whose templates depend on the cluster's DRA drivers reads
 	// them from these informers (started with the others in Run).
 	if p, ok := provider.(cloudprovider.DRAAware); ok {
-		p.SetDRAListers(cloudprovider.DRAListers{
-			DeviceClasses:  a.factory.Resource().V1().DeviceClasses().Lister(),
-			ResourceSlices: a.factory.Resource().V1().ResourceSlices().Lister(),
-		})
+		p.SetDRAListers(cloudprovider.DRAListers{DeviceClasses: a.deviceClasses, ResourceSlices: a.resourceSlices})
 	}
 	return a, nil
+}
+
+// setDRAListers reads the DRA objects from informers, or, when
+// opts.DynamicResourceAllocationEnabled is off (the cluster does not serve
+// resource.k8s.io/v1), from empty stores: no informer is registered for an
+// API the server lacks, whose caches would never sync, and the simulation
+// then sees a cluster without devices or claims.
+func (a *Autoscaler) setDRAListers() {
+	if !a.opts.DynamicResourceAllocationEnabled {
+		empty := func() cache.Indexer {
+			return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		}
+		a.resourceSlices = resourcelisters.NewResourceSliceLister(empty())
+		a.deviceClasses = resourcelisters.NewDeviceClassLister(empty())
+		a.resourceClaims = resourcelisters.NewResourceClaimLister(empty())
+		a.claimTemplates = resourcelisters.NewResourceClaimTemplateLister(empty())
+		return
+	}
+	dra := a.factory.Resource().V1()
+	a.resourceSlices = dra.ResourceSlices().Lister()
+	a.deviceClasses = dra.DeviceClasses().Lister()
+	a.resourceClaims = dra.ResourceClaims().Lister()
+	a.claimTemplates = dra.ResourceClaimTemplates().Lister()
 }
 
 // newDecisionState builds what remembers decisions from one iteration to
@@ -371,7 +388,8 @@ func (a *Autoscaler) startInformers(ctx context.Context) bool {
 // Initializing status, then runs RunOnce every opts.ScanInterval and when the
 // pending-pod trigger fires, until ctx ends.
 func (a *Autoscaler) Run(ctx context.Context) error {
-	klog.InfoS("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, controllers, storage, DRA objects, ConfigMaps in the namespace)", "namespace", a.opts.Namespace)
+	klog.InfoS("Waiting for informer caches (nodes, pods, PodDisruptionBudgets, DaemonSets, controllers, storage, DRA objects, ConfigMaps in the namespace)",
+		"namespace", a.opts.Namespace, "dra", a.opts.DynamicResourceAllocationEnabled)
 	// The provider's first refresh (its pools and their templates) needs no
 	// cache: it runs while the caches sync, which at thousands of nodes
 	// take seconds.

@@ -67,6 +67,12 @@ type Options struct {
 	// NoScheduler and NoControllers leave those components out.
 	NoScheduler   bool
 	NoControllers bool
+	// DisabledAPIs are group/versions the apiserver does not serve
+	// (--runtime-config=<gv>=false), as on an older cluster: e.g.
+	// resource.k8s.io/v1 before Kubernetes 1.34. The scheduler and
+	// controllers of this version expect the APIs they watch: leave them out
+	// when disabling one of those.
+	DisabledAPIs []string
 }
 
 // Timings records how long each start-up step took.
@@ -87,7 +93,10 @@ type ControlPlane struct {
 	// Dir holds the files above.
 	Dir string
 	// URL is the apiserver's https URL on 127.0.0.1.
-	URL     string
+	URL string
+	// Version is the Kubernetes version the apiserver reports at /version:
+	// that of the k8s.io/kubernetes module it is built from.
+	Version string
 	Timings Timings
 
 	adminToken string
@@ -148,9 +157,14 @@ func Start(opts Options) (cp *ControlPlane, err error) {
 		return c, err
 	}
 
+	// Before the apiserver starts: it reads the version once, for /version.
+	if c.Version, err = stampVersion(); err != nil {
+		return c, err
+	}
+
 	t0 = time.Now()
 	c.tb = newHostTB("sandbox-apiserver", opts.LogOutput)
-	if err := c.startAPIServer(); err != nil {
+	if err := c.startAPIServer(opts.DisabledAPIs); err != nil {
 		return c, fmt.Errorf("kube-apiserver: %w", err)
 	}
 	c.Timings.APIServer = time.Since(t0)
@@ -176,7 +190,7 @@ func Start(opts Options) (cp *ControlPlane, err error) {
 	return c, nil
 }
 
-func (c *ControlPlane) startAPIServer() (err error) {
+func (c *ControlPlane) startAPIServer(disabled []string) (err error) {
 	// The helper reports some failures through Fatalf; turn those into errors.
 	defer func() {
 		if r := recover(); r != nil {
@@ -197,6 +211,9 @@ func (c *ControlPlane) startAPIServer() (err error) {
 		// not-ready taint on every new Node forever.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		"--endpoint-reconciler-type=none",
+	}
+	for _, gv := range disabled {
+		flags = append(flags, "--runtime-config="+gv+"=false")
 	}
 	instance := &kubeapiservertesting.TestServerInstanceOptions{EnableCertAuth: false, DisableInvariantChecks: true}
 	server, err := kubeapiservertesting.StartTestServer(c.tb, instance, flags, storage)

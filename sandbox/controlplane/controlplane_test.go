@@ -3,6 +3,7 @@ package controlplane
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
@@ -244,5 +246,31 @@ func TestKubeconfigWorksWithKubectl(t *testing.T) {
 	}
 	if strings.Contains(string(data), "insecure-skip-tls-verify") {
 		t.Fatal("kubeconfig skips TLS verification; it should carry the serving CA")
+	}
+}
+
+// Clients that parse the server version (Kueue, controller-runtime) need a
+// semantic version, not the module build's placeholder.
+func TestServerReportsTheKubernetesVersionItRuns(t *testing.T) {
+	info, err := shared.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goMod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(goMod), "\tk8s.io/kubernetes "+KubernetesVersion+"\n") {
+		t.Errorf("go.mod does not require k8s.io/kubernetes %s: KubernetesVersion must follow it", KubernetesVersion)
+	}
+	if info.GitVersion != KubernetesVersion || shared.Version != KubernetesVersion {
+		t.Errorf("/version gitVersion %q, ControlPlane.Version %q; want %q", info.GitVersion, shared.Version, KubernetesVersion)
+	}
+	v, err := utilversion.ParseSemantic(info.GitVersion)
+	if err != nil {
+		t.Fatalf("gitVersion %q does not parse: %v", info.GitVersion, err)
+	}
+	if info.Major != fmt.Sprint(v.Major()) || info.Minor != fmt.Sprint(v.Minor()) {
+		t.Errorf("major %q minor %q disagree with gitVersion %q", info.Major, info.Minor, info.GitVersion)
 	}
 }
