@@ -232,4 +232,11 @@ func TestDRAExtendedResourcePodsGetAGPUNodeEach(t *testing.T) {
 	if m := s.maxTarget("gpu"); m != 3 {
 		t.Errorf("GPU pool reached %d nodes, want 3", m)
 	}
+	// One decision for the three: a simulation that let them share one
+	// device asked for a node, then another, one loop at a time.
+	for _, ev := range s.events("TriggeredScaleUp") {
+		if !strings.Contains(ev.Message, "0->3") {
+			t.Errorf("TriggeredScaleUp %q: want the three GPU nodes asked for at once (0->3)", ev.Message)
+		}
+	}
 }
