@@ -223,6 +223,9 @@ func (s *Server) matchFaultLocked(op string) *Fault {
 		if f.Operation != "" && f.Operation != op {
 			continue
 		}
+		if f.draws != nil && f.draws.Float64() >= f.Fraction {
+			continue
+		}
 		applied := *f
 		if f.Times > 0 {
 			f.Times--

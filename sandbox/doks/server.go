@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -129,6 +130,15 @@ type Fault struct {
 	// Cut closes the connection without an answer (after applying the
 	// request when Applied is set) instead of answering Status.
 	Cut bool
+	// Fraction, between 0 and 1 exclusive, applies the fault to about that
+	// share of the matching requests only; the others go on to the next
+	// fault. Which ones is drawn from a generator seeded with Seed, so a
+	// run that sends the same requests in the same order meets the same
+	// faults. Times counts only the requests the fault applied to.
+	Fraction float64
+	Seed     uint64
+
+	draws *mrand.Rand // Fraction's generator, set by InjectFault
 }
 
 type pool struct {
@@ -541,6 +551,9 @@ func (s *Server) InjectFault(f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fc := f
+	if fc.Fraction > 0 && fc.Fraction < 1 {
+		fc.draws = mrand.New(mrand.NewPCG(fc.Seed, 0))
+	}
 	s.faults = append(s.faults, &fc)
 }
 

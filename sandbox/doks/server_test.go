@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -570,5 +571,45 @@ func TestTokenWithoutTagReadListsPoolsWithoutTags(t *testing.T) {
 		if got := len(p.Tags); got != c.want {
 			t.Errorf("%s: pool read has %d tags, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// A fault with a Fraction meets about that share of the matching requests, the
+// same ones again for the same seed, lets the others through to the next fault,
+// and leaves other operations alone.
+func TestFaultFractionIsSeededAndPartial(t *testing.T) {
+	ctx := context.Background()
+	const n = 400
+	pattern := func(seed uint64) []int {
+		s, c, _ := newTestServer(t, Options{})
+		s.SetMinuteLimit(2 * n)
+		s.InjectFault(Fault{Operation: OpListSizes, Status: 504, Fraction: 0.2, Seed: seed})
+		s.InjectFault(Fault{Operation: OpListSizes, Status: 502, Times: 1})
+		var out []int
+		for i := 0; i < n; i++ {
+			_, _, err := c.Sizes.List(ctx, nil)
+			out = append(out, statusOf(err))
+		}
+		if _, _, err := c.Kubernetes.ListNodePools(ctx, testCluster, nil); err != nil {
+			t.Errorf("another operation met the fault: %v", err)
+		}
+		return out
+	}
+	a := pattern(7)
+	counts := map[int]int{}
+	for _, st := range a {
+		counts[st]++
+	}
+	if counts[504] < n/10 || counts[504] > n*3/10 {
+		t.Errorf("%d of %d requests answered 504, want about a fifth", counts[504], n)
+	}
+	if counts[502] != 1 {
+		t.Errorf("the next fault met %d requests, want the one it allows", counts[502])
+	}
+	if !slices.Equal(a, pattern(7)) {
+		t.Error("the same seed faulted other requests")
+	}
+	if slices.Equal(a, pattern(8)) {
+		t.Error("another seed faulted the same requests")
 	}
 }
