@@ -139,6 +139,7 @@ func (s *Server) handleCreatePool(w http.ResponseWriter, r *http.Request, reqID 
 		p.minNodes, p.maxNodes = req.MinNodes, req.MaxNodes
 	}
 	s.pools = append(s.pools, p)
+	s.recordLocked(p, true)
 	s.resizeLocked(p, *req.Count)
 	out := p.toGodo()
 	s.notifyLocked()
@@ -163,6 +164,7 @@ func (s *Server) handleDeletePool(w http.ResponseWriter, r *http.Request, reqID 
 		return
 	}
 	p.deleting = true
+	p.life.Deleted = time.Now()
 	p.count = 0
 	for _, n := range p.activeNodes() {
 		s.startDeletionLocked(p, n, false)
@@ -180,6 +182,41 @@ func (s *Server) dropIfGoneLocked(p *pool) {
 		return
 	}
 	s.pools = slices.DeleteFunc(s.pools, func(q *pool) bool { return q == p })
+	p.life.Gone = time.Now()
+}
+
+// PoolLife is one pool's history: when it was created, when a DELETE of it
+// was accepted and when its last node went. A chaos run reads it to tell the
+// pools created from the pools needed and to find pools left behind.
+type PoolLife struct {
+	ID, Name, Size string
+	Labels         map[string]string
+	Tags           []string
+	// ByAPI: created through POST node_pools, not CreatePool.
+	ByAPI bool
+	// Created, Deleted and Gone are zero until they happen.
+	Created, Deleted, Gone time.Time
+}
+
+// PoolHistory returns every pool the simulator has held, in creation order,
+// the gone ones included.
+func (s *Server) PoolHistory() []PoolLife {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]PoolLife, 0, len(s.history))
+	for _, l := range s.history {
+		c := *l
+		c.Labels = copyLabels(l.Labels)
+		c.Tags = slices.Clone(l.Tags)
+		out = append(out, c)
+	}
+	return out
+}
+
+func (s *Server) recordLocked(p *pool, byAPI bool) {
+	p.life = &PoolLife{ID: p.id, Name: p.name, Size: p.size, Labels: copyLabels(p.labels),
+		Tags: slices.Clone(p.tags), ByAPI: byAPI, Created: time.Now()}
+	s.history = append(s.history, p.life)
 }
 
 // listedLocked reports whether the API shows the pool.

@@ -217,3 +217,31 @@ func TestListLagHidesACreatedPool(t *testing.T) {
 		t.Errorf("after SetListLag(0) the new pool is listed at once; listed %d pools", len(pools))
 	}
 }
+
+// The pool history keeps a pool created through the API after it is gone, with
+// the times of its creation, of the accepted DELETE and of its last node going.
+func TestPoolHistoryKeepsGonePools(t *testing.T) {
+	s, c, _ := newTestServer(t, Options{DeleteDelay: 100 * time.Millisecond})
+	mustPool(t, s, PoolSpec{Name: "made-by-hand", Size: "s-2vcpu-4gb", Count: 1})
+	ctx := context.Background()
+	p, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{
+		Name: "on-demand", Size: "s-2vcpu-4gb", Count: 1, Labels: map[string]string{"class": "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kubernetes.DeleteNodePool(ctx, testCluster, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s, "the pool to go", func() bool { return len(s.Pools()) == 1 })
+	h := s.PoolHistory()
+	if len(h) != 2 || h[0].Name != "made-by-hand" || h[0].ByAPI || !h[0].Deleted.IsZero() {
+		t.Fatalf("history %+v, want the hand-made pool first, live", h)
+	}
+	l := h[1]
+	if l.ID != p.ID || !l.ByAPI || l.Labels["class"] != "a" || l.Size != "s-2vcpu-4gb" {
+		t.Errorf("created pool's life %+v", l)
+	}
+	if l.Created.IsZero() || l.Deleted.Before(l.Created) || l.Gone.Before(l.Deleted) {
+		t.Errorf("times created %v, deleted %v, gone %v: want all three in order", l.Created, l.Deleted, l.Gone)
+	}
+}

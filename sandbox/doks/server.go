@@ -157,6 +157,8 @@ type pool struct {
 	deleting bool
 	// listedFrom: the API's listings show the pool from then on (ListLag).
 	listedFrom time.Time
+	// life is the pool's entry in Server.history.
+	life *PoolLife
 }
 
 type node struct {
@@ -179,6 +181,7 @@ type Server struct {
 	limited     map[string]int // per operation, requests answered 429 by the rate limit (not injected faults)
 	changes     []Change
 	faults      []*Fault
+	history     []*PoolLife // every pool held, creation order
 	rateLimit   int
 	minuteLimit int
 	// dropletLimit is the account's droplet limit; 0: none.
@@ -417,6 +420,7 @@ func (s *Server) CreatePool(spec PoolSpec) (godo.KubernetesNodePool, error) {
 	if spec.AutoScale {
 		p.minNodes, p.maxNodes = spec.MinNodes, spec.MaxNodes
 	}
+	s.recordLocked(p, false)
 	for i := 0; i < spec.Count; i++ {
 		p.nodes = append(p.nodes, s.newNodeLocked(p, StateRunning))
 	}
