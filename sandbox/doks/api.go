@@ -226,6 +226,7 @@ func (s *Server) matchFaultLocked(op string) *Fault {
 		if f.draws != nil && f.draws.Float64() >= f.Fraction {
 			continue
 		}
+		s.faulted[op]++
 		applied := *f
 		if f.Times > 0 {
 			f.Times--

@@ -181,7 +181,8 @@ type Server struct {
 	limited     map[string]int // per operation, requests answered 429 by the rate limit (not injected faults)
 	changes     []Change
 	faults      []*Fault
-	history     []*PoolLife // every pool held, creation order
+	history     []*PoolLife    // every pool held, creation order
+	faulted     map[string]int // per operation, requests an injected fault met
 	rateLimit   int
 	minuteLimit int
 	// dropletLimit is the account's droplet limit; 0: none.
@@ -211,6 +212,7 @@ func NewServer(opts Options) *Server {
 		nextDroplet:  400000000,
 		counts:       map[string]int{},
 		limited:      map[string]int{},
+		faulted:      map[string]int{},
 		rateLimit:    DefaultRateLimit,
 		minuteLimit:  DefaultMinuteLimit,
 		dropletLimit: opts.DropletLimit,
@@ -507,6 +509,14 @@ func (s *Server) RequestCount(operation string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts[operation]
+}
+
+// Faulted is the number of requests for an operation an injected fault met
+// (latency-only faults included).
+func (s *Server) Faulted(operation string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faulted[operation]
 }
 
 // RateLimited is the number of requests for an operation ("": any) refused with 429

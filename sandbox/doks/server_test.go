@@ -593,6 +593,15 @@ func TestFaultFractionIsSeededAndPartial(t *testing.T) {
 		if _, _, err := c.Kubernetes.ListNodePools(ctx, testCluster, nil); err != nil {
 			t.Errorf("another operation met the fault: %v", err)
 		}
+		failed := 0
+		for _, st := range out {
+			if st != 0 {
+				failed++
+			}
+		}
+		if s.Faulted(OpListSizes) != failed || s.Faulted(OpListNodePools) != 0 {
+			t.Errorf("Faulted says %d list sizes and %d list pools, want %d and 0", s.Faulted(OpListSizes), s.Faulted(OpListNodePools), failed)
+		}
 		return out
 	}
 	a := pattern(7)
