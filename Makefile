@@ -3,6 +3,7 @@
 #   make test                  everything CI runs: verify, unit tests, end-to-end tests
 #   make demo                  local sandbox walk-through, no DigitalOcean account needed
 #   make bench [UPSTREAM_CA=path]  benchmark figures, with upstream's beside them when given
+#   make chaos [CHAOS_DURATION=10m]  pools on demand under churn, lost write answers, a leader kill; fails on a bad figure
 #   make image [BASE_IMAGE=offline]  multi-arch OCI image in _output/image, no container engine
 #   make push-image [REGISTRY=...]    the same, pushed to $(IMAGE):$(TAG)
 #   make build-in-docker BUILD_TAGS=digitalocean && make make-image && make push-docker-image
@@ -35,8 +36,10 @@ E2E_TIMEOUT  ?= 30m
 UNIT_PKGS     = $$(go list ./... | grep -v -e /test/e2e -e /hack/) ./hack/bench
 # UPSTREAM_CA: another autoscaler binary (upstream's) that make bench runs beside this one.
 UPSTREAM_CA  ?=
+# CHAOS_DURATION: how long make chaos churns the workloads (1m for a smoke run).
+CHAOS_DURATION ?= 10m
 
-.PHONY: build test verify unit e2e bench demo sandbox image push-image build-in-docker make-image push-docker-image clean fmt vet
+.PHONY: build test verify unit e2e bench chaos demo sandbox image push-image build-in-docker make-image push-docker-image clean fmt vet
 
 build:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o $(BINARY) .
@@ -61,6 +64,9 @@ e2e: build
 bench: build
 	go test -run '^$$' -bench . -benchmem ./core/... ./simulator/...
 	CA_BINARY=$(CURDIR)/$(BINARY) go run ./hack/bench $(if $(UPSTREAM_CA),--upstream-binary=$(UPSTREAM_CA))
+
+chaos: build
+	CA_BINARY=$(CURDIR)/$(BINARY) go run ./hack/bench --chaos --chaos-duration=$(CHAOS_DURATION)
 
 demo: build
 	CA_BINARY=$(CURDIR)/$(BINARY) go run ./hack/demo

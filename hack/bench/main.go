@@ -20,6 +20,10 @@
 //
 // With --burst it also runs the older burst and scale-down scenario.
 //
+// With --chaos it runs only the chaos scenario (chaos.go, `make chaos`): pools on demand
+// under workload churn, writes applied but answered 504 or cut, listing lag and a leader
+// killed at mid-run; it exits non-zero when one of its bad figures is not zero.
+//
 //	CA_BINARY=bin/cluster-autoscaler go run ./hack/bench [--pools 20 --trials 20 ...]
 //
 // With --upstream-binary=PATH the figures run and the --large scenario also run a second
@@ -87,6 +91,9 @@ type config struct {
 	// The scale figures again with GPU nodes and claim pods (--dra).
 	dra                       bool
 	draGPUNodes, draClaimPods int
+	// The chaos run alone (--chaos).
+	chaosRun bool
+	chaos    chaosConfig
 }
 
 func main() {
@@ -129,6 +136,11 @@ func main() {
 	flag.DurationVar(&c.bufferBootDelay, "buffer-boot-delay", 20*time.Second, "buffer: simulated droplet boot time")
 	flag.StringVar(&c.pprofAddr, "pprof-addr", "", "serve this process's pprof (it runs the sandbox: apiserver, etcd, scheduler, controllers, node agent) on this loopback address, e.g. 127.0.0.1:6061")
 	flag.StringVar(&c.upstream, "upstream-binary", "", "also run this autoscaler binary (e.g. upstream 1.36.1 built with -tags digitalocean) in the figures and --large runs, same flags and cluster, and print both side by side")
+	flag.BoolVar(&c.chaosRun, "chaos", false, "run the chaos scenario alone (issue 31): pools on demand under workload churn, a share of the writes applied then lost, listing lag, the leader killed at mid-run; exits non-zero when a bad figure is not zero")
+	flag.DurationVar(&c.chaos.duration, "chaos-duration", 10*time.Minute, "chaos: how long the workloads churn (the wind-down after it is not counted)")
+	flag.Uint64Var(&c.chaos.seed, "chaos-seed", 31, "chaos: seed of the churn and of which writes are faulted")
+	flag.Float64Var(&c.chaos.faultShare, "chaos-fault-share", 0.2, "chaos: share of the writes (create, update, delete pool; delete node) applied then answered 504 (half) or cut unanswered (half)")
+	flag.DurationVar(&c.chaos.listLag, "chaos-list-lag", 3*time.Second, "chaos: how long a created pool stays out of DigitalOcean's listings")
 	flag.StringVar(&c.dir, "dir", "", "directory for sandbox files and autoscaler logs (default: a temp dir)")
 	flag.Parse()
 	if c.pprofAddr != "" {
@@ -160,6 +172,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	c.binary, err = sandbox.AutoscalerBinary(c.dir, func() { fmt.Fprintln(out, "building the autoscaler (set CA_BINARY to skip)...") })
 	if err != nil {
 		return err
+	}
+	if c.chaosRun {
+		return runChaos(ctx, c, out)
 	}
 	c.builds = []build{{"this project", c.binary, c.dir}}
 	if c.upstream != "" {
