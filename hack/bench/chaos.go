@@ -381,10 +381,11 @@ func podsEvictedTwice(ctx context.Context, sb *sandbox.Sandbox) (twice, evicted 
 	if err != nil {
 		return 0, 0, err
 	}
-	return countEvictions(evs.Items)
+	twice, evicted = countEvictions(evs.Items)
+	return twice, evicted, nil
 }
 
-func countEvictions(evs []apiv1.Event) (twice, evicted int, err error) {
+func countEvictions(evs []apiv1.Event) (twice, evicted int) {
 	per := map[string]int32{}
 	for _, e := range evs {
 		if e.InvolvedObject.Kind != "Pod" || e.Reason != "ScaleDown" || e.Message != "deleting pod for node scale down" {
@@ -397,7 +398,7 @@ func countEvictions(evs []apiv1.Event) (twice, evicted int, err error) {
 			twice++
 		}
 	}
-	return twice, len(per), nil
+	return twice, len(per)
 }
 
 // liveCreatedPools are the names of the pools created through the API (the autoscaler
