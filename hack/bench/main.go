@@ -61,6 +61,7 @@ type config struct {
 	scaleDown                         bool
 	sdPools, sdNodesPerPool           int
 	sdDrainPools, sdDrainNodesPerPool int
+	sdTimeline                        bool
 	// Warm-capacity run (--buffer).
 	buffer          bool
 	bufferBootDelay time.Duration
@@ -108,6 +109,7 @@ func main() {
 	flag.IntVar(&c.sdNodesPerPool, "scale-down-nodes-per-pool", 10, "scale-down, empty nodes: nodes per pool at the start (min 1)")
 	flag.IntVar(&c.sdDrainPools, "scale-down-drain-pools", 4, "scale-down with drain: pools")
 	flag.IntVar(&c.sdDrainNodesPerPool, "scale-down-drain-nodes-per-pool", 4, "scale-down with drain: nodes per pool at the start, one pod each under a PDB (min 1)")
+	flag.BoolVar(&c.sdTimeline, "scale-down-timeline", true, "scale-down, empty nodes: print each node's taint, end of the delay after taint and deletion, and each batch's gap to the next batch's first taint")
 	flag.BoolVar(&c.burst, "burst", false, "also run the burst and scale-down scenario")
 	flag.IntVar(&c.burstPools, "burst-pools", 10, "burst: autoscaled node pools (each starts at 1 node, min 1)")
 	flag.IntVar(&c.pods, "burst-pods", 60, "burst: pods in the burst; each needs a node of its own")

@@ -43,6 +43,7 @@ type scaleDownResult struct {
 	pdbViolated    bool
 	minPDBHeadroom int32
 	removed        int
+	timeline       *timeline
 }
 
 func runScaleDowns(ctx context.Context, c config, out io.Writer) error {
@@ -68,6 +69,11 @@ func runScaleDowns(ctx context.Context, c config, out io.Writer) error {
 			res.maxInFlight, r.maxScaleDownParallel, res.maxDeleting, pdb)
 		if err := w.Flush(); err != nil {
 			return err
+		}
+		if c.sdTimeline && r.podsPerNode == 0 {
+			if err := res.timeline.print(out); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -113,8 +119,9 @@ func (r scaleDownRun) run(ctx context.Context, c config, out io.Writer) (scaleDo
 	}
 	defer ca.Stop(15 * time.Second)
 	res.minPDBHeadroom = 1 << 30
+	res.timeline = newTimeline(start)
 	err = poll(ctx, c.timeout, 100*time.Millisecond, func() (bool, error) {
-		inFlight, deleting, err := deletionCounts(ctx, sb)
+		inFlight, deleting, err := deletionCounts(ctx, sb, res.timeline)
 		if err != nil {
 			return false, err
 		}
@@ -140,6 +147,9 @@ func (r scaleDownRun) run(ctx context.Context, c config, out io.Writer) (scaleDo
 		res.byOp[op] -= n
 	}
 	res.removed = r.pools * (r.nodesPerPool - 1)
+	if err := res.timeline.readWaits(ca.LogPath); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
@@ -147,7 +157,9 @@ func (r scaleDownRun) run(ctx context.Context, c config, out io.Writer) (scaleDo
 // whose DigitalOcean node is not deleting yet (its removals in flight, as it
 // counts them against --max-scale-down-parallelism), and the nodes
 // DigitalOcean lists as deleting.
-func deletionCounts(ctx context.Context, sb *sandbox.Sandbox) (inFlight, deleting int, err error) {
+// Each node's taint and deletion are noted in tl when first seen.
+func deletionCounts(ctx context.Context, sb *sandbox.Sandbox, tl *timeline) (inFlight, deleting int, err error) {
+	now := time.Now()
 	state := map[string]string{}
 	for _, p := range sb.DOKS.Pools() {
 		for _, n := range p.Nodes {
@@ -156,6 +168,7 @@ func deletionCounts(ctx context.Context, sb *sandbox.Sandbox) (inFlight, deletin
 			}
 			if n.Status != nil && n.Status.State == doks.StateDeleting {
 				deleting++
+				tl.deleting(n.Name, now)
 			}
 		}
 	}
@@ -165,7 +178,11 @@ func deletionCounts(ctx context.Context, sb *sandbox.Sandbox) (inFlight, deletin
 	}
 	for _, n := range nodes.Items {
 		for _, t := range n.Spec.Taints {
-			if t.Key == toBeDeletedTaint && state[n.Name] != doks.StateDeleting && state[n.Name] != "" {
+			if t.Key != toBeDeletedTaint {
+				continue
+			}
+			tl.tainted(n.Name, now)
+			if state[n.Name] != doks.StateDeleting && state[n.Name] != "" {
 				inFlight++
 			}
 		}
