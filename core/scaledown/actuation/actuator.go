@@ -164,7 +164,10 @@ func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err 
 
 // DeleteEmpty removes nodes running only DaemonSet and mirror pods, in bulk:
 // taint them all, check they are still empty, then one DeleteNodes call per
-// group.
+// group. The taints are written before it returns, as upstream's
+// taintNodesSync and Drain write theirs: the loop's soft taints, which come
+// after, then cannot take the client's QPS budget ahead of the batch's
+// taints and hold its delay after taint back by seconds.
 func (a *Actuator) DeleteEmpty(ctx context.Context, nodes []*scaledown.UnneededNode) {
 	if len(nodes) == 0 {
 		return
@@ -173,15 +176,18 @@ func (a *Actuator) DeleteEmpty(ctx context.Context, nodes []*scaledown.UnneededN
 	for _, u := range nodes {
 		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %q", u.Node.Name)
 	}
-	a.run(func() { a.deleteEmpty(ctx, nodes) })
+	tainted, delay := a.markNodes(ctx, nodes)
+	if len(tainted) == 0 {
+		return
+	}
+	a.run(func() { a.deleteEmpty(ctx, tainted, delay) })
 }
 
-// deleteEmpty taints the nodes, waits --node-delete-delay-after-taint,
-// prepares each node (check still empty, evict its DaemonSet pods, wait for
-// its delay-deletion annotations), then deletes the prepared ones group by
-// group. The tracker hears every outcome once the whole batch is done.
-func (a *Actuator) deleteEmpty(ctx context.Context, nodes []*scaledown.UnneededNode) {
-	tainted, delay := a.markNodes(ctx, nodes)
+// deleteEmpty waits the delay after taint, prepares each tainted node (check
+// still empty, evict its DaemonSet pods, wait for its delay-deletion
+// annotations), then deletes the prepared ones group by group. The tracker
+// hears every outcome once the whole batch is done.
+func (a *Actuator) deleteEmpty(ctx context.Context, tainted []*scaledown.UnneededNode, delay time.Duration) {
 	outcomes := make(map[string]deletiontracker.Outcome, len(tainted))
 	defer func() {
 		for _, u := range tainted {
