@@ -52,28 +52,45 @@ func runScaleDowns(ctx context.Context, c config, out io.Writer) error {
 		{name: "drain", pools: c.sdDrainPools, nodesPerPool: c.sdDrainNodesPerPool, podsPerNode: 1, maxScaleDownParallel: 10},
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "\nidle-cluster scale-down\tnodes\ttime to min\tDO requests\tmax removals in flight\tmax DO nodes deleting\tPDB violated\n")
+	fmt.Fprintf(w, "\nidle-cluster scale-down\tbinary\tnodes\ttime to min\tDO requests\tmax removals in flight\tmax DO nodes deleting\tPDB violated\n")
 	for _, r := range runs {
-		res, err := r.run(ctx, c, out)
-		if err != nil {
-			return fmt.Errorf("scale-down %s: %w", r.name, err)
+		if r.pools == 0 {
+			continue // --scale-down-pools=0 or --scale-down-drain-pools=0 skips the run
 		}
-		pdb := "no"
-		if r.podsPerNode == 0 {
-			pdb = "-"
-		} else if res.pdbViolated {
-			pdb = "YES"
-		}
-		fmt.Fprintf(w, "%s: %d pools × %d → 1 each\t%d removed\t%v\t%d (%s)\t%d (--max-scale-down-parallelism=%d)\t%d\t%s\n",
-			r.name, r.pools, r.nodesPerPool, res.removed, res.toMin.Round(100*time.Millisecond), res.requests, opsSummary(res.byOp),
-			res.maxInFlight, r.maxScaleDownParallel, res.maxDeleting, pdb)
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		if c.sdTimeline && r.podsPerNode == 0 {
-			if err := res.timeline.print(out); err != nil {
+		// Each binary in turn (--upstream-binary), on a sandbox of its own.
+		for _, b := range c.builds {
+			cb := c
+			cb.binary, cb.dir = b.path, b.dir
+			if err := r.report(ctx, cb, b.name, w, out); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// report runs r with c's binary and prints its row (and, for empty nodes,
+// its timeline).
+func (r scaleDownRun) report(ctx context.Context, c config, binary string, w *tabwriter.Writer, out io.Writer) error {
+	res, err := r.run(ctx, c, out)
+	if err != nil {
+		return fmt.Errorf("scale-down %s (%s): %w", r.name, binary, err)
+	}
+	pdb := "no"
+	if r.podsPerNode == 0 {
+		pdb = "-"
+	} else if res.pdbViolated {
+		pdb = "YES"
+	}
+	fmt.Fprintf(w, "%s: %d pools × %d → 1 each\t%s\t%d removed\t%v\t%d (%s)\t%d (--max-scale-down-parallelism=%d)\t%d\t%s\n",
+		r.name, r.pools, r.nodesPerPool, binary, res.removed, res.toMin.Round(100*time.Millisecond), res.requests, opsSummary(res.byOp),
+		res.maxInFlight, r.maxScaleDownParallel, res.maxDeleting, pdb)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if c.sdTimeline && r.podsPerNode == 0 {
+		if err := res.timeline.print(out); err != nil {
+			return err
 		}
 	}
 	return nil
