@@ -245,36 +245,18 @@ func TestChartDashboardNamesExportedMetrics(t *testing.T) {
 	}
 }
 
-var (
-	promtoolOnce sync.Once
-	promtoolPath string
-)
+// promtoolPath is Prometheus's promtool: $PROMTOOL, else on PATH or in
+// $GOPATH/bin (where .ci/run installs it).
+var promtoolPath = sync.OnceValue(func() string { return toolBinary("PROMTOOL", "promtool") })
 
-// promtoolBinary is Prometheus's promtool: $PROMTOOL, else on PATH or in
-// $GOPATH/bin (where .ci/run installs it). Without it the alert tests fail
-// rather than pass unchecked.
+// promtoolBinary is promtool; without it the alert tests fail rather than
+// pass unchecked.
 func promtoolBinary(t *testing.T) string {
 	t.Helper()
-	promtoolOnce.Do(func() {
-		if p := os.Getenv("PROMTOOL"); p != "" {
-			promtoolPath = p
-			return
-		}
-		if p, err := exec.LookPath("promtool"); err == nil {
-			promtoolPath = p
-			return
-		}
-		if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-			p := filepath.Join(strings.TrimSpace(string(out)), "bin", "promtool")
-			if _, err := os.Stat(p); err == nil {
-				promtoolPath = p
-			}
-		}
-	})
-	if promtoolPath == "" {
-		t.Fatal("promtool not found: the alerts are tested by Prometheus's own rule tester (go install github.com/prometheus/prometheus/cmd/promtool@v0.316.0, or set PROMTOOL)")
+	if promtoolPath() == "" {
+		t.Fatal("promtool not found: the alerts are tested by Prometheus's own rule tester (go install -tags remove_all_sd github.com/prometheus/prometheus/cmd/promtool@v0.316.0, or set PROMTOOL)")
 	}
-	return promtoolPath
+	return promtoolPath()
 }
 
 // The chart's alerts, as helm renders them, pass promtool's rule tests

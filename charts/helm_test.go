@@ -16,37 +16,37 @@ import (
 
 const chartDir = "cluster-autoscaler-digitalocean"
 
-var (
-	helmOnce sync.Once
-	helmPath string
-)
-
-// helmBinary is the helm command: $HELM, else helm on PATH or in
+// helmPath is the helm command: $HELM, else helm on PATH or in
 // $GOPATH/bin (where .ci/run installs it). The chart is rendered only by helm
-// itself, so that every check holds for `helm install`; without helm the chart
-// tests fail rather than pass unchecked.
+// itself, so that every check holds for `helm install`.
+var helmPath = sync.OnceValue(func() string { return toolBinary("HELM", "helm") })
+
+// helmBinary is helm; without it the chart tests fail rather than pass
+// unchecked.
 func helmBinary(t *testing.T) string {
 	t.Helper()
-	helmOnce.Do(func() {
-		if h := os.Getenv("HELM"); h != "" {
-			helmPath = h
-			return
-		}
-		if h, err := exec.LookPath("helm"); err == nil {
-			helmPath = h
-			return
-		}
-		if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-			h := filepath.Join(strings.TrimSpace(string(out)), "bin", "helm")
-			if _, err := os.Stat(h); err == nil {
-				helmPath = h
-			}
-		}
-	})
-	if helmPath == "" {
+	if helmPath() == "" {
 		t.Fatal("helm not found: the chart is rendered by helm itself (go install helm.sh/helm/v4/cmd/helm@v4.3.2, or set HELM)")
 	}
-	return helmPath
+	return helmPath()
+}
+
+// toolBinary finds a command the tests run: the path in the environment
+// variable env, else name on PATH or in $GOPATH/bin; "" when there is none.
+func toolBinary(env, name string) string {
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		p := filepath.Join(strings.TrimSpace(string(out)), "bin", name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 // helm runs helm with a values file holding values and returns its stdout; an

@@ -280,7 +280,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	a.removals = deletiontracker.New(func(string, string, deletiontracker.Outcome) { a.trigger.Kick() })
 	a.actuator = actuation.New(a.opts, actuation.Deps{
 		Kube: a.kube, Provider: a.provider, Recorder: a.recorder, StatusRef: scaleup.StatusConfigMapRef(a.opts),
-		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals, Nodes: a.nodes,
+		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals, Nodes: a.nodes, Pods: a.pods,
 		GroupGone: func(g cloudprovider.NodeGroup) { a.deleteNodeGroup(g, time.Now()) },
 	}, actuatorOptions...)
 	a.scaleDown = scaledown.New(a.opts, a.registry, a.planner, a.actuator, a.removals)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/digitalocean/godo"
 	apiv1 "k8s.io/api/core/v1"
@@ -199,9 +200,21 @@ func TestDeletedAndPredictedSetsFollowTheListing(t *testing.T) {
 	}
 	e.refresh()
 	e.p.m.mu.RLock()
+	deletedAfter, predictedAfter := len(e.p.m.deleted), len(e.p.m.predicted)
+	e.p.m.mu.RUnlock()
+	// The other pool was never listed: to the provider its listing may
+	// still lag its creation, so its group and predicted template stay
+	// until createListDeadline.
+	if deletedAfter != 0 || predictedAfter != 1 {
+		t.Errorf("after a listing without the pools: %d deleted, %d predicted; want 0 and 1 (a creation not listed yet)", deletedAfter, predictedAfter)
+	}
+	e.advance(createListDeadline + time.Second)
+	e.refresh()
+	e.refresh()
+	e.p.m.mu.RLock()
 	defer e.p.m.mu.RUnlock()
 	if len(e.p.m.deleted) != 0 || len(e.p.m.predicted) != 0 {
-		t.Errorf("after a listing without the pools: deleted %v, predicted %d; want none", e.p.m.deleted, len(e.p.m.predicted))
+		t.Errorf("past the creation's deadline: deleted %v, predicted %d; want none", e.p.m.deleted, len(e.p.m.predicted))
 	}
 }
 

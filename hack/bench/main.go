@@ -26,14 +26,14 @@
 //
 //	CA_BINARY=bin/cluster-autoscaler go run ./hack/bench [--pools 20 --trials 20 ...]
 //
-// With --upstream-binary=PATH the figures run and the --large scenario also run a second
-// autoscaler binary (upstream's) with the same flags, and print one table with a column
-// for each: the figures run builds an identical sandbox for each binary (each starts with
-// a fresh rate-limit budget); --large measures both on the one cluster it builds, set
-// back between them. The scale-down, buffer and burst scenarios run this project's
+// With --upstream-binary=PATH the figures run, the scale-down runs and the --large scenario
+// also run a second autoscaler binary (upstream's) with the same flags, and print both:
+// the figures run and each scale-down run build an identical sandbox for each binary
+// (each starts with a fresh rate-limit budget); --large measures both on the one cluster
+// it builds, set back between them. The buffer and burst scenarios run this project's
 // binary only.
 //
-// It asserts nothing: it reports. The autoscaler runs as its own process, so its RSS and
+// Apart from --chaos it asserts nothing: it reports. The autoscaler runs as its own process, so its RSS and
 // its /metrics are its own; the control plane, simulator and node agent live in this one.
 package main
 
@@ -65,6 +65,7 @@ type config struct {
 	scaleDown                         bool
 	sdPools, sdNodesPerPool           int
 	sdDrainPools, sdDrainNodesPerPool int
+	sdTimeline                        bool
 	// Warm-capacity run (--buffer).
 	buffer          bool
 	bufferBootDelay time.Duration
@@ -111,10 +112,11 @@ func main() {
 	flag.IntVar(&c.verbosity, "ca-v", 2, "autoscaler --v")
 	flag.BoolVar(&c.figures, "figures", true, "run the request, latency and scale figures")
 	flag.BoolVar(&c.scaleDown, "scale-down", true, "run the idle-cluster scale-down scenarios (empty nodes, and nodes to drain)")
-	flag.IntVar(&c.sdPools, "scale-down-pools", 20, "scale-down, empty nodes: pools")
+	flag.IntVar(&c.sdPools, "scale-down-pools", 20, "scale-down, empty nodes: pools (0 skips the run)")
 	flag.IntVar(&c.sdNodesPerPool, "scale-down-nodes-per-pool", 10, "scale-down, empty nodes: nodes per pool at the start (min 1)")
-	flag.IntVar(&c.sdDrainPools, "scale-down-drain-pools", 4, "scale-down with drain: pools")
+	flag.IntVar(&c.sdDrainPools, "scale-down-drain-pools", 4, "scale-down with drain: pools (0 skips the run)")
 	flag.IntVar(&c.sdDrainNodesPerPool, "scale-down-drain-nodes-per-pool", 4, "scale-down with drain: nodes per pool at the start, one pod each under a PDB (min 1)")
+	flag.BoolVar(&c.sdTimeline, "scale-down-timeline", true, "scale-down, empty nodes: print each node's taint, end of the delay after taint and deletion, and each batch's gap to the next batch's first taint")
 	flag.BoolVar(&c.burst, "burst", false, "also run the burst and scale-down scenario")
 	flag.IntVar(&c.burstPools, "burst-pools", 10, "burst: autoscaled node pools (each starts at 1 node, min 1)")
 	flag.IntVar(&c.pods, "burst-pods", 60, "burst: pods in the burst; each needs a node of its own")
@@ -135,7 +137,7 @@ func main() {
 	flag.BoolVar(&c.buffer, "buffer", true, "run the warm-capacity figure: a Deployment's new pods to Running, without and with a CapacityBuffer")
 	flag.DurationVar(&c.bufferBootDelay, "buffer-boot-delay", 20*time.Second, "buffer: simulated droplet boot time")
 	flag.StringVar(&c.pprofAddr, "pprof-addr", "", "serve this process's pprof (it runs the sandbox: apiserver, etcd, scheduler, controllers, node agent) on this loopback address, e.g. 127.0.0.1:6061")
-	flag.StringVar(&c.upstream, "upstream-binary", "", "also run this autoscaler binary (e.g. upstream 1.36.1 built with -tags digitalocean) in the figures and --large runs, same flags and cluster, and print both side by side")
+	flag.StringVar(&c.upstream, "upstream-binary", "", "also run this autoscaler binary (e.g. upstream 1.36.1 built with -tags digitalocean) in the figures, scale-down and --large runs, same flags and cluster, and print both side by side")
 	flag.BoolVar(&c.chaosRun, "chaos", false, "run the chaos scenario alone (issue 31): pools on demand under workload churn, a share of the writes applied then lost, listing lag, the leader killed at mid-run; exits non-zero when a bad figure is not zero")
 	flag.DurationVar(&c.chaos.duration, "chaos-duration", 10*time.Minute, "chaos: how long the workloads churn (the wind-down after it is not counted)")
 	flag.Uint64Var(&c.chaos.seed, "chaos-seed", 31, "chaos: seed of the churn and of which writes are faulted")

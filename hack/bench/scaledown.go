@@ -43,6 +43,7 @@ type scaleDownResult struct {
 	pdbViolated    bool
 	minPDBHeadroom int32
 	removed        int
+	timeline       *timeline
 }
 
 func runScaleDowns(ctx context.Context, c config, out io.Writer) error {
@@ -51,22 +52,44 @@ func runScaleDowns(ctx context.Context, c config, out io.Writer) error {
 		{name: "drain", pools: c.sdDrainPools, nodesPerPool: c.sdDrainNodesPerPool, podsPerNode: 1, maxScaleDownParallel: 10},
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "\nidle-cluster scale-down\tnodes\ttime to min\tDO requests\tmax removals in flight\tmax DO nodes deleting\tPDB violated\n")
+	fmt.Fprintf(w, "\nidle-cluster scale-down\tbinary\tnodes\ttime to min\tDO requests\tmax removals in flight\tmax DO nodes deleting\tPDB violated\n")
 	for _, r := range runs {
-		res, err := r.run(ctx, c, out)
-		if err != nil {
-			return fmt.Errorf("scale-down %s: %w", r.name, err)
+		if r.pools == 0 {
+			continue // --scale-down-pools=0 or --scale-down-drain-pools=0 skips the run
 		}
-		pdb := "no"
-		if r.podsPerNode == 0 {
-			pdb = "-"
-		} else if res.pdbViolated {
-			pdb = "YES"
+		// Each binary in turn (--upstream-binary), on a sandbox of its own.
+		for _, b := range c.builds {
+			cb := c
+			cb.binary, cb.dir = b.path, b.dir
+			if err := r.report(ctx, cb, b.name, w, out); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(w, "%s: %d pools × %d → 1 each\t%d removed\t%v\t%d (%s)\t%d (--max-scale-down-parallelism=%d)\t%d\t%s\n",
-			r.name, r.pools, r.nodesPerPool, res.removed, res.toMin.Round(100*time.Millisecond), res.requests, opsSummary(res.byOp),
-			res.maxInFlight, r.maxScaleDownParallel, res.maxDeleting, pdb)
-		if err := w.Flush(); err != nil {
+	}
+	return nil
+}
+
+// report runs r with c's binary and prints its row (and, for empty nodes,
+// its timeline).
+func (r scaleDownRun) report(ctx context.Context, c config, binary string, w *tabwriter.Writer, out io.Writer) error {
+	res, err := r.run(ctx, c, out)
+	if err != nil {
+		return fmt.Errorf("scale-down %s (%s): %w", r.name, binary, err)
+	}
+	pdb := "no"
+	if r.podsPerNode == 0 {
+		pdb = "-"
+	} else if res.pdbViolated {
+		pdb = "YES"
+	}
+	fmt.Fprintf(w, "%s: %d pools × %d → 1 each\t%s\t%d removed\t%v\t%d (%s)\t%d (--max-scale-down-parallelism=%d)\t%d\t%s\n",
+		r.name, r.pools, r.nodesPerPool, binary, res.removed, res.toMin.Round(100*time.Millisecond), res.requests, opsSummary(res.byOp),
+		res.maxInFlight, r.maxScaleDownParallel, res.maxDeleting, pdb)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if c.sdTimeline && r.podsPerNode == 0 {
+		if err := res.timeline.print(out); err != nil {
 			return err
 		}
 	}
@@ -113,8 +136,9 @@ func (r scaleDownRun) run(ctx context.Context, c config, out io.Writer) (scaleDo
 	}
 	defer ca.Stop(15 * time.Second)
 	res.minPDBHeadroom = 1 << 30
+	res.timeline = newTimeline(start)
 	err = poll(ctx, c.timeout, 100*time.Millisecond, func() (bool, error) {
-		inFlight, deleting, err := deletionCounts(ctx, sb)
+		inFlight, deleting, err := deletionCounts(ctx, sb, res.timeline)
 		if err != nil {
 			return false, err
 		}
@@ -140,6 +164,9 @@ func (r scaleDownRun) run(ctx context.Context, c config, out io.Writer) (scaleDo
 		res.byOp[op] -= n
 	}
 	res.removed = r.pools * (r.nodesPerPool - 1)
+	if err := res.timeline.readWaits(ca.LogPath); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
@@ -147,7 +174,9 @@ func (r scaleDownRun) run(ctx context.Context, c config, out io.Writer) (scaleDo
 // whose DigitalOcean node is not deleting yet (its removals in flight, as it
 // counts them against --max-scale-down-parallelism), and the nodes
 // DigitalOcean lists as deleting.
-func deletionCounts(ctx context.Context, sb *sandbox.Sandbox) (inFlight, deleting int, err error) {
+// Each node's taint and deletion are noted in tl when first seen.
+func deletionCounts(ctx context.Context, sb *sandbox.Sandbox, tl *timeline) (inFlight, deleting int, err error) {
+	now := time.Now()
 	state := map[string]string{}
 	for _, p := range sb.DOKS.Pools() {
 		for _, n := range p.Nodes {
@@ -156,6 +185,7 @@ func deletionCounts(ctx context.Context, sb *sandbox.Sandbox) (inFlight, deletin
 			}
 			if n.Status != nil && n.Status.State == doks.StateDeleting {
 				deleting++
+				tl.deleting(n.Name, now)
 			}
 		}
 	}
@@ -165,7 +195,11 @@ func deletionCounts(ctx context.Context, sb *sandbox.Sandbox) (inFlight, deletin
 	}
 	for _, n := range nodes.Items {
 		for _, t := range n.Spec.Taints {
-			if t.Key == toBeDeletedTaint && state[n.Name] != doks.StateDeleting && state[n.Name] != "" {
+			if t.Key != toBeDeletedTaint {
+				continue
+			}
+			tl.tainted(n.Name, now)
+			if state[n.Name] != doks.StateDeleting && state[n.Name] != "" {
 				inFlight++
 			}
 		}

@@ -209,7 +209,7 @@ func TestStartupKeepsTaintOfNodeBeingDeleted(t *testing.T) {
 		}
 		return nil
 	})
-	if log := tail(ca.LogPath, 100000); !strings.Contains(log, `"Start-up: keeping the autoscaler taint: the node's instance is being deleted" node="`+leaving.Name+`"`) {
+	if log := tail(ca.LogPath, 100000); !strings.Contains(log, `"Start-up: keeping the autoscaler taint: the node's instance is being deleted or gone" node="`+leaving.Name+`"`) {
 		t.Error("the log does not say why the taint stays")
 	}
 }

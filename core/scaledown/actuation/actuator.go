@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
@@ -75,6 +77,9 @@ type Deps struct {
 	// Nodes reads nodes from the informer: their delay-deletion
 	// annotations, and how soon a taint shows there.
 	Nodes corelisters.NodeLister
+	// Pods reads pods from the informer, for the check that an empty node
+	// is still empty (see cachedPods); nil: the API server is asked.
+	Pods corelisters.PodLister
 	// GroupGone, when set, hears of a group that no longer exists after
 	// DeleteNodes took its nodes: the provider deleted the whole group
 	// in their place (a DOKS pool node autoprovisioning created).
@@ -159,7 +164,10 @@ func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err 
 
 // DeleteEmpty removes nodes running only DaemonSet and mirror pods, in bulk:
 // taint them all, check they are still empty, then one DeleteNodes call per
-// group.
+// group. The taints are written before it returns, as upstream's
+// taintNodesSync and Drain write theirs: the loop's soft taints, which come
+// after, then cannot take the client's QPS budget ahead of the batch's
+// taints and hold its delay after taint back by seconds.
 func (a *Actuator) DeleteEmpty(ctx context.Context, nodes []*scaledown.UnneededNode) {
 	if len(nodes) == 0 {
 		return
@@ -168,15 +176,18 @@ func (a *Actuator) DeleteEmpty(ctx context.Context, nodes []*scaledown.UnneededN
 	for _, u := range nodes {
 		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %q", u.Node.Name)
 	}
-	a.run(func() { a.deleteEmpty(ctx, nodes) })
+	tainted, delay := a.markNodes(ctx, nodes)
+	if len(tainted) == 0 {
+		return
+	}
+	a.run(func() { a.deleteEmpty(ctx, tainted, delay) })
 }
 
-// deleteEmpty taints the nodes, waits --node-delete-delay-after-taint,
-// prepares each node (check still empty, evict its DaemonSet pods, wait for
-// its delay-deletion annotations), then deletes the prepared ones group by
-// group. The tracker hears every outcome once the whole batch is done.
-func (a *Actuator) deleteEmpty(ctx context.Context, nodes []*scaledown.UnneededNode) {
-	tainted, delay := a.markNodes(ctx, nodes)
+// deleteEmpty waits the delay after taint, prepares each tainted node (check
+// still empty, evict its DaemonSet pods, wait for its delay-deletion
+// annotations), then deletes the prepared ones group by group. The tracker
+// hears every outcome once the whole batch is done.
+func (a *Actuator) deleteEmpty(ctx context.Context, tainted []*scaledown.UnneededNode, delay time.Duration) {
 	outcomes := make(map[string]deletiontracker.Outcome, len(tainted))
 	defer func() {
 		for _, u := range tainted {
@@ -190,6 +201,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, nodes []*scaledown.UnneededN
 		}
 		return
 	}
+	cached := a.cachedPods(tainted)
 	var mu sync.Mutex
 	var ready []*scaledown.UnneededNode
 	var wg sync.WaitGroup
@@ -198,7 +210,8 @@ func (a *Actuator) deleteEmpty(ctx context.Context, nodes []*scaledown.UnneededN
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outcome, ok := a.prepareEmpty(ctx, u)
+			pods, fresh := cached[u.Node.Name]
+			outcome, ok := a.prepareEmpty(ctx, u, pods, fresh)
 			mu.Lock()
 			defer mu.Unlock()
 			if ok {
@@ -222,19 +235,22 @@ func (a *Actuator) deleteEmpty(ctx context.Context, nodes []*scaledown.UnneededN
 
 // prepareEmpty checks a tainted empty node is still empty, evicts its
 // DaemonSet pods (best effort) and waits for its delay-deletion
-// annotations. When the node is not to be deleted it returns why the
-// removal ended, and false.
-func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode) (deletiontracker.Outcome, bool) {
-	// A pod may have been bound since the simulation. The check reads the
-	// API server, not the informer cache, which may lag the binding; with
-	// the taint on (and seen by the scheduler after the delay after
-	// taint), nothing new can arrive, so its answer is final. No
-	// drain rules apply: any pod to move or blocking one means a pod
-	// arrived, so the node is not empty either way.
-	pods, err := a.podsOnNode(ctx, u.Node.Name)
-	if err != nil {
-		a.fail(ctx, u.Node, metrics.APICallError, fmt.Errorf("checking the node is still empty: %w", err))
-		return deletiontracker.Failed, false
+// annotations. pods are the node's pods from the cache when cached says
+// the cache could answer (see cachedPods); otherwise the API server is
+// asked. When the node is not to be deleted it returns why the removal
+// ended, and false.
+func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode, pods []*apiv1.Pod, cached bool) (deletiontracker.Outcome, bool) {
+	// A pod may have been bound since the simulation. With the taint on
+	// (and seen by the scheduler after the delay after taint), nothing
+	// new can arrive, so the answer is final. No drain rules apply: any
+	// pod to move or blocking one means a pod arrived, so the node is not
+	// empty either way.
+	if !cached {
+		var err error
+		if pods, err = a.podsOnNode(ctx, u.Node.Name); err != nil {
+			a.fail(ctx, u.Node, metrics.APICallError, fmt.Errorf("checking the node is still empty: %w", err))
+			return deletiontracker.Failed, false
+		}
 	}
 	if toMove, blocking := drain.PodsToMove(a.withoutExpendable(pods), nil, drain.Options{}, a.clock.Now()); len(toMove) > 0 || blocking != nil {
 		klog.InfoS("Scale-down: node is no longer empty; not removing it", "node", klog.KObj(u.Node), "arrived", arrivedPods(toMove, blocking))
@@ -647,6 +663,44 @@ func describeUtilization(u utilization.Info) string {
 // the plan did not count them, and they go with the node.
 func (a *Actuator) withoutExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
 	return drain.WithoutExpendable(pods, a.opts.ExpendablePodsPriorityCutoff)
+}
+
+// cachedPods returns, for each tainted node whose check after the delay
+// after taint the informer cache can answer, the node's pods in the cache.
+// The cache can answer once the node informer shows the node's
+// ToBeDeleted taint: the autoscaler's own write came back through its
+// watch, so its watches were delivering after the taint; a pod the
+// scheduler bound before it saw the taint was bound before the delay
+// began, and its watch event has had the whole delay to arrive. Upstream
+// reads the informer cache for every node, without that condition; here
+// a node whose taint the cache does not show yet (a lagging or broken
+// watch) is missing from the map, and its pods are listed from the API
+// server, one call for that node. The nodes of a batch cost one read of
+// the cache in all, where one list a node through the client's QPS
+// limiter held the next batch by seconds.
+func (a *Actuator) cachedPods(nodes []*scaledown.UnneededNode) map[string][]*apiv1.Pod {
+	if a.deps.Pods == nil || a.deps.Nodes == nil {
+		return nil
+	}
+	out := make(map[string][]*apiv1.Pod, len(nodes))
+	for _, u := range nodes {
+		if n, err := a.deps.Nodes.Get(u.Node.Name); err == nil && clusterstate.HasToBeDeletedTaint(n) {
+			out[u.Node.Name] = nil
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	all, err := a.deps.Pods.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	for _, p := range all {
+		if pods, ok := out[p.Spec.NodeName]; ok {
+			out[p.Spec.NodeName] = append(pods, p)
+		}
+	}
+	return out
 }
 
 // podsOnNode lists the pods bound to a node, from the API server.

@@ -30,6 +30,9 @@ const (
 	taintSeenTimeout = 30 * time.Second
 	pastLatencyTTL   = time.Hour
 	taintSeenPoll    = 50 * time.Millisecond
+	// markWorkers bounds the ToBeDeleted taint updates in flight at once
+	// (upstream's maxConcurrentNodesTainting).
+	markWorkers = 5
 )
 
 // markNodes taints the nodes ToBeDeletedByClusterAutoscaler, giving back
@@ -45,12 +48,26 @@ func (a *Actuator) markNodes(ctx context.Context, nodes []*scaledown.UnneededNod
 	if a.opts.DynamicNodeDeleteDelayAfterTaintEnabled && a.deps.Nodes != nil {
 		probe = a.startTaintProbe(ctx)
 	}
+	// The updates run together, as upstream's do: the client's QPS limiter
+	// alone paces them, and a batch within its burst costs a round trip or
+	// two instead of one a node.
+	errs := make([]error, len(nodes))
+	sem := make(chan struct{}, markWorkers)
+	var wg sync.WaitGroup
+	for i, u := range nodes {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			probe.started(u.Node.Name)
+			errs[i] = a.markNode(ctx, u.Node)
+		})
+	}
+	wg.Wait()
 	var tainted []*scaledown.UnneededNode
-	for _, u := range nodes {
-		probe.started(u.Node.Name)
-		if err := a.markNode(ctx, u.Node); err != nil {
+	for i, u := range nodes {
+		if errs[i] != nil {
 			probe.forget(u.Node.Name)
-			a.fail(ctx, u.Node, metrics.APICallError, err)
+			a.fail(ctx, u.Node, metrics.APICallError, errs[i])
 			a.deps.Removals.Ended(u.Node.Name, deletiontracker.Failed)
 			continue
 		}
