@@ -38,6 +38,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
@@ -116,6 +117,8 @@ type Autoscaler struct {
 	requests *provisioningrequest.Manager
 	// stateMetrics exports the registry's gauges after each update.
 	stateMetrics *statemetrics.Reporter
+	// reporter records the phases' outcomes (events, metrics, registry).
+	reporter *report.Reporter
 
 	lastScaleUp time.Time
 	acted       bool // the last iteration changed the cluster
@@ -264,6 +267,7 @@ func (a *Autoscaler) setDRAListers() {
 func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error {
 	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
 	a.stateMetrics = statemetrics.NewReporter(a.opts.MaxNodesTotal)
+	a.reporter = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: a.recorder, Health: a.health, Status: scaleup.StatusConfigMapRef(a.opts)})
 	cms := a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
 	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
 	if err != nil {
@@ -279,7 +283,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	// next one without waiting for the scan interval.
 	a.removals = deletiontracker.New(func(string, string, deletiontracker.Outcome) { a.trigger.Kick() })
 	a.actuator = actuation.New(a.opts, actuation.Deps{
-		Kube: a.kube, Provider: a.provider, Recorder: a.recorder, StatusRef: scaleup.StatusConfigMapRef(a.opts),
+		Kube: a.kube, Provider: a.provider, Outcomes: a.reporter,
 		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals, Nodes: a.nodes, Pods: a.pods,
 		GroupGone: func(g cloudprovider.NodeGroup) { a.deleteNodeGroup(g, time.Now()) },
 	}, actuatorOptions...)

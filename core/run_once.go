@@ -235,24 +235,20 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInput) error {
 	if !a.opts.ScaleDownEnabled {
 		klog.V(2).InfoS("Scale-down disabled", "scaleDownEnabled", false)
-		a.registry.SetScaleDownCandidates(nil)
+		a.reporter.ScaleDownOff()
 		return nil
 	}
+	// The removals it starts report their steps to the reporter as they
+	// happen; the pass's own result is recorded here.
 	res, err := a.scaleDown.RunOnce(ctx, in, a.lastScaleUp)
-	// Removals still running after this phase (drains, asynchronous deletes).
-	removals, _ := a.removals.InFlight()
-	metrics.ObservePendingNodeDeletions(removals)
+	a.reporter.ScaleDown(in.Now, res, err)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
 		return fmt.Errorf("scale-down: %w", err)
 	}
 	// A removal started is no reason for a follow-up iteration: the end of
 	// each removal wakes the loop (RemovalDone), and the next unneeded node
 	// to come of age wakes it at its time.
 	a.nextScaleDownAt = res.NextAt
-	if res.Started() {
-		metrics.UpdateLastTime(metrics.ActivityScaleDown, in.Now)
-	}
 	return nil
 }
 

@@ -15,8 +15,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/budgets"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
-	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
@@ -57,8 +55,13 @@ func (s *ScaleDown) RemovalEnded(_, _ string, outcome deletiontracker.Outcome) {
 	}
 }
 
-// Result says what one scale-down pass did.
+// Result says what one scale-down pass did, for the reporter: the pass
+// itself records nothing. The removals it started report their steps to
+// the actuator's Outcomes as they happen.
 type Result struct {
+	// Planned is what the planner found; its Took is set even when the
+	// pass failed in the planner, the rest only when it did not.
+	Planned    Candidates
 	Unneeded   int
 	InCooldown bool
 	Empty      []string // removal started
@@ -66,6 +69,18 @@ type Result struct {
 	// NextAt is when the next unneeded node reaches its unneeded (or
 	// unready) time; zero when none waits for that.
 	NextAt time.Time
+	// Unremovable counts this loop's unremovable nodes by reason label
+	// (once the removals chosen added theirs).
+	Unremovable map[string]int
+	// Skipped are the removals a cluster-wide minimum prevented.
+	Skipped []Skipped
+	// SoftTaints is what the soft tainting did; nil when it is off.
+	SoftTaints *SoftTaintResult
+	// Took is how long the pass took, soft taints included.
+	Took time.Duration
+	// InFlight counts the removals still running when the pass ended
+	// (drains, asynchronous deletes).
+	InFlight int
 }
 
 // Started reports whether any removal started.
@@ -97,31 +112,34 @@ func (s *ScaleDown) cooldown(now, lastScaleUp time.Time) string {
 }
 
 // RunOnce updates the unneeded nodes and, outside cooldowns, starts removing
-// those unneeded long enough.
-func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp time.Time) (Result, error) {
-	var res Result
+// those unneeded long enough. The result says what it found and did; the
+// caller hands it to the reporter, also with an error (then only
+// Planned.Took and Took are set).
+func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp time.Time) (res Result, err error) {
 	start := time.Now()
-	defer metrics.UpdateDurationFromStart(metrics.ScaleDown, start)
+	defer func() {
+		res.Took = time.Since(start)
+		res.InFlight, _ = s.removals.InFlight()
+	}()
 	s.noteRemovalsEnded(in.Now)
 	if in.BeingDeleted == nil {
 		in.BeingDeleted = s.removals.BeingDeleted()
 	}
-	if err := s.planner.Update(in); err != nil {
+	if res.Planned, err = s.planner.Update(in); err != nil {
 		return res, err
 	}
 	// Whatever this pass decides (cooldown included, as upstream), the
 	// soft taints follow the unneeded nodes, once the removals it starts
 	// are known.
-	defer func() { s.softTaint(ctx, in.Nodes, res.Empty, res.Drained) }()
+	defer func() { res.SoftTaints = s.softTaint(ctx, in.Nodes, res.Empty, res.Drained) }()
 	// Counted after the removals are chosen, which add their own reasons
 	// (not unneeded long enough, min size, cluster minimums), as upstream.
-	defer func() { metrics.UpdateUnremovableNodesCount(s.planner.UnremovableCounts()) }()
+	defer func() { res.Unremovable = s.planner.UnremovableCounts() }()
 	unneeded := s.planner.Unneeded()
 	res.Unneeded = len(unneeded)
 
 	if why := s.cooldown(in.Now, lastScaleUp); why != "" {
 		res.InCooldown = true
-		metrics.UpdateScaleDownInCooldown(true)
 		if len(unneeded) > 0 {
 			klog.InfoS("Scale-down: in cooldown, unneeded nodes wait", "unneeded", len(unneeded), "why", why)
 		} else {
@@ -129,7 +147,6 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 		}
 		return res, nil
 	}
-	metrics.UpdateScaleDownInCooldown(false)
 	if len(unneeded) == 0 {
 		klog.V(1).InfoS("Scale-down: no unneeded nodes")
 		return res, nil
@@ -139,7 +156,7 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	b := budgets.New(s.opts.MaxScaleDownParallelism, s.opts.MaxDrainParallelism, removals, drains)
 	plan := choose(unneeded, s.groupFacts(unneeded), b, in.Quotas, in.Now)
 	res.NextAt = plan.NextAt
-	s.recordKept(plan.Kept)
+	res.Skipped = s.recordKept(plan.Kept)
 	res.Empty = s.startEmpty(ctx, plan.Empty)
 	res.Drained = s.startDrains(ctx, plan.Drain, in.Now)
 	s.noteRemovalsEnded(in.Now)
@@ -153,10 +170,11 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 
 // softTaint hands the actuator the nodes of the autoscaled groups, split
 // into unneeded and needed; nodes being removed, or whose removal this
-// pass started (and maybe already ended), are left alone.
-func (s *ScaleDown) softTaint(ctx context.Context, nodes []*apiv1.Node, started ...[]string) {
+// pass started (and maybe already ended), are left alone. nil: soft
+// tainting is off (--max-bulk-soft-taint-count=0).
+func (s *ScaleDown) softTaint(ctx context.Context, nodes []*apiv1.Node, started ...[]string) *SoftTaintResult {
 	if s.opts.MaxBulkSoftTaintCount == 0 {
-		return
+		return nil
 	}
 	unneeded := map[string]bool{}
 	for _, u := range s.planner.Unneeded() {
@@ -182,7 +200,8 @@ func (s *ScaleDown) softTaint(ctx context.Context, nodes []*apiv1.Node, started 
 			untaint = append(untaint, n)
 		}
 	}
-	s.actuator.SoftTaint(ctx, taint, untaint)
+	res := s.actuator.SoftTaint(ctx, taint, untaint)
+	return &res
 }
 
 // groupFacts reads, for the groups of the unneeded nodes, what choose needs:
@@ -216,22 +235,23 @@ type keptKind struct {
 	budget string
 }
 
-// recordKept tells the planner why unneeded nodes stay, logs it and counts
+// recordKept tells the planner why unneeded nodes stay, logs it and returns
 // the removals a cluster-wide minimum prevented. A node's line is at --v=2
 // when it starts waiting or waits for something else than last loop, at
 // --v=4 otherwise ("unneeded for 3m0s of 10m0s" would otherwise be a line
 // per node per loop: a thousand at 1,000 idle nodes); one --v=2 line per
 // loop counts them.
-func (s *ScaleDown) recordKept(kept []Kept) {
+func (s *ScaleDown) recordKept(kept []Kept) []Skipped {
 	last := s.keptFor
 	s.keptFor = make(map[string]keptKind, len(kept))
 	timers := 0
+	var skipped []Skipped
 	for _, k := range kept {
 		if k.Reason != simulator.NoReason {
 			s.planner.RecordUnremovable(k.Node.Node.Name, k.Reason)
 		}
 		if k.Minimum != "" {
-			metrics.RegisterSkippedScaleDown(skippedLabel(k.Minimum))
+			skipped = append(skipped, Skipped{Node: k.Node.Node.Name, Minimum: k.Minimum})
 		}
 		kind := keptKind{reason: k.Reason}
 		if k.Reason == simulator.NoReason {
@@ -253,14 +273,7 @@ func (s *ScaleDown) recordKept(kept []Kept) {
 	if len(kept) > 0 {
 		klog.V(2).InfoS("Scale-down: unneeded nodes wait", "count", len(kept), "forUnneededTime", timers)
 	}
-}
-
-// skippedLabel is the skipped_scale_events_count reason of a minimum.
-func skippedLabel(r resourcequotas.Resource) string {
-	if r == resourcequotas.CPU {
-		return metrics.SkippedCPUResourceLimit
-	}
-	return metrics.SkippedMemoryResourceLimit
+	return skipped
 }
 
 // startEmpty hands the empty nodes to the actuator and returns their names.

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -42,8 +41,7 @@ func newPasses(t *testing.T, c *sdtest.Cluster, opts config.AutoscalingOptions, 
 	if !async {
 		options = append(options, actuation.Synchronous())
 	}
-	p.actuator = actuation.New(opts, actuation.Deps{Kube: p.kube, Provider: c.Provider, Recorder: record.NewFakeRecorder(1000),
-		StatusRef:    &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"},
+	p.actuator = actuation.New(opts, actuation.Deps{Kube: p.kube, Provider: c.Provider, Outcomes: sdtest.Outcomes(record.NewFakeRecorder(1000), c.Provider),
 		DrainOptions: sdtest.DrainOptions(opts), Removals: p.removals}, options...)
 	pl := planner.New(opts, c.Provider, p.registry, sdtest.Checker(t), sdtest.DrainOptions(opts))
 	p.sd = scaledown.New(opts, p.registry, pl, p.actuator, p.removals)

@@ -70,8 +70,9 @@ type PlannerInput struct {
 
 // Planner finds the unneeded nodes (planner.Planner).
 type Planner interface {
-	// Update recomputes the unneeded nodes from in.
-	Update(in PlannerInput) error
+	// Update recomputes the unneeded nodes from in and returns what it
+	// found, for the reporter; it records nothing itself.
+	Update(in PlannerInput) (Candidates, error)
 	// Unneeded returns them, empty ones first, then the longest unneeded.
 	Unneeded() []*UnneededNode
 	// Forget drops a node whose removal started.
@@ -90,8 +91,9 @@ type Actuator interface {
 	// Drain evicts the nodes' pods, then deletes them.
 	Drain(ctx context.Context, nodes []*UnneededNode)
 	// SoftTaint puts the PreferNoSchedule DeletionCandidate taint on the
-	// unneeded nodes and takes it off the needed ones, within its budget.
-	SoftTaint(ctx context.Context, unneeded, needed []*apiv1.Node)
+	// unneeded nodes and takes it off the needed ones, within its budget,
+	// and says what it did.
+	SoftTaint(ctx context.Context, unneeded, needed []*apiv1.Node) SoftTaintResult
 }
 
 // Removals says which removals are in flight (deletiontracker.Tracker).

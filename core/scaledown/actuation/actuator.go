@@ -2,7 +2,9 @@
 // ToBeDeletedByClusterAutoscaler, evicts their pods (drain) or checks they
 // are still empty, asks the provider to delete them, and gives a node back
 // (taint removed) when its removal fails. Every removal is reported to the
-// deletion tracker when it starts and when it ends.
+// deletion tracker when it starts and when it ends, and each of its steps
+// to Outcomes (the reporter), which records it: the actuator itself
+// records no event or metric.
 package actuation
 
 import (
@@ -21,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -30,10 +31,8 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
-	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
 )
 
 // PodEvictionHeadroom is added to --max-graceful-termination-sec when
@@ -63,9 +62,9 @@ type Actuator struct {
 type Deps struct {
 	Kube     kubernetes.Interface
 	Provider cloudprovider.CloudProvider
-	Recorder record.EventRecorder
-	// StatusRef is the object of the ScaleDownEmpty events.
-	StatusRef *apiv1.ObjectReference
+	// Outcomes hears each step of each removal as it happens (the
+	// reporter's scale-down case).
+	Outcomes scaledown.Outcomes
 	// DrainOptions are the drain rules, as the planner's, for the final
 	// check of a node's pods before it is drained.
 	DrainOptions drain.Options
@@ -137,21 +136,10 @@ func (a *Actuator) started(nodes []*scaledown.UnneededNode, drain bool) {
 	}
 }
 
-func scaleDownReason(c *scaledown.UnneededNode) string {
-	switch {
-	case c.Unready:
-		return metrics.ScaleDownUnready
-	case c.Empty:
-		return metrics.ScaleDownEmpty
-	}
-	return metrics.ScaleDownUnderutilized
-}
-
 // fail undoes a removal: the taint goes, the node stays, and the failure
 // starts --scale-down-delay-after-failure.
-func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err error) {
+func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, kind scaledown.FailureKind, err error) {
 	klog.ErrorS(err, "Scale-down: removing node failed; keeping it", "node", klog.KObj(n))
-	metrics.RegisterError(errType)
 	// Not cancelled with ctx: a removal cut short by shutdown still gives
 	// its node back.
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -159,7 +147,7 @@ func (a *Actuator) fail(ctx context.Context, n *apiv1.Node, errType string, err 
 	if _, uerr := UnmarkToBeDeleted(uctx, a.deps.Kube, n.Name, a.opts.CordonNodeBeforeTerminate); uerr != nil {
 		klog.ErrorS(uerr, "Scale-down: giving the node back failed", "node", klog.KObj(n))
 	}
-	a.deps.Recorder.Eventf(n, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to remove node: %v", err)
+	a.deps.Outcomes.RemovalFailed(scaledown.RemovalFailure{Node: n, Kind: kind, Err: err})
 }
 
 // DeleteEmpty removes nodes running only DaemonSet and mirror pods, in bulk:
@@ -173,9 +161,7 @@ func (a *Actuator) DeleteEmpty(ctx context.Context, nodes []*scaledown.UnneededN
 		return
 	}
 	a.started(nodes, false)
-	for _, u := range nodes {
-		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %q", u.Node.Name)
-	}
+	a.deps.Outcomes.RemovalsStarted(scaledown.RemovalStart{Nodes: nodes})
 	tainted, delay := a.markNodes(ctx, nodes)
 	if len(tainted) == 0 {
 		return
@@ -196,7 +182,7 @@ func (a *Actuator) deleteEmpty(ctx context.Context, tainted []*scaledown.Unneede
 	}()
 	if !a.waitAfterTaint(ctx, delay, names(tainted)) {
 		for _, u := range tainted {
-			a.fail(ctx, u.Node, metrics.InternalError, ctx.Err())
+			a.fail(ctx, u.Node, scaledown.FailedInternal, ctx.Err())
 			outcomes[u.Node.Name] = deletiontracker.Failed
 		}
 		return
@@ -248,7 +234,7 @@ func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode, 
 	if !cached {
 		var err error
 		if pods, err = a.podsOnNode(ctx, u.Node.Name); err != nil {
-			a.fail(ctx, u.Node, metrics.APICallError, fmt.Errorf("checking the node is still empty: %w", err))
+			a.fail(ctx, u.Node, scaledown.FailedAPICall, fmt.Errorf("checking the node is still empty: %w", err))
 			return deletiontracker.Failed, false
 		}
 	}
@@ -268,7 +254,7 @@ func (a *Actuator) prepareEmpty(ctx context.Context, u *scaledown.UnneededNode, 
 		a.evictBestEffort(ctx, u.Node, slices.DeleteFunc(slices.Clone(ds), func(p *apiv1.Pod) bool { return drainGroupOf(p, groups) != i }), g.GracePeriodSeconds)
 	}
 	if err := a.waitForDelayDeletion(ctx, u.Node); err != nil {
-		a.fail(ctx, u.Node, metrics.APICallError, err)
+		a.fail(ctx, u.Node, scaledown.FailedAPICall, err)
 		return deletiontracker.Failed, false
 	}
 	return deletiontracker.Deleted, true
@@ -305,13 +291,13 @@ func (a *Actuator) deleteGroup(ctx context.Context, group []*scaledown.UnneededN
 		// The group may have deleted some before failing: those keep their
 		// taint, or pods would be scheduled onto a node going away.
 		if err != nil && !started[u.Node.Name] {
-			a.fail(ctx, u.Node, metrics.CloudProviderError, err)
+			a.fail(ctx, u.Node, scaledown.FailedCloudProvider, err)
 			outcomes[u.Node.Name] = deletiontracker.Failed
 			continue
 		}
 		outcomes[u.Node.Name] = deletiontracker.Deleted
 		gone = append(gone, u)
-		a.removed(u)
+		a.deps.Outcomes.NodeRemoved(u)
 	}
 	if len(gone) > 0 {
 		names := make([]string, len(gone))
@@ -321,14 +307,6 @@ func (a *Actuator) deleteGroup(ctx context.Context, group []*scaledown.UnneededN
 		klog.InfoS("Scale-down: removed empty nodes", "nodes", strings.Join(names, ", "), "nodeGroup", group[0].GroupID)
 	}
 	return outcomes
-}
-
-// removed records a node the provider deleted: the scaled_down_nodes_total
-// metric and the node's ScaleDown event.
-func (a *Actuator) removed(u *scaledown.UnneededNode) {
-	gpuName, gpuType := cloudprovider.GPULabels(a.deps.Provider, u.Node)
-	metrics.RegisterScaleDown(1, scaleDownReason(u), gpuName, gpuType, u.DRADrivers)
-	a.deps.Recorder.Event(u.Node, apiv1.EventTypeNormal, "ScaleDown", "node removed by cluster autoscaler")
 }
 
 // deleteNodes asks the nodes' group to delete them (all from one group).
@@ -383,9 +361,8 @@ func (a *Actuator) deleteNodes(nodes []*apiv1.Node) (deleted map[string]bool, er
 func (a *Actuator) Drain(ctx context.Context, cands []*scaledown.UnneededNode) {
 	a.started(cands, true)
 	tainted, delay := a.markNodes(ctx, cands)
-	for _, c := range tainted {
-		a.deps.Recorder.Eventf(a.deps.StatusRef, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %s, pods to reschedule: %s",
-			c.Node.Name, describeUtilization(c.Utilization), framework.PodNames(c.PodsToEvict, 0))
+	if len(tainted) > 0 {
+		a.deps.Outcomes.RemovalsStarted(scaledown.RemovalStart{Nodes: tainted, Drain: true})
 	}
 	// One wait for the batch, then each node drains in its own goroutine.
 	if len(tainted) == 0 {
@@ -413,7 +390,7 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedA
 	outcome := deletiontracker.Failed
 	defer func() { a.deps.Removals.Ended(n.Name, outcome) }()
 	if !waitedAfterTaint() {
-		a.fail(ctx, n, metrics.InternalError, fmt.Errorf("waiting after the taint: %w", ctx.Err()))
+		a.fail(ctx, n, scaledown.FailedInternal, fmt.Errorf("waiting after the taint: %w", ctx.Err()))
 		return
 	}
 
@@ -422,7 +399,7 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedA
 	// the set is final, and nothing bound since the plan is left behind.
 	current, err := a.podsOnNode(ctx, n.Name)
 	if err != nil {
-		a.fail(ctx, n, metrics.APICallError, fmt.Errorf("listing the node's pods: %w", err))
+		a.fail(ctx, n, scaledown.FailedAPICall, fmt.Errorf("listing the node's pods: %w", err))
 		return
 	}
 	// PDBs only say which pods they cover; their budgets are left to the
@@ -430,7 +407,7 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedA
 	var pdbs []*policyv1.PodDisruptionBudget
 	if a.deps.PDBs != nil {
 		if pdbs, err = a.deps.PDBs(); err != nil {
-			a.fail(ctx, n, metrics.InternalError, fmt.Errorf("listing PodDisruptionBudgets: %w", err))
+			a.fail(ctx, n, scaledown.FailedInternal, fmt.Errorf("listing PodDisruptionBudgets: %w", err))
 			return
 		}
 	}
@@ -438,7 +415,7 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedA
 	opts.BudgetsLeftToEviction = true
 	pods, blocking := drain.PodsToMove(a.withoutExpendable(current), pdbs, opts, start)
 	if blocking != nil && blocking.Pod != nil {
-		a.fail(ctx, n, metrics.TransientError, fmt.Errorf("drain blocked: %s", scaledown.DescribeBlocking(blocking)))
+		a.fail(ctx, n, scaledown.FailedTransient, fmt.Errorf("drain blocked: %s", scaledown.DescribeBlocking(blocking)))
 		return
 	}
 	ds := daemonSetPodsToEvict(current, a.opts.DaemonSetEvictionForOccupiedNodes)
@@ -446,19 +423,19 @@ func (a *Actuator) drain(ctx context.Context, c *scaledown.UnneededNode, waitedA
 		"podsToEvict", len(pods), "pods", framework.PodNames(pods, 5), "daemonSetPodsBestEffort", len(ds))
 
 	if err := a.evictByPriority(ctx, n, pods, ds); err != nil {
-		a.fail(ctx, n, metrics.APICallError, err)
+		a.fail(ctx, n, scaledown.FailedAPICall, err)
 		return
 	}
 	if err := a.waitForDelayDeletion(ctx, n); err != nil {
-		a.fail(ctx, n, metrics.APICallError, err)
+		a.fail(ctx, n, scaledown.FailedAPICall, err)
 		return
 	}
 	if started, err := a.deleteNodes([]*apiv1.Node{n}); err != nil && !started[n.Name] {
-		a.fail(ctx, n, metrics.CloudProviderError, fmt.Errorf("deleting node: %w", err))
+		a.fail(ctx, n, scaledown.FailedCloudProvider, fmt.Errorf("deleting node: %w", err))
 		return
 	}
 	outcome = deletiontracker.Deleted
-	a.removed(c)
+	a.deps.Outcomes.NodeRemoved(c)
 	klog.InfoS("Scale-down: removed node", "node", klog.KObj(n), "nodeGroup", c.GroupID, "podsEvicted", len(pods),
 		"took", a.clock.Now().Sub(start).Round(time.Second))
 }
@@ -532,9 +509,8 @@ func (a *Actuator) evictAll(ctx context.Context, n *apiv1.Node, pods, bestEffort
 			failed = append(failed, fmt.Sprintf("%s/%s: %v", pods[i].Namespace, pods[i].Name, err))
 		}
 	}
-	metrics.RegisterEvictions(len(pods)-len(failed), true)
+	a.deps.Outcomes.EvictionsEnded(scaledown.Evictions{Succeeded: len(pods) - len(failed), Failed: len(failed)})
 	if len(failed) > 0 {
-		metrics.RegisterEvictions(len(failed), false)
 		return fmt.Errorf("evicting %d pod(s) failed: %s", len(failed), strings.Join(failed, "; "))
 	}
 
@@ -576,7 +552,7 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, deadline time.Time, 
 		err := a.deps.Kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
 		switch {
 		case err == nil:
-			a.deps.Recorder.Event(p, apiv1.EventTypeNormal, "ScaleDown", "deleting pod for node scale down")
+			a.deps.Outcomes.PodEvicted(p)
 			return nil
 		case apierrors.IsNotFound(err):
 			return nil
@@ -603,7 +579,7 @@ func (a *Actuator) markNode(ctx context.Context, n *apiv1.Node) error {
 	if _, err := MarkToBeDeleted(ctx, a.deps.Kube, n.Name, n, a.clock.Now(), a.opts.CordonNodeBeforeTerminate); err != nil {
 		return err
 	}
-	a.deps.Recorder.Event(n, apiv1.EventTypeNormal, "ScaleDown", "marked the node as toBeDeleted/unschedulable")
+	a.deps.Outcomes.NodeTainted(n)
 	return nil
 }
 
@@ -652,11 +628,6 @@ func (a *Actuator) evictBestEffort(ctx context.Context, n *apiv1.Node, pods []*a
 		}(p)
 	}
 	wg.Wait()
-}
-
-// describeUtilization renders a node's utilization for the ScaleDown event.
-func describeUtilization(u utilization.Info) string {
-	return fmt.Sprintf("{cpu: %.2f, memory: %.2f, gpu: %.2f, utilization: %.2f (%s)}", u.CpuUtil, u.MemUtil, u.GpuUtil, u.Utilization, scaledown.ResourceLabel(u))
 }
 
 // withoutExpendable drops the pods below --expendable-pods-priority-cutoff:

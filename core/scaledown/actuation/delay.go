@@ -13,7 +13,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
 // DelayDeletionAnnotationPrefix starts the node annotations that hold a
@@ -67,7 +66,7 @@ func (a *Actuator) markNodes(ctx context.Context, nodes []*scaledown.UnneededNod
 	for i, u := range nodes {
 		if errs[i] != nil {
 			probe.forget(u.Node.Name)
-			a.fail(ctx, u.Node, metrics.APICallError, errs[i])
+			a.fail(ctx, u.Node, scaledown.FailedAPICall, errs[i])
 			a.deps.Removals.Ended(u.Node.Name, deletiontracker.Failed)
 			continue
 		}

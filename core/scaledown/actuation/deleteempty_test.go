@@ -38,8 +38,7 @@ func TestDeleteEmptyFailingPartWay(t *testing.T) {
 	removals := deletiontracker.New(func(node, _ string, o deletiontracker.Outcome) { outcomes[node] = o })
 	opts := config.Defaults()
 	opts.NodeDeleteDelayAfterTaint = 0
-	a := New(opts, Deps{Kube: kube, Provider: p, Recorder: record.NewFakeRecorder(100),
-		StatusRef: &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"}, Removals: removals}, Synchronous())
+	a := New(opts, Deps{Kube: kube, Provider: p, Outcomes: sdtest.Outcomes(record.NewFakeRecorder(100), p), Removals: removals}, Synchronous())
 
 	a.DeleteEmpty(context.Background(), unneeded)
 

@@ -38,8 +38,7 @@ func TestEvictionGracePeriod(t *testing.T) {
 			opts := config.Defaults()
 			opts.NodeDeleteDelayAfterTaint = 0
 			opts.MaxGracefulTerminationSec = tc.flag
-			a := New(opts, Deps{Kube: kube, Provider: c.Provider, Recorder: record.NewFakeRecorder(100),
-				StatusRef: &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"}, Removals: deletiontracker.New()},
+			a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: sdtest.Outcomes(record.NewFakeRecorder(100), c.Provider), Removals: deletiontracker.New()},
 				Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))
 
 			a.Drain(context.Background(), unneeded)
@@ -65,8 +64,7 @@ func TestEmptyNodeDaemonSetPodsByDrainPriority(t *testing.T) {
 	opts.NodeDeleteDelayAfterTaint = 0
 	opts.DaemonSetEvictionForEmptyNodes = true
 	opts.DrainPriorities = []config.DrainPriority{{Priority: 0, GracePeriodSeconds: 10}, {Priority: 1000, GracePeriodSeconds: 120}}
-	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Recorder: record.NewFakeRecorder(100),
-		StatusRef: &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"}, Removals: deletiontracker.New()},
+	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: sdtest.Outcomes(record.NewFakeRecorder(100), c.Provider), Removals: deletiontracker.New()},
 		Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))
 
 	a.DeleteEmpty(context.Background(), unneeded)

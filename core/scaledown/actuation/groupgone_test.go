@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
@@ -46,8 +45,7 @@ func TestGroupGoneWithItsLastNodes(t *testing.T) {
 			var gone []string
 			opts := config.Defaults()
 			opts.NodeDeleteDelayAfterTaint = 0
-			a := New(opts, Deps{Kube: kube, Provider: c.Provider, Recorder: record.NewFakeRecorder(100),
-				StatusRef: &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"},
+			a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: sdtest.Outcomes(record.NewFakeRecorder(100), c.Provider),
 				Removals:  deletiontracker.New(func(node, _ string, o deletiontracker.Outcome) { mu.Lock(); outcomes[node] = o; mu.Unlock() }),
 				GroupGone: func(g cloudprovider.NodeGroup) { mu.Lock(); gone = append(gone, g.Id()); mu.Unlock() },
 			}, Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))

@@ -38,8 +38,7 @@ type removal struct {
 func newRemoval(c *sdtest.Cluster, opts config.AutoscalingOptions) *removal {
 	r := &removal{kube: sdtest.NewKube(c.Objects()...), recorder: record.NewFakeRecorder(100), outcomes: map[string]deletiontracker.Outcome{}}
 	tracker := deletiontracker.New(func(node, _ string, o deletiontracker.Outcome) { r.outcomes[node] = o })
-	r.a = New(opts, Deps{Kube: r.kube, Provider: c.Provider, Recorder: r.recorder,
-		StatusRef:    &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"},
+	r.a = New(opts, Deps{Kube: r.kube, Provider: c.Provider, Outcomes: sdtest.Outcomes(r.recorder, c.Provider),
 		DrainOptions: sdtest.DrainOptions(opts), Removals: tracker,
 		PDBs: func() ([]*policyv1.PodDisruptionBudget, error) { return c.PDBs, nil },
 	}, Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))

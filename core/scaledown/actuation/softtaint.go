@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 )
 
 // SoftTaintBudget bounds one pass of soft tainting, as upstream's
@@ -25,14 +25,6 @@ import (
 type SoftTaintBudget struct {
 	Count int
 	Time  time.Duration
-}
-
-// SoftTaintResult says what one pass did.
-type SoftTaintResult struct {
-	Tainted, Untainted []string
-	// Skipped counts the nodes left for a later pass (budget spent).
-	Skipped int
-	Errors  []error
 }
 
 // softTaintWorkers bounds the soft-taint calls in flight at once. The
@@ -56,11 +48,11 @@ type softTaintCall struct {
 // ToBeDeletedByClusterAutoscaler are left alone, and the budget bounds the
 // API calls of the pass; the rest waits for the next loop. Unlike upstream,
 // which makes the calls one after another, up to softTaintWorkers run at
-// once; now is read before each call starts.
-func UpdateSoftTaints(ctx context.Context, kube kubernetes.Interface, unneeded, needed []*apiv1.Node, b SoftTaintBudget, now func() time.Time) SoftTaintResult {
-	var res SoftTaintResult
+// once; now is read before each call starts. The result says how long the
+// pass took, for the reporter's function-duration metric.
+func UpdateSoftTaints(ctx context.Context, kube kubernetes.Interface, unneeded, needed []*apiv1.Node, b SoftTaintBudget, now func() time.Time) (res scaledown.SoftTaintResult) {
 	start := now()
-	defer metrics.UpdateDurationFromStart(metrics.ScaleDownSoftTaintUnneeded, time.Now())
+	defer func(wall time.Time) { res.Took = time.Since(wall) }(time.Now())
 	var calls []*softTaintCall
 	for _, n := range needed {
 		if !clusterstate.HasToBeDeletedTaint(n) && hasTaint(n, clusterstate.DeletionCandidateTaint) {
@@ -133,12 +125,10 @@ func runSoftTaintCalls(ctx context.Context, kube kubernetes.Interface, calls []*
 }
 
 // SoftTaint is UpdateSoftTaints within --max-bulk-soft-taint-count and
-// --max-bulk-soft-taint-time (a count of 0: nothing is done).
-func (a *Actuator) SoftTaint(ctx context.Context, unneeded, needed []*apiv1.Node) {
-	if a.opts.MaxBulkSoftTaintCount == 0 {
-		return
-	}
-	UpdateSoftTaints(ctx, a.deps.Kube, unneeded, needed, SoftTaintBudget{Count: a.opts.MaxBulkSoftTaintCount, Time: a.opts.MaxBulkSoftTaintTime}, a.clock.Now)
+// --max-bulk-soft-taint-time. The caller skips it when the count is 0
+// (soft tainting off).
+func (a *Actuator) SoftTaint(ctx context.Context, unneeded, needed []*apiv1.Node) scaledown.SoftTaintResult {
+	return UpdateSoftTaints(ctx, a.deps.Kube, unneeded, needed, SoftTaintBudget{Count: a.opts.MaxBulkSoftTaintCount, Time: a.opts.MaxBulkSoftTaintTime}, a.clock.Now)
 }
 
 func hasTaint(n *apiv1.Node, key string) bool {

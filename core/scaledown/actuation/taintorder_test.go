@@ -47,8 +47,7 @@ func TestDeleteEmptyTaintsBeforeTheLoopSoftTaints(t *testing.T) {
 	opts.NodeDeleteDelayAfterTaint = time.Hour // the batch stays in its delay: only its taints are looked at
 	opts.MaxBulkSoftTaintCount = 10
 	opts.MaxBulkSoftTaintTime = time.Hour
-	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Recorder: record.NewFakeRecorder(100),
-		StatusRef:    &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"},
+	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: sdtest.Outcomes(record.NewFakeRecorder(100), c.Provider),
 		DrainOptions: sdtest.DrainOptions(opts), Removals: deletiontracker.New(func(string, string, deletiontracker.Outcome) {}),
 		PDBs: func() ([]*policyv1.PodDisruptionBudget, error) { return nil, nil },
 	}) // asynchronous, as in the autoscaler

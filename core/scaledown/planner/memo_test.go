@@ -142,10 +142,10 @@ func (f *fixture) step(p *Planner, now time.Time, what string) {
 	f.t.Helper()
 	q := f.fresh(p)
 	in := f.input(now)
-	if err := p.Update(in); err != nil {
+	if _, err := p.Update(in); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := q.Update(in); err != nil {
+	if _, err := q.Update(in); err != nil {
 		f.t.Fatal(err)
 	}
 	if got, want := p.outcome(), q.outcome(); !reflect.DeepEqual(got, want) {

@@ -20,7 +20,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
@@ -68,10 +67,12 @@ type candidate struct {
 // Update recomputes the unneeded nodes: candidates are filtered by group
 // size, annotations, readiness and utilization, then each must pass a
 // removal simulation (every pod movable and fitting on another node, given
-// the nodes already found unneeded).
-func (p *Planner) Update(in scaledown.PlannerInput) error {
+// the nodes already found unneeded). It returns what it found, per node
+// group, for the reporter to record (registry and metrics); the planner
+// itself writes neither.
+func (p *Planner) Update(in scaledown.PlannerInput) (found scaledown.Candidates, err error) {
 	start := time.Now()
-	defer metrics.UpdateDurationFromStart(metrics.FindUnneeded, start)
+	defer func() { found.Took = time.Since(start) }()
 
 	p.unremovable.begin()
 	cands := p.candidates(in)
@@ -79,7 +80,7 @@ func (p *Planner) Update(in scaledown.PlannerInput) error {
 	p.sortCandidates(cands)
 	next, err := p.simulate(cands, in)
 	if err != nil {
-		return err
+		return found, err
 	}
 	for name := range p.unneeded {
 		if next[name] == nil {
@@ -91,9 +92,7 @@ func (p *Planner) Update(in scaledown.PlannerInput) error {
 	for _, c := range next {
 		byGroup[c.GroupID]++
 	}
-	p.registry.SetScaleDownCandidates(byGroup)
-	metrics.UpdateUnneededNodesCount(len(next))
-	return nil
+	return scaledown.Candidates{ByGroup: byGroup, Unneeded: len(next)}, nil
 }
 
 // sortCandidates orders the simulations: empty nodes first (they add no load

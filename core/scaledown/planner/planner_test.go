@@ -28,7 +28,7 @@ func newPlanner(t *testing.T, c *sdtest.Cluster, opts config.AutoscalingOptions)
 // update runs one Update of p on c at now.
 func update(t *testing.T, p *Planner, c *sdtest.Cluster, opts config.AutoscalingOptions, now time.Time) {
 	t.Helper()
-	if err := p.Update(c.Input(t, opts, now, nil)); err != nil {
+	if _, err := p.Update(c.Input(t, opts, now, nil)); err != nil {
 		t.Fatal(err)
 	}
 }
