@@ -190,7 +190,7 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 		return err
 	}
 	// CapacityBuffers run under the same leadership as the loop.
-	buffers, err := capacitybuffer.New(runCtx, capacitybuffer.Config{
+	buffers, err := capacitybuffer.New(capacitybuffer.Config{
 		Controller: opts.CapacityBufferControllerEnabled, Injection: opts.CapacityBufferPodInjectionEnabled, DryRun: opts.CapacityBufferPodDryRunEnabled,
 	}, kube, dyn, autoscaler.Informers(), autoscaler.NotifyCapacityChange)
 	if err != nil {
@@ -198,12 +198,12 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 	}
 	if buffers != nil {
 		if buffers.Injector != nil {
-			autoscaler.AddPodListProcessor(buffers.Injector)
+			autoscaler.SetCapacityBuffers(buffers.Injector, buffers.Writer)
 		}
 		go buffers.Run(runCtx)
 	}
 	if opts.ProvisioningRequestsEnabled {
-		if err := serveProvisioningRequests(runCtx, opts, autoscaler, dyn, recorder); err != nil {
+		if err := serveProvisioningRequests(runCtx, opts, autoscaler, dyn); err != nil {
 			return err
 		}
 	}
@@ -279,7 +279,7 @@ func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
 // serveProvisioningRequests (--enable-provisioning-requests) has the
 // autoscaler serve ProvisioningRequests; their informer must sync before
 // Run (the CRD must be installed).
-func serveProvisioningRequests(ctx context.Context, opts config.AutoscalingOptions, a *core.Autoscaler, dyn dynamic.Interface, recorder record.EventRecorder) error {
+func serveProvisioningRequests(ctx context.Context, opts config.AutoscalingOptions, a *core.Autoscaler, dyn dynamic.Interface) error {
 	client := provisioningrequest.NewClient(dyn, a.Informers(), provisioningRequestTimeout)
 	if err := client.AddEventHandler(a.NotifyCapacityChange); err != nil {
 		return err
@@ -288,12 +288,12 @@ func serveProvisioningRequests(ctx context.Context, opts config.AutoscalingOptio
 		return err
 	}
 	pods := a.Informers().Core().V1().Pods().Lister()
-	a.SetProvisioningRequests(provisioningrequest.NewManager(ctx, client, pods, recorder, provisioningrequest.Options{
+	a.SetProvisioningRequests(provisioningrequest.NewManager(client, pods, provisioningrequest.Options{
 		InitialBackoff: opts.ProvisioningRequestInitialBackoffTime, MaxBackoff: opts.ProvisioningRequestMaxBackoffTime,
 		BackoffCacheSize: opts.ProvisioningRequestMaxBackoffCacheSize, BatchProcessing: opts.CheckCapacityBatchProcessing,
 		MaxBatchSize: opts.CheckCapacityProvisioningRequestMaxBatchSize, BatchTimebox: opts.CheckCapacityProvisioningRequestBatchTimebox,
 		ProcessorInstance: opts.CheckCapacityProcessorInstance,
-	}))
+	}), provisioningrequest.NewWriter(client))
 	klog.InfoS("Serving ProvisioningRequests", "classes", []string{provreqv1.ProvisioningClassCheckCapacity, provreqv1.ProvisioningClassBestEffortAtomicScaleUp},
 		"checkCapacityProcessorInstance", opts.CheckCapacityProcessorInstance)
 	return nil

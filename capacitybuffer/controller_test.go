@@ -94,12 +94,22 @@ func TestControllerAndInjector(t *testing.T) {
 		}
 		return n == 3
 	})
-	in := NewInjector(ctx, client, src, templates)
+	in := NewInjector(client, src, templates)
+	w := &StatusWriter{client: client}
 	real := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "real"}}
+	dyn.ClearActions()
 	out, err := in.Process(&pods.Context{}, []*apiv1.Pod{real})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The injector decides; the loop writes its results after the
+	// iteration's decisions.
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() == "update" {
+			t.Errorf("status written during the decisions: %v", a)
+		}
+	}
+	w.Write(ctx, in.Results())
 	if out[0] != real {
 		t.Error("real pods are not first")
 	}
@@ -141,6 +151,7 @@ func TestControllerAndInjector(t *testing.T) {
 	if _, err := in.Process(&pods.Context{}, nil); err != nil {
 		t.Fatal(err)
 	}
+	w.Write(ctx, in.Results())
 	for _, a := range dyn.Actions() {
 		if a.GetVerb() == "update" {
 			t.Errorf("status written again with nothing changed: %v", a)

@@ -22,27 +22,49 @@ const (
 )
 
 // Injector adds each provisionable buffer's replicas as fake pending pods
-// to scale-up (--capacity-buffer-pod-injection-enabled), and records on the
-// buffer whether it does (the Provisioning condition).
+// to scale-up (--capacity-buffer-pod-injection-enabled), and decides the
+// buffer's Provisioning condition (whether it does). It writes nothing:
+// the conditions that change collect in its Results, which the loop has a
+// StatusWriter write once the iteration's decisions are made.
 type Injector struct {
 	client    *Client
 	sources   Sources
 	templates *Templates
-	ctx       context.Context
 	// synced: the caches it reads have their first list (nil: the buffer
 	// cache alone).
 	synced []func() bool
+	// results: the Provisioning conditions this iteration changed.
+	results []ProvisioningUpdate
 }
 
 // NewInjector returns the processor. templates is the in-process
-// controller's store (nil without it); ctx bounds its status writes.
-func NewInjector(ctx context.Context, client *Client, sources Sources, templates *Templates) *Injector {
-	return &Injector{client: client, sources: sources, templates: templates, ctx: ctx}
+// controller's store (nil without it).
+func NewInjector(client *Client, sources Sources, templates *Templates) *Injector {
+	return &Injector{client: client, sources: sources, templates: templates}
+}
+
+// ProvisioningUpdate is a buffer whose Provisioning condition changed: the
+// buffer with the new condition set, and the condition's status and
+// reason.
+type ProvisioningUpdate struct {
+	Buffer *v1beta1.CapacityBuffer
+	Status metav1.ConditionStatus
+	Reason string
+}
+
+// Results returns the Provisioning conditions changed since the
+// iteration's Process began, and forgets them.
+func (in *Injector) Results() []ProvisioningUpdate {
+	r := in.results
+	in.results = nil
+	return r
 }
 
 // Process implements pods.PodListProcessor: the fake pods go after the
-// real pending pods, which are placed first.
+// real pending pods, which are placed first. It starts an iteration: the
+// results of the previous one, if nobody took them, are dropped.
 func (in *Injector) Process(_ *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
+	in.results = nil
 	for _, synced := range append([]func() bool{in.client.HasSynced}, in.synced...) {
 		if !synced() {
 			klog.V(1).InfoS("CapacityBuffers not injected: the caches have not synced yet")
@@ -133,16 +155,31 @@ func (in *Injector) template(b *v1beta1.CapacityBuffer) (*apiv1.PodTemplateSpec,
 	return r.Template, nil
 }
 
+// setProvisioning adds b with its Provisioning condition set to the
+// results when that changes it.
 func (in *Injector) setProvisioning(b *v1beta1.CapacityBuffer, status metav1.ConditionStatus, reason, msg string) {
 	next := b.DeepCopy()
 	if !setCondition(next, v1beta1.ProvisioningCondition, status, reason, msg) {
 		return
 	}
-	if err := in.client.UpdateStatus(in.ctx, next); err != nil {
-		klog.ErrorS(err, "CapacityBuffer Provisioning condition not written", "buffer", klog.KObj(b), "reason", reason)
-		return
+	in.results = append(in.results, ProvisioningUpdate{Buffer: next, Status: status, Reason: reason})
+}
+
+// StatusWriter writes the Provisioning conditions the Injector decided.
+type StatusWriter struct {
+	client *Client
+}
+
+// Write writes each buffer's status; ctx bounds the calls. A failed write
+// is logged and dropped: the next iteration decides again from the cache.
+func (w *StatusWriter) Write(ctx context.Context, updates []ProvisioningUpdate) {
+	for _, u := range updates {
+		if err := w.client.UpdateStatus(ctx, u.Buffer); err != nil {
+			klog.ErrorS(err, "CapacityBuffer Provisioning condition not written", "buffer", klog.KObj(u.Buffer), "reason", u.Reason)
+			continue
+		}
+		klog.InfoS("CapacityBuffer provisioning", "buffer", klog.KObj(u.Buffer), "status", u.Status, "reason", u.Reason)
 	}
-	klog.InfoS("CapacityBuffer provisioning", "buffer", klog.KObj(b), "status", status, "reason", reason)
 }
 
 // FakePods makes n pods of tmpl for buffer b: named

@@ -22,13 +22,15 @@ type Components struct {
 	synced     []cache.InformerSynced
 	Controller *Controller // nil unless cfg.Controller
 	Injector   *Injector   // nil unless cfg.Injection
+	// Writer writes what the Injector decided (nil unless cfg.Injection).
+	Writer *StatusWriter
 }
 
 // New builds the enabled parts (nil when none is). The listers of pod
 // templates and workloads come from factory, the autoscaler's own caches
 // (its Run starts them); changed is called when the controller writes a
-// status. ctx bounds the injector's writes.
-func New(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, changed func()) (*Components, error) {
+// status.
+func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, changed func()) (*Components, error) {
 	if !cfg.Controller && !cfg.Injection {
 		return nil, nil
 	}
@@ -60,7 +62,8 @@ func New(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic
 		}
 	}
 	if cfg.Injection {
-		c.Injector = NewInjector(ctx, client, src, templates)
+		c.Injector = NewInjector(client, src, templates)
+		c.Writer = &StatusWriter{client: client}
 		for _, s := range c.synced {
 			c.Injector.synced = append(c.Injector.synced, s)
 		}

@@ -34,6 +34,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/capacitybuffer"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
@@ -113,8 +114,14 @@ type Autoscaler struct {
 	trigger  *Trigger
 	// processors add fake pods (capacity APIs) to those scale-up places.
 	processors pods.Combined
-	// requests serves ProvisioningRequests (nil: not enabled).
-	requests *provisioningrequest.Manager
+	// requests serves ProvisioningRequests (nil: not enabled), and
+	// requestWriter writes what it decided.
+	requests      *provisioningrequest.Manager
+	requestWriter *provisioningrequest.Writer
+	// buffers injects CapacityBuffers (nil: not enabled), and
+	// bufferWriter writes what it decided.
+	buffers      *capacitybuffer.Injector
+	bufferWriter *capacitybuffer.StatusWriter
 	// stateMetrics exports the registry's gauges after each update.
 	stateMetrics *statemetrics.Reporter
 	// reporter records the phases' outcomes (events, metrics, registry).

@@ -1,10 +1,12 @@
 package core
 
 import (
+	"context"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/capacitybuffer"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
@@ -14,10 +16,31 @@ import (
 
 // SetProvisioningRequests serves ProvisioningRequests with m: it runs as a
 // pod list processor (bookings, consumers, picking requests), and the
-// scale-up phase lends it the simulation to answer them. Call before Run.
-func (a *Autoscaler) SetProvisioningRequests(m *provisioningrequest.Manager) {
-	a.requests = m
+// scale-up phase lends it the simulation to answer them; w writes what it
+// decided, after the scale-up phase. Call before Run.
+func (a *Autoscaler) SetProvisioningRequests(m *provisioningrequest.Manager, w *provisioningrequest.Writer) {
+	a.requests, a.requestWriter = m, w
 	a.AddPodListProcessor(m)
+}
+
+// SetCapacityBuffers injects CapacityBuffers' fake pods with in, a pod
+// list processor; w writes the Provisioning conditions it decided, after
+// the scale-up phase. Call before Run.
+func (a *Autoscaler) SetCapacityBuffers(in *capacitybuffer.Injector, w *capacitybuffer.StatusWriter) {
+	a.buffers, a.bufferWriter = in, w
+	a.AddPodListProcessor(in)
+}
+
+// writeCapacityStatus has the reporter write what the scale-up phase
+// decided about ProvisioningRequests and CapacityBuffers, once its
+// decisions are all made. ctx bounds the writes.
+func (a *Autoscaler) writeCapacityStatus(ctx context.Context) {
+	if a.requests != nil {
+		a.reporter.ProvisioningRequests(ctx, a.requests.Results(), a.requestWriter)
+	}
+	if a.buffers != nil {
+		a.reporter.CapacityBuffers(ctx, a.buffers.Results(), a.bufferWriter)
+	}
 }
 
 // requestsDue says which ProvisioningRequest classes have a request to

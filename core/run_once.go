@@ -58,6 +58,9 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	defer a.sync.end()
 
 	scaledUp, err := a.scaleUpPhase(sim, c, groups, total, now)
+	// The capacity objects' statuses follow the scale-up phase's
+	// decisions, failed or not.
+	a.writeCapacityStatus(ctx)
 	if err != nil {
 		return err
 	}

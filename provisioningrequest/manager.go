@@ -1,8 +1,8 @@
 package provisioningrequest
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/lru"
 
@@ -66,19 +65,22 @@ type Simulation interface {
 // Manager serves ProvisioningRequests. As a pod list processor it expires
 // bookings, drops pending pods that consume a request, puts the booked
 // pods first and picks the requests to provision this iteration; the core
-// then runs CheckCapacity and ScaleUpAtomic on its simulation.
+// then runs CheckCapacity and ScaleUpAtomic on its simulation. It decides
+// and writes nothing: what it decided (statuses, deletions, consumer
+// events) collects in its Results, which the loop has a Writer apply once
+// the iteration's decisions are made.
 type Manager struct {
-	client   *Client
-	pods     corelisters.PodLister
-	recorder record.EventRecorder
-	opts     Options
-	ctx      context.Context
+	client *Client
+	pods   corelisters.PodLister
+	opts   Options
 	// backoff: per request UID, the wait before the next retry of a
 	// request that was not Provisioned.
 	backoff *lru.Cache
 	// due: requests to provision this iteration (Process picks them).
 	due          []due
 	consumerSeen map[types.UID]time.Time
+	// results: what this iteration decided, for the Writer.
+	results Results
 }
 
 type due struct {
@@ -86,18 +88,28 @@ type due struct {
 	pods []*apiv1.Pod
 }
 
-// NewManager returns a Manager; ctx bounds its API calls.
-func NewManager(ctx context.Context, client *Client, podLister corelisters.PodLister, recorder record.EventRecorder, opts Options) *Manager {
+// NewManager returns a Manager reading requests through client.
+func NewManager(client *Client, podLister corelisters.PodLister, opts Options) *Manager {
 	if opts.MaxBatchSize < 1 || !opts.BatchProcessing {
 		opts.MaxBatchSize = 1
 	}
-	return &Manager{client: client, pods: podLister, recorder: recorder, opts: opts, ctx: ctx,
+	return &Manager{client: client, pods: podLister, opts: opts,
 		backoff: lru.New(max(opts.BackoffCacheSize, 1)), consumerSeen: map[types.UID]time.Time{}}
 }
 
-// Process implements pods.PodListProcessor.
+// Results returns what was decided since the iteration's Process began,
+// and forgets it.
+func (m *Manager) Results() Results {
+	r := m.results
+	m.results = Results{}
+	return r
+}
+
+// Process implements pods.PodListProcessor. It starts an iteration: the
+// results of the previous one, if nobody took them, are dropped.
 func (m *Manager) Process(ctx *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
 	m.due = nil
+	m.results = Results{}
 	prs, err := m.client.List()
 	if err != nil {
 		// The loop goes on without requests rather than stopping.
@@ -148,8 +160,7 @@ func (m *Manager) withoutConsumers(pending []*apiv1.Pod, now time.Time) []*apiv1
 		dropped++
 		if _, recent := m.consumerSeen[p.UID]; !recent {
 			m.consumerSeen[p.UID] = now
-			m.recorder.Eventf(p, apiv1.EventTypeNormal, "NotTriggerScaleUp",
-				"Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest %s/%s", p.Namespace, name)
+			m.results.Consumers = append(m.results.Consumers, Consumer{Pod: p, Request: name})
 		}
 	}
 	if dropped > 0 {
@@ -272,10 +283,7 @@ func (m *Manager) expire(prs []*v1.ProvisioningRequest, now time.Time) {
 			continue
 		}
 		if finishedBefore(pr, now.Add(-TerminalTTL)) {
-			klog.V(4).InfoS("ProvisioningRequest: deleting, finished more than a week ago", "request", klog.KObj(pr))
-			if err := m.client.Delete(m.ctx, pr); err != nil {
-				klog.InfoS("ProvisioningRequest: deleting an old request failed", "request", klog.KObj(pr), "err", err)
-			}
+			m.results.Deletes = append(m.results.Deletes, pr)
 			continue
 		}
 		if updated >= maxUpdated || isTrue(pr, v1.BookingExpired) || isTrue(pr, v1.Failed) {
@@ -403,22 +411,18 @@ type condition struct {
 
 var accepted = condition{v1.Accepted, metav1.ConditionTrue, AcceptedReason, AcceptedMsg}
 
-// update sets the conditions on pr, writes its status and records an
-// event on it for the last one (the outcome).
+// update sets the conditions on pr, where the rest of the iteration's
+// decisions read them, and adds the status to write to the results, the
+// last condition being the outcome its event tells. The status is copied
+// as decided: a later decision on pr is a write of its own, as it was
+// when each decision wrote at once.
 func (m *Manager) update(pr *v1.ProvisioningRequest, now time.Time, cs ...condition) {
 	t := metav1.NewTime(now)
 	for _, c := range cs {
 		setCondition(pr, c.typ, c.status, c.reason, c.message, t)
 	}
-	if err := m.client.UpdateStatus(m.ctx, pr); err != nil {
-		klog.ErrorS(err, "ProvisioningRequest: status update failed", "request", klog.KObj(pr))
-		return
-	}
-	last := cs[len(cs)-1]
-	typ := apiv1.EventTypeNormal
-	if last.status != metav1.ConditionTrue || last.typ == v1.Failed || last.typ == v1.BookingExpired {
-		typ = apiv1.EventTypeWarning
-	}
-	ref := &apiv1.ObjectReference{APIVersion: v1.SchemeGroupVersion.String(), Kind: v1.Kind, Namespace: pr.Namespace, Name: pr.Name, UID: pr.UID, ResourceVersion: pr.ResourceVersion}
-	m.recorder.Eventf(ref, typ, last.reason, "%s=%s: %s", last.typ, last.status, last.message)
+	// Only the conditions change after this: a copy of them is enough.
+	written := *pr
+	written.Status.Conditions = slices.Clone(pr.Status.Conditions)
+	m.results.Updates = append(m.results.Updates, StatusUpdate{Request: &written, outcome: cs[len(cs)-1]})
 }

@@ -114,9 +114,11 @@ func (n *notFound) Error() string { return n.name + " not found" }
 // env is a Manager over fake clients holding the given requests and the
 // PodTemplate each names (3 pods of 1 cpu).
 type env struct {
-	m    *Manager
-	dyn  *dynfake.FakeDynamicClient
-	kube *fake.Clientset
+	m      *Manager
+	w      *Writer
+	events *record.FakeRecorder
+	dyn    *dynfake.FakeDynamicClient
+	kube   *fake.Clientset
 }
 
 func newEnv(t *testing.T, prs ...*v1.ProvisioningRequest) *env {
@@ -147,8 +149,14 @@ func newEnv(t *testing.T, prs ...*v1.ProvisioningRequest) *env {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	m := NewManager(ctx, c, podLister, record.NewFakeRecorder(100), Options{InitialBackoff: time.Minute, MaxBackoff: 10 * time.Minute, BackoffCacheSize: 10})
-	return &env{m: m, dyn: dyn, kube: kube}
+	m := NewManager(c, podLister, Options{InitialBackoff: time.Minute, MaxBackoff: 10 * time.Minute, BackoffCacheSize: 10})
+	return &env{m: m, w: NewWriter(c), events: record.NewFakeRecorder(100), dyn: dyn, kube: kube}
+}
+
+// write applies what the manager decided, as the loop does after its
+// decisions.
+func (e *env) write() {
+	e.w.Write(context.Background(), e.m.Results(), e.events)
 }
 
 func withCondition(pr *v1.ProvisioningRequest, typ string, status metav1.ConditionStatus, at time.Time) *v1.ProvisioningRequest {
@@ -176,6 +184,7 @@ func TestBookingLifetime(t *testing.T) {
 	}
 
 	out, _ = e.m.Process(&pods.Context{Now: t0.Add(BookingTime + time.Second)}, []*apiv1.Pod{real})
+	e.write()
 	got := e.status(t, "job-prov-1")
 	if c := findCondition(got, v1.BookingExpired); c == nil || c.Status != metav1.ConditionTrue || c.Reason != CapacityReservationTimeExpiredReason || c.Message != CapacityReservationTimeExpiredMsg {
 		t.Fatalf("after the booking time: BookingExpired = %+v", c)
@@ -290,6 +299,7 @@ func TestMissingPodTemplate(t *testing.T) {
 	if _, err := e.m.Process(&pods.Context{Now: now}, nil); err != nil {
 		t.Fatal(err)
 	}
+	e.write()
 	if cc, at := e.m.Due(); cc || at {
 		t.Error("a request without its PodTemplates is due")
 	}
@@ -299,5 +309,44 @@ func TestMissingPodTemplate(t *testing.T) {
 	c := findCondition(e.status(t, "old"), v1.Failed)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != FailedToCreatePodsReason || !strings.Contains(c.Message, "ppt-old-workers") {
 		t.Errorf("old request: Failed = %+v, want True FailedToCreatePods naming the PodTemplate", c)
+	}
+}
+
+// The manager decides; nothing reaches the API server or the events until
+// the loop writes its results. Then the status is written, and the event
+// on the request tells the outcome, as before; a pending consumer pod is
+// told once that it triggers no scale-up.
+func TestDecisionsWrittenAfter(t *testing.T) {
+	pr := withCondition(request("job-prov-1", v1.ProvisioningClassCheckCapacity, nil), v1.Provisioned, metav1.ConditionTrue, t0)
+	e := newEnv(t, pr)
+	consumer := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: "ns", UID: "u-worker",
+		Annotations: map[string]string{v1.ProvisioningRequestPodAnnotationKey: "job-prov-1"}}}
+	if _, err := e.m.Process(&pods.Context{Now: t0.Add(BookingTime + time.Second)}, []*apiv1.Pod{consumer}); err != nil {
+		t.Fatal(err)
+	}
+	if c := findCondition(e.status(t, "job-prov-1"), v1.BookingExpired); c != nil {
+		t.Fatalf("BookingExpired written during the decisions: %+v", c)
+	}
+	if len(e.events.Events) != 0 {
+		t.Fatalf("events recorded during the decisions: %d", len(e.events.Events))
+	}
+	e.write()
+	if c := findCondition(e.status(t, "job-prov-1"), v1.BookingExpired); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("after the write: BookingExpired = %+v", c)
+	}
+	var got []string
+	for len(e.events.Events) > 0 {
+		got = append(got, <-e.events.Events)
+	}
+	want := []string{
+		"Normal NotTriggerScaleUp Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest ns/job-prov-1",
+		"Warning " + CapacityReservationTimeExpiredReason + " BookingExpired=True: " + CapacityReservationTimeExpiredMsg,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Taken: a second write has nothing to do.
+	if r := e.m.Results(); !r.Empty() {
+		t.Errorf("results left after the write: %+v", r)
 	}
 }
