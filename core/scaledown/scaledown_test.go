@@ -207,3 +207,32 @@ func TestParallelismCountsRemovalsInFlight(t *testing.T) {
 		t.Fatalf("DeleteNodes calls = %v, want 2", d)
 	}
 }
+
+// A pass records nothing itself: it returns what the planner found and
+// what its soft tainting did, and the registry's candidates (the status
+// ConfigMap's) stay as they were until the reporter records the result.
+func TestPassReturnsWhatItFound(t *testing.T) {
+	c := sdtest.NewCluster("g1", 0, 3)
+	opts := sdtest.Options()
+	opts.MaxBulkSoftTaintCount, opts.MaxBulkSoftTaintTime = 10, time.Minute
+	p := newPasses(t, c, opts, false)
+	res := p.run(sdtest.T0)
+	if got := res.Planned.ByGroup["g1"]; got != 3 || res.Planned.Unneeded != 3 {
+		t.Errorf("planned: %+v, want 3 unneeded in g1", res.Planned)
+	}
+	if res.Started() {
+		t.Errorf("removals started before the unneeded time: %v %v", res.Empty, res.Drained)
+	}
+	if res.SoftTaints == nil || len(res.SoftTaints.Tainted) != 3 {
+		t.Errorf("soft taints: %+v, want the 3 unneeded nodes tainted", res.SoftTaints)
+	}
+	if got := p.registry.GetStatus(sdtest.T0).ClusterWide.ScaleDown.Candidates; got != 0 {
+		t.Errorf("the pass wrote %d candidates to the registry itself", got)
+	}
+
+	opts.MaxBulkSoftTaintCount = 0
+	p = newPasses(t, sdtest.NewCluster("g1", 0, 3), opts, false)
+	if res := p.run(sdtest.T0); res.SoftTaints != nil {
+		t.Errorf("soft taints with --max-bulk-soft-taint-count=0: %+v, want none", res.SoftTaints)
+	}
+}
