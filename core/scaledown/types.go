@@ -8,8 +8,11 @@
 //   - budgets/ bounds how many removals start per loop.
 //
 // ScaleDown (here) ties them together behind the small interfaces below,
-// keeps the cooldowns and executes choose's plan. The subpackages import
-// this one for its types; core wires the implementations.
+// keeps the cooldowns and executes choose's plan. None of them records:
+// the planner and ScaleDown return what they found and did, the actuator
+// reports each removal step to Outcomes (outcomes.go), and core/report
+// turns both into events, metrics and registry updates. The subpackages
+// import this one for its types; core wires the implementations.
 package scaledown
 
 import (
