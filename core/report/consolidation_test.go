@@ -52,7 +52,7 @@ func TestConsolidationOutcomes(t *testing.T) {
 	status := &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "cluster-autoscaler-status"}
 	r := New(Deps{Events: rec, Status: status})
 	cmd := consolidation.Command{Kind: consolidation.Replace, Count: 1, RemovedPrice: 0.2142, Saving: 0.1428,
-		Remove: []consolidation.Candidate{{Node: test.BuildNode("a", 4000, test.GiB)}, {Node: test.BuildNode("b", 4000, test.GiB)}},
+		Remove:      []consolidation.Candidate{{Node: test.BuildNode("a", 4000, test.GiB)}, {Node: test.BuildNode("b", 4000, test.GiB)}},
 		Replacement: &consolidation.Replacement{Size: "s-4vcpu-8gb"}}
 	before := gathered(t, reg, "cluster_autoscaler_consolidation_savings_per_hour", nil)
 	for _, o := range []consolidation.Outcome{
