@@ -99,7 +99,7 @@ func TestConsolidationAbortedReplacementLeavesPodsRunning(t *testing.T) {
 	if len(h.evicts.Evictions()) != 0 || hasTaint(h.node("big-n0"), clusterstate.ToBeDeletedTaint) || !h.podExists("default", "web") {
 		t.Fatal("an aborted replacement touched the old node")
 	}
-	if st := h.a.registry.GetStatus(t0).Consolidation; st == nil || !strings.Contains(st.LastResult, "aborted") {
+	if st := h.a.registry.GetStatus(t0).Consolidation; st == nil || !strings.Contains(st.LastResult, "aborted") || st.Status != "Idle" {
 		t.Errorf("status section %+v", st)
 	}
 }
