@@ -38,16 +38,17 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/planner"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/statemetrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
@@ -114,8 +115,9 @@ type Autoscaler struct {
 	processors pods.Combined
 	// requests serves ProvisioningRequests (nil: not enabled).
 	requests *provisioningrequest.Manager
-	// stateMetrics exports the registry's gauges after each update.
-	stateMetrics *statemetrics.Reporter
+	// report records what the executors did: events, metrics, registry
+	// updates and health.
+	report *report.Reporter
 
 	lastScaleUp time.Time
 	acted       bool // the last iteration changed the cluster
@@ -263,14 +265,15 @@ func (a *Autoscaler) setDRAListers() {
 // scale-down planner and actuator.
 func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error {
 	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
-	a.stateMetrics = statemetrics.NewReporter(a.opts.MaxNodesTotal)
+	// Events about fake pods go to the objects they were made for.
+	a.report = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: pods.FakePodEvents(a.recorder),
+		Health: a.health, Status: scaleup.StatusConfigMapRef(a.opts)})
 	cms := a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
 	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
 	if err != nil {
 		return fmt.Errorf("core: --expander: %w", err)
 	}
-	// Events about fake pods go to the objects they were made for.
-	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, pods.FakePodEvents(a.recorder))
+	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, a.report)
 	// The drain rules, one set for the planner and the actuator's final
 	// check.
 	drainOpts := drain.NewOptions(a.opts, a.controllerReplicas)
@@ -510,6 +513,9 @@ type clusterView struct {
 	// dra: a read-only snapshot of them for utilization, readiness and
 	// templates (the simulation gets its own).
 	dra *dra.Snapshot
+	// limits are the cluster-wide limits (flags and the provider's
+	// resource limiter), computed once per iteration.
+	limits resourcequotas.Limits
 }
 
 // newDRA returns a fresh snapshot of the cluster's DRA objects: cheap

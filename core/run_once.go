@@ -116,10 +116,13 @@ func (a *Autoscaler) observe(now time.Time) (clusterView, error) {
 		metrics.RegisterError(metrics.InternalError)
 		return clusterView{}, err
 	}
+	if c.limits, err = resourcequotas.NewLimits(a.opts, a.provider); err != nil {
+		klog.InfoS("Resource limits incomplete", "err", err)
+	}
 	csStart := time.Now()
 	c.dra = c.newDRA()
 	a.registry.SetDevicePublishers(c.dra.HasNodeSlices)
-	if err := a.updateClusterState(c.nodes, now); err != nil {
+	if err := a.updateClusterState(c, now); err != nil {
 		return clusterView{}, err
 	}
 	metrics.UpdateDurationFromStart(metrics.UpdateClusterState, csStart)
@@ -147,16 +150,16 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 		return groups, nil
 	}
 	a.acted = true
-	a.reportGiveUps(gaveUp)
+	a.report.GiveUps(gaveUp, now)
 	// Giving up on every node of a created pool may have deleted the pool
 	// in their place: recorded now, before a Refresh forgets it.
 	for _, g := range gaveUp {
-		if g.deleteErr == nil && g.plan.Group.Autoprovisioned() && !g.plan.Group.Exist() {
-			a.deleteNodeGroup(g.plan.Group, now)
+		if g.DeleteErr == nil && g.Plan.Group.Autoprovisioned() && !g.Plan.Group.Exist() {
+			a.deleteNodeGroup(g.Plan.Group, now)
 		}
 	}
 	// The targets changed: recount upcoming nodes before scaling up.
-	if err := a.updateClusterState(c.nodes, now); err != nil {
+	if err := a.updateClusterState(c, now); err != nil {
 		return nil, err
 	}
 	return a.registry.NodeGroups(), nil
@@ -164,12 +167,12 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 
 // updateClusterState updates the cluster state registry with the nodes and
 // exports its gauges.
-func (a *Autoscaler) updateClusterState(nodes []*apiv1.Node, now time.Time) error {
-	if err := a.registry.UpdateNodes(nodes, now); err != nil {
+func (a *Autoscaler) updateClusterState(c clusterView, now time.Time) error {
+	if err := a.registry.UpdateNodes(c.nodes, now); err != nil {
 		metrics.RegisterError(metrics.CloudProviderError)
 		return fmt.Errorf("updating cluster state: %w", err)
 	}
-	a.stateMetrics.Report(a.registry, now)
+	a.report.State(c.limits, now)
 	return nil
 }
 
@@ -209,12 +212,8 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 		beingDeleted: a.removals.BeingDeleted(),
 		placed:       drain.WithoutExpendable(c.pods, a.opts.ExpendablePodsPriorityCutoff),
 	}
-	limits, err := resourcequotas.NewLimits(a.opts, a.provider)
-	if err != nil {
-		klog.InfoS("Resource limits incomplete", "err", err)
-	}
-	sim.quotas = resourcequotas.NewTracker(limits, c.nodes, sim.beingDeleted)
-	sim.quotas.ReportMetrics()
+	sim.quotas = resourcequotas.NewTracker(c.limits, c.nodes, sim.beingDeleted)
+	a.report.Usage(sim.quotas)
 	live := resourcequotas.LiveNodes(c.nodes, sim.beingDeleted)
 	built := false
 	sim.snapshot = func() (*simulator.ClusterSnapshot, error) {
@@ -417,52 +416,6 @@ func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, temp
 		klog.InfoS("Scale-up: pending pods will fit on upcoming nodes; no new request for them", "pods", fit, "upcomingNodes", upcoming, "byNodeGroup", added)
 	}
 	return stillPending, nil
-}
-
-// reportGiveUps logs what was given up on and records upstream's events on
-// the status ConfigMap: ScaleUpTimedOut for a scale-up whose nodes did not
-// register in time, DeleteUnregistered / DeleteUnregisteredFailed for each
-// never-registered instance whose deletion was asked for.
-func (a *Autoscaler) reportGiveUps(gaveUp []gaveUp) {
-	ref := scaleup.StatusConfigMapRef(a.opts)
-	for _, g := range gaveUp {
-		p := g.plan
-		if p.Retry {
-			klog.InfoS("Asked again to delete given-up instances", "nodeGroup", p.GroupID, "instances", len(p.Instances))
-		} else {
-			klog.InfoS("Gave up on nodes", "nodeGroup", p.GroupID, "nodes", g.decreased, "reason", p.Reason, "backedOff", p.BackOff)
-			a.countFailedScaleUp(p)
-		}
-		if p.TimedOutAfter > 0 {
-			a.recorder.Eventf(ref, apiv1.EventTypeWarning, "ScaleUpTimedOut",
-				"Nodes added to group %s failed to register within %v", p.GroupID, p.TimedOutAfter)
-		}
-		removed := 0
-		for _, in := range p.Instances {
-			if in.Status != nil && in.Status.ErrorInfo != nil {
-				continue // failed to create, not unregistered: upstream records no event
-			}
-			if g.deleteErr != nil {
-				a.recorder.Eventf(ref, apiv1.EventTypeWarning, "DeleteUnregisteredFailed", "Failed to remove node %s: %v", in.Id, g.deleteErr)
-				continue
-			}
-			a.recorder.Eventf(ref, apiv1.EventTypeNormal, "DeleteUnregistered", "Removed unregistered node %v", in.Id)
-			removed++
-		}
-		metrics.RegisterOldUnregisteredNodesRemoved(removed)
-	}
-}
-
-// countFailedScaleUp counts a give-up in failed_scale_ups_total, labelled
-// with the group template's GPU and DRA drivers, as upstream does.
-func (a *Autoscaler) countFailedScaleUp(p clusterstate.GiveUpPlan) {
-	tmpl, err := p.Group.TemplateNodeInfo()
-	if err != nil {
-		klog.V(4).InfoS("No template for the failed scale-up's metric labels", "nodeGroup", p.GroupID, "err", err)
-		tmpl = nil
-	}
-	gpuName, gpuType, draDrivers := scaleup.MetricLabels(a.provider, tmpl)
-	metrics.RegisterFailedScaleUp(failedScaleUpReason(p.Reason), gpuName, gpuType, draDrivers)
 }
 
 // placeNominated puts pods waiting for preemption on their nominated nodes in

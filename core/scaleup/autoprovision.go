@@ -14,7 +14,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/estimator"
@@ -288,79 +287,4 @@ func (o *Orchestrator) costPerPod(opt expander.Option, now time.Time) (float64, 
 		return 0, err
 	}
 	return price * float64(opt.NodeCount) / float64(len(opt.Pods)), nil
-}
-
-// creationPausedUntil is when node pool creation may be tried again after
-// a refused one.
-func (e *executor) creationPausedUntil() time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.creationBlockedUntil
-}
-
-func (e *executor) pauseCreation(now time.Time) time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.creationBlockedUntil = now.Add(e.opts.InitialNodeGroupBackoffDuration)
-	return e.creationBlockedUntil
-}
-
-// create makes the chosen not-yet-existing group with the nodes its option
-// needs and records it as a scale-up of the new group. A refused creation
-// backs the option off, and node pool creation as a whole for the initial
-// backoff: DigitalOcean's refusals (a pool limit, the token's scope) hold
-// for any size, and trying each size in turn would be a storm of refused
-// requests. At an account-wide limit (the droplet limit) every group is
-// backed off, as for a refused increase.
-func (e *executor) create(best expander.Option, in Input, res *Result) (ok bool, accountLimit bool) {
-	g := best.NodeGroup
-	var made cloudprovider.NodeGroup
-	var err error
-	if sc, isSized := g.(cloudprovider.SizedCreator); isSized {
-		made, err = sc.CreateWithSize(best.NodeCount)
-	} else if made, err = g.Create(); err == nil {
-		// Create makes the group at the provider's own initial size.
-		if target, terr := made.TargetSize(); terr != nil {
-			err = terr
-		} else if best.NodeCount > target {
-			err = made.IncreaseSize(best.NodeCount - target)
-		}
-	}
-	if al, isLimit := cloudprovider.AsAccountLimit(err); isLimit {
-		until := e.pauseCreation(in.Now)
-		e.accountLimitReached(Increase{GroupID: g.Id(), To: best.NodeCount}, best.NodeInfo, al, in.Now)
-		e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToCreateNodeGroup",
-			"Creating node group %s failed at an account-wide limit (%s): %q; node pool creation backed off until %s",
-			g.Id(), al.Code, al.Message, until.Format(time.RFC3339))
-		return false, true
-	}
-	if err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpCloudProviderError, best.NodeCount)
-		gpuName, gpuType, draDrivers := MetricLabels(e.provider, best.NodeInfo)
-		metrics.RegisterFailedScaleUp(metrics.FailedScaleUpCloudProviderError, gpuName, gpuType, draDrivers)
-		e.registry.RegisterFailedScaleUp(g, metrics.FailedScaleUpCloudProviderError,
-			clusterstate.BackoffInfo{ErrorCode: "cloudProviderError", ErrorMessage: err.Error()}, in.Now)
-		klog.ErrorS(err, "Scale-up: creating a node group failed", "nodeGroup", g.Id(), "nodes", best.NodeCount)
-		until := e.pauseCreation(in.Now)
-		e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToCreateNodeGroup",
-			"Creating node group %s failed (node pool creation backed off until %s): %v", g.Id(), until.Format(time.RFC3339), err)
-		return false, false
-	}
-	metrics.RegisterNodeGroupCreation()
-	inc := Increase{GroupID: made.Id(), From: 0, To: best.NodeCount, Max: made.MaxSize()}
-	e.increased(made, inc, best.NodeInfo, in.Now)
-	e.recorder.Eventf(e.statusRef, apiv1.EventTypeNormal, "CreatedNodeGroup",
-		"Created node group %s (%s) with %d node(s) for %d pending pod(s)", made.Id(), g.Id(), best.NodeCount, len(best.Pods))
-	res.Increases = []Increase{inc}
-	res.Helped = best.Pods
-	e.triggered(best.Pods, res.Increases)
-	klog.InfoS("Scale-up: created a node group", "nodeGroup", made.Id(), "as", g.Id(), "nodes", best.NodeCount,
-		"pods", len(best.Pods), "names", framework.PodNames(best.Pods, 5))
-	return true, false
-}
-
-// existingOnly drops the options of groups that do not exist yet.
-func existingOnly(options []expander.Option) []expander.Option {
-	return slices.DeleteFunc(slices.Clone(options), func(o expander.Option) bool { return !o.NodeGroup.Exist() })
 }

@@ -8,7 +8,6 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean/gpudriver"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
@@ -138,7 +137,7 @@ func newGroupPlanOf(t *testing.T, p *test.Provider, machines []machine, pods []*
 	for _, pod := range pods {
 		pod.UID = types.UID(pod.Name)
 	}
-	o := New(opts, p, registry, nil, checker, record.NewFakeRecorder(100))
+	o := New(opts, p, registry, nil, checker, &countingRecorder{})
 	return o.computePlan(Input{Snapshot: snap, Pods: pods, Templates: map[string]*framework.NodeInfo{}, Now: now,
 		Quotas: resourcequotas.NewTracker(resourcequotas.Limits{}, nil, nil)})
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
@@ -66,18 +65,12 @@ func (o *Orchestrator) ScaleUpToMinSize(quotas resourcequotas.Tracker, templates
 	groups := o.registry.NodeGroups()
 	quotas = quotas.WithUpcoming(groups, templateNode(templates))
 	plan, skipped := o.planMinSize(groups, templates, quotas, now)
-	for _, s := range skipped {
-		klog.InfoS("Min size: node group is below its min size but cannot grow now", "nodeGroup", s.GroupID,
-			"target", s.Target, "minSize", s.MinSize, "reason", s.Reason)
+	var calls []Call
+	if len(plan) > 0 {
+		calls, _, _ = o.exec.execute(plan, templates, false)
 	}
-	if len(plan) == 0 {
-		return nil
-	}
-	done, _, _ := o.exec.execute(plan, templates, now, false)
-	if len(done) > 0 {
-		klog.InfoS("Min size: node groups raised (--enforce-node-group-min-size)", "increases", increasesString(done))
-	}
-	return done
+	o.recorder.ScaleUpToMinSize(skipped, calls, now)
+	return Attempt{Calls: calls}.Done()
 }
 
 // templateNode looks up a group's template node, nil for a group without

@@ -412,8 +412,8 @@ func Balance(groups []clusterstate.NodeGroupState, n int) []Increase {
 	return out
 }
 
-// reasonSummary renders "2 max node group size reached, 1 Insufficient cpu".
-func reasonSummary(reasons map[Reason]int) string {
+// ReasonSummary renders "2 max node group size reached, 1 Insufficient cpu".
+func ReasonSummary(reasons map[Reason]int) string {
 	keys := make([]string, 0, len(reasons))
 	for k := range reasons {
 		keys = append(keys, string(k))
