@@ -125,8 +125,6 @@ type Autoscaler struct {
 	// time; the loop wakes then rather than up to a scan interval later.
 	nextScaleDownAt time.Time
 	statusWritten   bool
-	// problems the provider reported at the last Refresh, each evented once.
-	problems []string
 	// statusCM is the status ConfigMap as the last write returned it (nil
 	// after a failed write: the next one reads it again).
 	statusCM *apiv1.ConfigMap
@@ -415,15 +413,15 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	nodes, err := a.nodes.List(labels.Everything())
 	if err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the node cache cannot be listed")
-		metrics.RegisterError(metrics.InternalError)
+		a.report.Error(report.InternalError(err))
 	} else if err := refreshErr; err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown")
-		metrics.RegisterError(metrics.CloudProviderError)
+		a.report.Error(report.CloudProviderError(err))
 	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, nodes, actuation.LeavingInstances(a.provider, nodes), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
 		// Not fatal: the nodes stay tainted, which an operator can see, and
 		// the next restart tries again.
 		klog.ErrorS(err, "Start-up: stale taint clean-up incomplete")
-		metrics.RegisterError(metrics.APICallError)
+		a.report.Error(report.APICallError(err))
 	}
 	if a.opts.WriteStatusConfigMap {
 		wctx, cancel := context.WithTimeout(ctx, apiTimeout)
@@ -448,7 +446,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		}
 		waitStart := time.Now()
 		reason := a.trigger.Wait(ctx, a.waitInterval(time.Now()), a.acted)
-		metrics.UpdateDurationFromStart(metrics.LoopWait, waitStart)
+		a.report.Took(metrics.LoopWait, waitStart)
 		if reason == WakeDone {
 			return nil
 		}

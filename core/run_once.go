@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
@@ -64,7 +64,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	if scaledUp {
 		a.acted = true
 		a.lastScaleUp = now
-		metrics.UpdateLastTime(metrics.ActivityScaleUp, now)
+		a.report.ScaledUp(now)
 		klog.V(1).InfoS("Scale-down skipped: this iteration scaled up")
 		return nil
 	}
@@ -83,22 +83,12 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 // the last_activity metric.
 func (a *Autoscaler) beginIteration(now time.Time) {
 	a.acted = false
-	if a.health != nil {
-		a.health.UpdateLastActivity(now)
-	}
-	metrics.UpdateLastTime(metrics.ActivityMain, now)
+	a.report.IterationStarted(now)
 }
 
-// endIteration records its duration and, when it succeeded, its success.
+// endIteration records its duration and its error or its success.
 func (a *Autoscaler) endIteration(now, start time.Time, err error) {
-	metrics.UpdateDurationFromStart(metrics.Main, start)
-	if err != nil {
-		return
-	}
-	if a.health != nil {
-		a.health.UpdateLastSuccessfulRun(now)
-	}
-	metrics.UpdateLastTime(metrics.ActivityMainSuccessful, now)
+	a.report.IterationEnded(now, time.Since(start), err)
 }
 
 // observe refreshes the provider, reads the caches and updates the cluster
@@ -106,15 +96,15 @@ func (a *Autoscaler) endIteration(now, start time.Time, err error) {
 func (a *Autoscaler) observe(now time.Time) (clusterView, error) {
 	refreshStart := time.Now()
 	if err := a.provider.Refresh(); err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		return clusterView{}, fmt.Errorf("cloud provider refresh: %w", err)
+		return clusterView{}, report.CloudProviderError(fmt.Errorf("cloud provider refresh: %w", err))
 	}
-	metrics.UpdateDurationFromStart(metrics.CloudProviderRefresh, refreshStart)
-	a.reportProblems()
+	a.report.Took(metrics.CloudProviderRefresh, refreshStart)
+	if pr, ok := a.provider.(cloudprovider.ProblemReporter); ok {
+		a.report.Problems(pr.Problems())
+	}
 	c, err := a.clusterObjects()
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return clusterView{}, err
+		return clusterView{}, report.InternalError(err)
 	}
 	if c.limits, err = resourcequotas.NewLimits(a.opts, a.provider); err != nil {
 		klog.InfoS("Resource limits incomplete", "err", err)
@@ -125,7 +115,7 @@ func (a *Autoscaler) observe(now time.Time) (clusterView, error) {
 	if err := a.updateClusterState(c, now); err != nil {
 		return clusterView{}, err
 	}
-	metrics.UpdateDurationFromStart(metrics.UpdateClusterState, csStart)
+	a.report.Took(metrics.UpdateClusterState, csStart)
 	return c, nil
 }
 
@@ -138,12 +128,12 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 	groups := a.registry.NodeGroups()
 	if len(groups) == 0 {
 		klog.InfoS("No node groups to autoscale; nothing to do", "provider", a.provider.Name())
-		metrics.UpdateClusterSafeToAutoscale(true)
+		a.report.NothingToScale()
 		return nil, nil
 	}
 	gaveUp, err := fixNodeGroupSizes(a.registry, now)
 	if err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
+		a.report.Error(report.CloudProviderError(err))
 		klog.ErrorS(err, "Giving up on nodes failed")
 	}
 	if len(gaveUp) == 0 {
@@ -169,8 +159,7 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 // exports its gauges.
 func (a *Autoscaler) updateClusterState(c clusterView, now time.Time) error {
 	if err := a.registry.UpdateNodes(c.nodes, now); err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		return fmt.Errorf("updating cluster state: %w", err)
+		return report.CloudProviderError(fmt.Errorf("updating cluster state: %w", err))
 	}
 	a.report.State(c.limits, now)
 	return nil
@@ -184,11 +173,10 @@ func (a *Autoscaler) healthCheck(now time.Time) (clusterstate.Readiness, bool) {
 	if !a.registry.IsClusterHealthy() {
 		klog.InfoS("Cluster unhealthy; not scaling", "unready", total.Unready, "longUnregistered", total.LongUnregistered, "registered", total.Registered,
 			"okTotalUnreadyCount", a.opts.OkTotalUnreadyCount, "maxTotalUnreadyPercentage", a.opts.MaxTotalUnreadyPercentage)
-		metrics.UpdateClusterSafeToAutoscale(false)
+		a.report.Safety(false, now)
 		return total, false
 	}
-	metrics.UpdateClusterSafeToAutoscale(true)
-	metrics.UpdateLastTime(metrics.ActivityAutoscaling, now)
+	a.report.Safety(true, now)
 	return total, true
 }
 
@@ -220,8 +208,7 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 		if !built {
 			if err := a.sync.begin(live, sim.placed, c.newDRA()); err != nil {
 				a.sync.invalidate()
-				metrics.RegisterError(metrics.InternalError)
-				return nil, fmt.Errorf("building cluster snapshot: %w", err)
+				return nil, report.InternalError(fmt.Errorf("building cluster snapshot: %w", err))
 			}
 			built = true
 		}
@@ -240,17 +227,16 @@ func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInp
 	res, err := a.scaleDown.RunOnce(ctx, in, a.lastScaleUp)
 	// Removals still running after this phase (drains, asynchronous deletes).
 	removals, _ := a.removals.InFlight()
-	metrics.ObservePendingNodeDeletions(removals)
+	a.report.PendingDeletions(removals)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return fmt.Errorf("scale-down: %w", err)
+		return report.InternalError(fmt.Errorf("scale-down: %w", err))
 	}
 	// A removal started is no reason for a follow-up iteration: the end of
 	// each removal wakes the loop (RemovalDone), and the next unneeded node
 	// to come of age wakes it at its time.
 	a.nextScaleDownAt = res.NextAt
 	if res.Started() {
-		metrics.UpdateLastTime(metrics.ActivityScaleDown, in.Now)
+		a.report.ScaleDownStarted(in.Now)
 	}
 	return nil
 }
@@ -269,7 +255,7 @@ func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroup
 	if done := a.scaleUp.ScaleUpToMinSize(quotas, templates, now); len(done) > 0 {
 		a.acted = true
 		a.lastScaleUp = now
-		metrics.UpdateLastTime(metrics.ActivityScaleUp, now)
+		a.report.ScaledUp(now)
 	}
 }
 
@@ -281,7 +267,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	total clusterstate.Readiness, now time.Time) (bool, error) {
 	snapshot := sim.snapshot
 	pending := scaleup.FilterPendingPods(c.pods, a.opts, now, nodeNames(c.nodes))
-	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung+len(pending.Nominated), pending.SchedulerUnprocessed)
+	a.report.PendingPods(len(pending.Eligible)+pending.TooYoung+len(pending.Nominated), pending.SchedulerUnprocessed)
 	if len(pending.Nominated) > 0 {
 		if err := a.placeNominated(snapshot, pending.Nominated); err != nil {
 			return false, err
@@ -297,8 +283,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	// first) and after the metrics above, which count real pods only.
 	toPlace, err := a.processors.Process(&pods.Context{Now: now}, toPlace)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return false, fmt.Errorf("pod list processors: %w", err)
+		return false, report.InternalError(fmt.Errorf("pod list processors: %w", err))
 	}
 	checkCapacity, atomic := a.requestsDue()
 	if len(toPlace) == 0 && !checkCapacity && !atomic {
@@ -313,7 +298,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	filterStart := time.Now()
 	stillPending, err := a.fitExistingNodes(snapshot, toPlace)
 	if err != nil {
-		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
+		a.report.Took(metrics.FilterOutSchedulable, filterStart)
 		return false, err
 	}
 	if checkCapacity {
@@ -321,7 +306,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 		a.requests.CheckCapacity(&requestSimulation{a: a, snap: a.snapshot}, now)
 	}
 	if len(stillPending) == 0 && !atomic {
-		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
+		a.report.Took(metrics.FilterOutSchedulable, filterStart)
 		return false, nil
 	}
 	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
@@ -329,7 +314,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	a.snapshot.Fork()
 	defer a.snapshot.Revert()
 	stillPending, err = a.fitUpcomingNodes(groups, templates, stillPending)
-	metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
+	a.report.Took(metrics.FilterOutSchedulable, filterStart)
 	if err != nil {
 		return false, err
 	}
@@ -342,7 +327,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 		rs := &requestSimulation{a: a, snap: a.snapshot, quotas: sim.quotas, templates: templates, templateErrs: templateErrs, readyNodes: total.Ready, now: now}
 		scaled, err := a.requests.ScaleUpAtomic(rs, now)
 		if err != nil {
-			metrics.RegisterError(metrics.InternalError)
+			a.report.Error(report.InternalError(err))
 			klog.ErrorS(err, "Scale-up: best-effort-atomic ProvisioningRequest")
 		}
 		if scaled {
@@ -363,8 +348,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 		DaemonSets: c.dss, Now: now,
 	})
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return false, fmt.Errorf("scale-up: %w", err)
+		return false, report.InternalError(fmt.Errorf("scale-up: %w", err))
 	}
 	return res.ScaledUp(), nil
 }
@@ -381,8 +365,7 @@ func (a *Autoscaler) fitExistingNodes(snapshot func() (*simulator.ClusterSnapsho
 	pods = snap.DRA().WithTemplateClaims(pods, a.claimTemplate)
 	_, stillPending, err := simulator.TrySchedulePods(a.checker, snap, pods)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return nil, fmt.Errorf("filtering schedulable pods: %w", err)
+		return nil, report.InternalError(fmt.Errorf("filtering schedulable pods: %w", err))
 	}
 	if fit := len(pods) - len(stillPending); fit > 0 {
 		klog.InfoS("Scale-up: pending pods fit existing nodes (the scheduler has not placed them yet)", "pods", fit)
@@ -396,8 +379,7 @@ func (a *Autoscaler) fitExistingNodes(snapshot func() (*simulator.ClusterSnapsho
 func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo, pods []*apiv1.Pod) ([]*apiv1.Pod, error) {
 	added, names, err := scaleup.AddUpcomingNodes(a.snapshot, groups, templates)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return nil, err
+		return nil, report.InternalError(err)
 	}
 	upcoming := 0
 	for _, n := range added {
@@ -409,8 +391,7 @@ func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, temp
 	// pods fit no existing node: most need try only the upcoming ones.
 	_, stillPending, err := simulator.TrySchedulePodsOnNew(a.checker, a.snapshot, pods, names)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return nil, fmt.Errorf("filtering pods for upcoming nodes: %w", err)
+		return nil, report.InternalError(fmt.Errorf("filtering pods for upcoming nodes: %w", err))
 	}
 	if fit := len(pods) - len(stillPending); fit > 0 {
 		klog.InfoS("Scale-up: pending pods will fit on upcoming nodes; no new request for them", "pods", fit, "upcomingNodes", upcoming, "byNodeGroup", added)
@@ -434,8 +415,7 @@ func (a *Autoscaler) placeNominated(snapshot func() (*simulator.ClusterSnapshot,
 			continue
 		}
 		if err := snap.AddEquivalentPod(p, nil, node); err != nil {
-			metrics.RegisterError(metrics.InternalError)
-			return fmt.Errorf("placing pod %s/%s on its nominated node %s: %w", p.Namespace, p.Name, node, err)
+			return report.InternalError(fmt.Errorf("placing pod %s/%s on its nominated node %s: %w", p.Namespace, p.Name, node, err))
 		}
 	}
 	klog.V(1).InfoS("Scale-up: pending pods wait for preemption on their nominated nodes; no scale-up for them", "pods", len(pods))
@@ -467,24 +447,6 @@ func podsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
 	return out
 }
 
-// reportProblems shows what the provider found only the operator can fix
-// (cloudprovider.ProblemReporter) in the status ConfigMap's message while
-// it lasts, and as a warning event on the ConfigMap when it appears.
-func (a *Autoscaler) reportProblems() {
-	pr, ok := a.provider.(cloudprovider.ProblemReporter)
-	if !ok {
-		return
-	}
-	problems := pr.Problems()
-	for _, p := range problems {
-		if !slices.Contains(a.problems, p) {
-			a.recorder.Event(scaleup.StatusConfigMapRef(a.opts), apiv1.EventTypeWarning, "CloudProviderProblem", p)
-		}
-	}
-	a.problems = problems
-	a.registry.SetMessage(strings.Join(problems, "; "))
-}
-
 func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	if !a.opts.WriteStatusConfigMap {
 		return
@@ -494,7 +456,7 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	cm, err := utils.WriteStatusConfigMap(ctx, a.statusKube, a.opts.Namespace, a.opts.StatusConfigMapName, a.statusCM, a.registry.GetStatus(now), a.recorder, time.Now())
 	a.statusCM = cm
 	if err != nil {
-		metrics.RegisterError(metrics.APICallError)
+		a.report.Error(report.APICallError(err))
 		klog.ErrorS(err, "Writing the status ConfigMap failed")
 		return
 	}

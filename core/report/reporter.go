@@ -30,10 +30,12 @@ type Reporter struct {
 	status *apiv1.ObjectReference
 
 	// What recording remembers, which decides nothing: when each pod was
-	// last told why it did not trigger a scale-up, and the node groups
-	// whose series were exported (state.go).
+	// last told why it did not trigger a scale-up, the node groups whose
+	// series were exported (state.go) and the provider's problems last
+	// evented (loop.go).
 	notTriggeredAt notTriggered
 	series         groupSeries
+	problems       []string
 }
 
 // Deps are what a Reporter records into.
