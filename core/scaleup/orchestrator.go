@@ -15,29 +15,23 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
-// Orchestrator runs scale-ups: computePlan decides (plan.go), the executor
-// acts (executor.go), the Recorder records the plan and the outcome.
+// Orchestrator runs scale-ups: the Planner decides (planner.go), the
+// executor acts (executor.go), the Recorder records the plan and the
+// outcome. It alone joins them: the planner never sees the executor.
 type Orchestrator struct {
-	opts     config.AutoscalingOptions
 	registry *clusterstate.Registry
-	checker  *simulator.PredicateChecker
+	planner  *Planner
 	exec     *executor
 	recorder Recorder
-	// similarity says which groups --balance-similar-node-groups balances.
-	similarity Similarity
-	// provider describes node groups that do not exist yet and prices
-	// them (node autoprovisioning); the executor alone changes the cloud.
-	provider cloudprovider.CloudProvider
 }
 
 // New returns an orchestrator that hands what it plans and does to
 // recorder.
 func New(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
 	strategy expander.Strategy, checker *simulator.PredicateChecker, recorder Recorder) *Orchestrator {
-	return &Orchestrator{
-		opts: opts, registry: registry, checker: checker, provider: provider, recorder: recorder,
-		exec:       newExecutor(opts, provider, strategy),
-		similarity: NewSimilarity(opts),
+	return &Orchestrator{registry: registry, recorder: recorder,
+		planner: NewPlanner(opts, provider, registry, checker),
+		exec:    newExecutor(opts, provider, strategy),
 	}
 }
 
@@ -82,6 +76,12 @@ type Result struct {
 // ScaledUp reports whether any group grew.
 func (r *Result) ScaledUp() bool { return len(r.Increases) > 0 }
 
+// computePlan has the planner plan in, with the executor's pause of node
+// pool creation.
+func (o *Orchestrator) computePlan(in Input) *Plan {
+	return o.planner.computePlan(planInput{Input: in, CreationPausedUntil: o.exec.creationPausedUntil()})
+}
+
 // ScaleUp plans the scale-up for in.Pods, has the executor grow the best
 // option's groups (and, with --balance-similar-node-groups, the groups like
 // it) and the recorder record both.
@@ -95,4 +95,19 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 	out.Took = time.Since(start)
 	o.recorder.ScaleUp(plan, out)
 	return res, nil
+}
+
+// ScaleUpToMinSize raises the groups below their min size to it
+// (--enforce-node-group-min-size; see planMinSize) and returns the
+// increases made. quotas counts the live registered nodes.
+func (o *Orchestrator) ScaleUpToMinSize(quotas resourcequotas.Tracker, templates map[string]*framework.NodeInfo, now time.Time) []Increase {
+	groups := o.registry.NodeGroups()
+	quotas = quotas.WithUpcoming(groups, templateNode(templates))
+	plan, skipped := o.planner.planMinSize(groups, templates, quotas, now)
+	var calls []Call
+	if len(plan) > 0 {
+		calls, _, _ = o.exec.execute(plan, templates, false)
+	}
+	o.recorder.ScaleUpToMinSize(skipped, calls, now)
+	return Attempt{Calls: calls}.Done()
 }

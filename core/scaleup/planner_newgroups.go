@@ -1,5 +1,9 @@
 package scaleup
 
+// The planner's options of node groups that do not exist yet (node
+// autoprovisioning): what a new pool must carry for the pending pods, and
+// the cheapest size that helps them.
+
 import (
 	"errors"
 	"fmt"
@@ -133,29 +137,28 @@ type need struct {
 // that ask for a GPU. Of these options only the cheapest (node price per pod
 // placed) is kept, so the expander weighs the existing groups against the
 // cheapest new pool that helps. The executor creates the group if it wins.
-func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator.BinpackingEstimator) {
-	o := p.o
-	if !o.opts.NodeAutoprovisioningEnabled || len(p.egs) == 0 {
+func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator.BinpackingEstimator) {
+	if !p.opts.NodeAutoprovisioningEnabled || len(p.egs) == 0 {
 		return
 	}
-	if until := o.exec.creationPausedUntil(); p.in.Now.Before(until) {
+	if until := p.in.CreationPausedUntil; p.in.Now.Before(until) {
 		klog.V(2).InfoS("Scale-up: node pool creation backed off", "until", until.Format(time.RFC3339))
 		p.reasonAll(ReasonAutoprovisionBackoff)
 		return
 	}
 	owned := 0
-	for _, gs := range o.registry.NodeGroups() {
+	for _, gs := range p.registry.NodeGroups() {
 		if gs.Group.Autoprovisioned() {
 			owned++
 		}
 	}
-	if owned >= o.opts.MaxAutoprovisionedNodeGroupCount {
+	if owned >= p.opts.MaxAutoprovisionedNodeGroupCount {
 		klog.V(1).InfoS("Scale-up: no node pool is created", "reason", ReasonMaxAutoprovisioned, "autoprovisioned", owned,
-			"max", o.opts.MaxAutoprovisionedNodeGroupCount)
+			"max", p.opts.MaxAutoprovisionedNodeGroupCount)
 		p.reasonAll(ReasonMaxAutoprovisioned)
 		return
 	}
-	sizes, err := o.provider.GetAvailableMachineTypes()
+	sizes, err := p.provider.GetAvailableMachineTypes()
 	if errors.Is(err, cloudprovider.ErrCreationStopped) {
 		// The provider reports why among its problems (log, status
 		// ConfigMap, event) when it starts; this loop only says so.
@@ -183,7 +186,7 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 	var bestCost float64
 	for _, size := range sizes {
 		for _, k := range slices.Sorted(maps.Keys(needs)) {
-			f, ok := p.newGroupFit(size, needs[k])
+			f, ok := p.newGroupCandidate(size, needs[k])
 			if !ok {
 				continue
 			}
@@ -202,7 +205,7 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 				}
 				continue
 			}
-			cost, err := o.costPerPod(opt, p.in.Now)
+			cost, err := p.costPerPod(opt, p.in.Now)
 			if err != nil {
 				klog.V(2).InfoS("Scale-up: node autoprovisioning: no price", "nodeGroup", opt.NodeGroup.Id(), "err", err)
 				continue
@@ -227,35 +230,34 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 	p.plan.Increases[id] = []Increase{{GroupID: id, From: 0, To: best.NodeCount, Max: best.NodeGroup.MaxSize()}}
 }
 
-// newGroupFit describes a not-yet-existing group of the size with the
+// newGroupCandidate describes a not-yet-existing group of the size with the
 // need's labels and taints, and the need's equivalence groups that fit its
 // nodes. The template is the provider's, which may leave taints off (those
 // the operator does not allow) and add its own (DOKS's GPU taint): only the
 // pods the scheduler's filters place on it count, so a taint never makes
 // the pool useless to the pods it is created for.
-func (p *planner) newGroupFit(size string, nd *need) (groupFit, bool) {
-	o := p.o
+func (p *planning) newGroupCandidate(size string, nd *need) (candidate, bool) {
 	indexes := nd.indexes
-	g, err := o.provider.NewNodeGroup(size, nd.labels, nil, nd.taints, nil)
+	g, err := p.provider.NewNodeGroup(size, nd.labels, nil, nd.taints, nil)
 	if err != nil {
 		klog.V(4).InfoS("Scale-up: node autoprovisioning: no group of the size", "size", size, "err", err)
-		return groupFit{}, false
+		return candidate{}, false
 	}
-	if off, _, _ := o.registry.BackedOff(g.Id(), p.in.Now); off {
+	if off, _, _ := p.registry.BackedOff(g.Id(), p.in.Now); off {
 		for _, i := range indexes {
 			p.reasons[i][ReasonBackoff]++
 		}
-		return groupFit{}, false
+		return candidate{}, false
 	}
 	base, err := g.TemplateNodeInfo()
 	if err != nil {
 		klog.V(4).InfoS("Scale-up: node autoprovisioning: no template of the size", "size", size, "err", err)
-		return groupFit{}, false
+		return candidate{}, false
 	}
-	tmpl, err := simulator.SanitizedTemplateNodeInfo(base, "template-"+g.Id(), p.in.DaemonSets, o.checker)
+	tmpl, err := simulator.SanitizedTemplateNodeInfo(base, "template-"+g.Id(), p.in.DaemonSets, p.checker)
 	if err != nil {
 		klog.V(4).InfoS("Scale-up: node autoprovisioning: template of the size", "size", size, "err", err)
-		return groupFit{}, false
+		return candidate{}, false
 	}
 	gpu := hasGPU(tmpl)
 	var idx []int
@@ -265,20 +267,20 @@ func (p *planner) newGroupFit(size string, nd *need) (groupFit, bool) {
 		}
 	}
 	if len(idx) == 0 {
-		return groupFit{}, false
+		return candidate{}, false
 	}
 	// The scheduler's reasons for a size that does not fit are not worth an
 	// event line per size: ReasonNoAllowedSizeFits sums them up.
 	fit := p.fitting(tmpl, idx, nil)
 	if len(fit) == 0 {
-		return groupFit{}, false
+		return candidate{}, false
 	}
-	return groupFit{gs: clusterstate.NodeGroupState{Group: g, Healthy: true}, tmpl: tmpl, fit: fit}, true
+	return candidate{gs: clusterstate.NodeGroupState{Group: g, Healthy: true}, tmpl: tmpl, fit: fit}, true
 }
 
 // costPerPod is the option's hourly node price per pod it places.
-func (o *Orchestrator) costPerPod(opt expander.Option, now time.Time) (float64, error) {
-	pm, err := o.provider.Pricing()
+func (pl *Planner) costPerPod(opt expander.Option, now time.Time) (float64, error) {
+	pm, err := pl.provider.Pricing()
 	if err != nil {
 		return 0, err
 	}

@@ -32,7 +32,7 @@ type MinSizeSkip struct {
 // backed off, unhealthy or without a template are skipped, and the
 // increases stay within the group's max, --max-nodes-total, --cores-total
 // and --memory-total, counted in quotas as they are planned.
-func (o *Orchestrator) planMinSize(groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo,
+func (pl *Planner) planMinSize(groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo,
 	quotas resourcequotas.Tracker, now time.Time) (plan []Increase, skipped []MinSizeSkip) {
 	for _, gs := range groups {
 		id, minSize := gs.Group.Id(), gs.Group.MinSize()
@@ -40,12 +40,12 @@ func (o *Orchestrator) planMinSize(groups []clusterstate.NodeGroupState, templat
 			continue
 		}
 		skip := MinSizeSkip{GroupID: id, Target: gs.Target, MinSize: minSize}
-		if reason := o.skipReason(gs, Input{Templates: templates, Now: now}); reason != "" && reason != ReasonMaxSize {
+		if reason := pl.skipReason(gs, Input{Templates: templates, Now: now}); reason != "" && reason != ReasonMaxSize {
 			skip.Reason = reason
 			skipped = append(skipped, skip)
 			continue
 		}
-		room, reason, _ := o.room(gs, templates[id], &quotas, nil)
+		room, reason, _ := pl.room(gs, templates[id], &quotas, nil)
 		n := min(minSize-gs.Target, room)
 		if n <= 0 {
 			skip.Reason = reason
@@ -56,21 +56,6 @@ func (o *Orchestrator) planMinSize(groups []clusterstate.NodeGroupState, templat
 		plan = append(plan, Increase{GroupID: id, From: gs.Target, To: gs.Target + n, Max: gs.Group.MaxSize()})
 	}
 	return plan, skipped
-}
-
-// ScaleUpToMinSize raises the groups below their min size to it
-// (--enforce-node-group-min-size; see planMinSize) and returns the
-// increases made. quotas counts the live registered nodes.
-func (o *Orchestrator) ScaleUpToMinSize(quotas resourcequotas.Tracker, templates map[string]*framework.NodeInfo, now time.Time) []Increase {
-	groups := o.registry.NodeGroups()
-	quotas = quotas.WithUpcoming(groups, templateNode(templates))
-	plan, skipped := o.planMinSize(groups, templates, quotas, now)
-	var calls []Call
-	if len(plan) > 0 {
-		calls, _, _ = o.exec.execute(plan, templates, false)
-	}
-	o.recorder.ScaleUpToMinSize(skipped, calls, now)
-	return Attempt{Calls: calls}.Done()
 }
 
 // templateNode looks up a group's template node, nil for a group without
