@@ -6,7 +6,6 @@ package scaleup
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -109,23 +108,10 @@ func separationTaints(p *apiv1.Pod, labels map[string]string) []apiv1.Taint {
 	return out
 }
 
-// needKey names what a new pool must carry for a pod: its labels and taints.
-func needKey(l map[string]string, taints []apiv1.Taint) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(l)) {
-		fmt.Fprintf(&b, "%s=%s,", k, l[k])
-	}
-	for _, t := range taints {
-		fmt.Fprintf(&b, "|%s", t.ToString())
-	}
-	return b.String()
-}
-
 // need is what a new pool must carry for some pending pods, and which
 // equivalence groups (indexes) they are.
 type need struct {
-	labels  map[string]string
-	taints  []apiv1.Taint
+	carried cloudprovider.Carried
 	indexes []int
 }
 
@@ -174,10 +160,10 @@ func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimato
 	needs := map[string]*need{}
 	for i, eg := range p.egs {
 		l := requiredLabels(eg.Exemplar())
-		t := separationTaints(eg.Exemplar(), l)
-		k := needKey(l, t)
+		c := cloudprovider.Carried{Labels: l, Taints: separationTaints(eg.Exemplar(), l)}
+		k := c.Key()
 		if needs[k] == nil {
-			needs[k] = &need{labels: l, taints: t}
+			needs[k] = &need{carried: c}
 		}
 		needs[k].indexes = append(needs[k].indexes, i)
 	}
@@ -238,7 +224,7 @@ func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimato
 // the pool useless to the pods it is created for.
 func (p *planning) newGroupCandidate(size string, nd *need) (candidate, bool) {
 	indexes := nd.indexes
-	g, err := p.provider.NewNodeGroup(size, nd.labels, nil, nd.taints, nil)
+	g, err := p.provider.NewNodeGroup(size, nd.carried.Labels, nil, nd.carried.Taints, nil)
 	if err != nil {
 		klog.V(4).InfoS("Scale-up: node autoprovisioning: no group of the size", "size", size, "err", err)
 		return candidate{}, false
