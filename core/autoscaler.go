@@ -45,11 +45,11 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/planner"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/statemetrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
@@ -122,10 +122,9 @@ type Autoscaler struct {
 	// bufferWriter writes what it decided.
 	buffers      *capacitybuffer.Injector
 	bufferWriter *capacitybuffer.StatusWriter
-	// stateMetrics exports the registry's gauges after each update.
-	stateMetrics *statemetrics.Reporter
-	// reporter records the phases' outcomes (events, metrics, registry).
-	reporter *report.Reporter
+	// report records what the executors did: events, metrics, registry
+	// updates and health.
+	report *report.Reporter
 
 	lastScaleUp time.Time
 	acted       bool // the last iteration changed the cluster
@@ -133,8 +132,6 @@ type Autoscaler struct {
 	// time; the loop wakes then rather than up to a scan interval later.
 	nextScaleDownAt time.Time
 	statusWritten   bool
-	// problems the provider reported at the last Refresh, each evented once.
-	problems []string
 	// statusCM is the status ConfigMap as the last write returned it (nil
 	// after a failed write: the next one reads it again).
 	statusCM *apiv1.ConfigMap
@@ -275,15 +272,15 @@ func (a *Autoscaler) setDRAListers() {
 // scale-down planner and actuator.
 func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error {
 	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
-	a.stateMetrics = statemetrics.NewReporter(a.opts.MaxNodesTotal)
-	a.reporter = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: a.recorder, Health: a.health, Status: scaleup.StatusConfigMapRef(a.opts)})
+	// Events about fake pods go to the objects they were made for.
+	a.report = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: pods.FakePodEvents(a.recorder),
+		Health: a.health, Status: scaleup.StatusConfigMapRef(a.opts)})
 	cms := a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
 	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
 	if err != nil {
 		return fmt.Errorf("core: --expander: %w", err)
 	}
-	// Events about fake pods go to the objects they were made for.
-	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, pods.FakePodEvents(a.recorder))
+	a.scaleUp = scaleup.New(a.opts, a.provider, a.registry, strategy, a.checker, a.report)
 	// The drain rules, one set for the planner and the actuator's final
 	// check.
 	drainOpts := drain.NewOptions(a.opts, a.controllerReplicas)
@@ -292,7 +289,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	// next one without waiting for the scan interval.
 	a.removals = deletiontracker.New(func(string, string, deletiontracker.Outcome) { a.trigger.Kick() })
 	a.actuator = actuation.New(a.opts, actuation.Deps{
-		Kube: a.kube, Provider: a.provider, Outcomes: a.reporter,
+		Kube: a.kube, Provider: a.provider, Outcomes: a.report,
 		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals, Nodes: a.nodes, Pods: a.pods,
 		GroupGone: func(g cloudprovider.NodeGroup) { a.deleteNodeGroup(g, time.Now()) },
 	}, actuatorOptions...)
@@ -425,15 +422,15 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	nodes, err := a.nodes.List(labels.Everything())
 	if err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the node cache cannot be listed")
-		metrics.RegisterError(metrics.InternalError)
+		a.report.Error(report.InternalError(err))
 	} else if err := refreshErr; err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the cloud provider cannot list its instances, so nodes it may be deleting are unknown")
-		metrics.RegisterError(metrics.CloudProviderError)
+		a.report.Error(report.CloudProviderError(err))
 	} else if err := actuation.CleanUpStaleTaints(ctx, a.kube, nodes, actuation.LeavingInstances(a.provider, nodes), a.opts.MaxBulkSoftTaintCount != 0); err != nil {
 		// Not fatal: the nodes stay tainted, which an operator can see, and
 		// the next restart tries again.
 		klog.ErrorS(err, "Start-up: stale taint clean-up incomplete")
-		metrics.RegisterError(metrics.APICallError)
+		a.report.Error(report.APICallError(err))
 	}
 	if a.opts.WriteStatusConfigMap {
 		wctx, cancel := context.WithTimeout(ctx, apiTimeout)
@@ -458,7 +455,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		}
 		waitStart := time.Now()
 		reason := a.trigger.Wait(ctx, a.waitInterval(time.Now()), a.acted)
-		metrics.UpdateDurationFromStart(metrics.LoopWait, waitStart)
+		a.report.Took(metrics.LoopWait, waitStart)
 		if reason == WakeDone {
 			return nil
 		}
@@ -523,6 +520,9 @@ type clusterView struct {
 	// dra: a read-only snapshot of them for utilization, readiness and
 	// templates (the simulation gets its own).
 	dra *dra.Snapshot
+	// limits are the cluster-wide limits (flags and the provider's
+	// resource limiter), computed once per iteration.
+	limits resourcequotas.Limits
 }
 
 // newDRA returns a fresh snapshot of the cluster's DRA objects: cheap

@@ -25,9 +25,10 @@ import (
 // next: the command in flight (executor), the command held for the
 // stabilization window, and what the status section shows.
 type consolidationState struct {
-	exec     *consolidation.Executor
-	stab     *consolidation.Stabilizer
-	reporter *report.Reporter
+	exec *consolidation.Executor
+	stab *consolidation.Stabilizer
+	// report is the loop's reporter.
+	report *report.Reporter
 
 	status   string
 	statusAt time.Time
@@ -47,10 +48,9 @@ func (a *Autoscaler) consolidator() *consolidationState {
 	// register and become ready.
 	timeout := a.opts.NodeGroupDefaults.MaxNodeProvisionTime + a.opts.MaxNodeStartupTime
 	cs := &consolidationState{
-		exec: consolidation.NewExecutor(a.scaleUp, a.actuator, timeout),
-		stab: consolidation.NewStabilizer(a.opts.Consolidation.StabilizationWindow),
-		reporter: report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: a.recorder,
-			Status: scaleup.StatusConfigMapRef(a.opts)}),
+		exec:   consolidation.NewExecutor(a.scaleUp, a.actuator, timeout),
+		stab:   consolidation.NewStabilizer(a.opts.Consolidation.StabilizationWindow),
+		report: a.report,
 	}
 	// The ends of the old nodes' removals move a draining command on.
 	a.removals.AddListener(cs.exec.RemovalEnded)
@@ -259,7 +259,7 @@ func schedulableReady(n *apiv1.Node) bool {
 // savings for the status section.
 func (cs *consolidationState) record(outcomes []consolidation.Outcome) {
 	for _, o := range outcomes {
-		cs.reporter.Consolidation(o)
+		cs.report.Consolidation(o)
 		switch o.Result {
 		case consolidation.Succeeded:
 			cs.savings += o.Command.Saving
@@ -288,5 +288,5 @@ func (cs *consolidationState) publish() {
 	} else if cs.planned != nil {
 		st.Command = cs.planned.String()
 	}
-	cs.reporter.ConsolidationStatus(st)
+	cs.report.ConsolidationStatus(st)
 }

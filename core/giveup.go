@@ -10,17 +10,8 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/statemetrics"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 )
-
-// gaveUp is what carrying out one give-up plan did, for the log and the
-// events.
-type gaveUp struct {
-	plan      clusterstate.GiveUpPlan
-	decreased int   // how far the target went down
-	deleteErr error // nil when the provider deleted plan.Instances
-}
 
 // fixNodeGroupSizes gives up on nodes that will not come, as upstream's
 // removeOldUnregisteredNodes and deleteCreatedNodesWithErrors do: for each
@@ -28,10 +19,11 @@ type gaveUp struct {
 // the target the retry left), this deletes the plan's instances when the
 // provider can, lowers the target for the rest (never below the registered
 // nodes), and records the outcome in the registry, which backs the group
-// off when a scale-up of ours failed. The caller should then run
-// UpdateNodes again before scaling up.
-func fixNodeGroupSizes(r *clusterstate.Registry, now time.Time) ([]gaveUp, error) {
-	var out []gaveUp
+// off when a scale-up of ours failed. It returns what each plan did, for
+// the reporter. The caller should then run UpdateNodes again before
+// scaling up.
+func fixNodeGroupSizes(r *clusterstate.Registry, now time.Time) ([]report.GiveUp, error) {
+	var out []report.GiveUp
 	var errs []string
 	for _, gs := range r.NodeGroups() {
 		id := gs.Group.Id()
@@ -54,47 +46,36 @@ func fixNodeGroupSizes(r *clusterstate.Registry, now time.Time) ([]gaveUp, error
 
 // giveUp carries out a give-up plan: it asks the provider to delete the
 // plan's instances, lowers the target for what the deletions did not take
-// off, records the outcome and counts the failed scale-up.
-func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) (gaveUp, error) {
-	reason := failedScaleUpReason(p.Reason)
-	metrics.RegisterFailedNodeCreations(reason, p.Decrease)
+// off, and tells the registry the target it left (the registry, which
+// planned the give-up, backs the group off with it: the next plan of the
+// same loop must see both).
+func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) (report.GiveUp, error) {
 	klog.InfoS("Giving up on nodes that will not come", "nodeGroup", p.GroupID, "nodes", p.Decrease, "reason", p.Reason, "why", p.Why)
-	g := gaveUp{plan: p}
+	g := report.GiveUp{Plan: p}
 	deleted := 0
-	if g.deleteErr = deleteInstances(p); g.deleteErr == nil {
+	if g.DeleteErr = deleteInstances(p); g.DeleteErr == nil {
 		deleted = len(p.Instances)
 	} else if len(p.Instances) > 0 {
 		klog.InfoS("Lowering the target instead of deleting the instances", "nodeGroup", p.GroupID)
 	}
 	target, err := lowerTarget(p, deleted)
-	g.decreased = r.RecordGiveUp(p, target, now)
-	if p.BackOff {
-		statemetrics.ReportHealth(r, now)
-	}
+	g.Decreased = r.RecordGiveUp(p, target, now)
 	return g, err
 }
 
 // retryDelete carries out a plan to delete again instances given up
 // earlier.
-func retryDelete(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) gaveUp {
+func retryDelete(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) report.GiveUp {
 	klog.V(1).InfoS("Asking again to delete given-up instances the cloud still lists", "nodeGroup", p.GroupID, "instances", len(p.Instances))
-	g := gaveUp{plan: p, deleteErr: deleteInstances(p)}
+	g := report.GiveUp{Plan: p, DeleteErr: deleteInstances(p)}
 	target := p.Target
 	if t, err := p.Group.TargetSize(); err == nil {
 		target = t
-	} else if g.deleteErr == nil {
+	} else if g.DeleteErr == nil {
 		target -= len(p.Instances)
 	}
-	g.decreased = r.RecordGiveUp(p, target, now)
+	g.Decreased = r.RecordGiveUp(p, target, now)
 	return g
-}
-
-// failedScaleUpReason is the metrics' reason for a give-up.
-func failedScaleUpReason(r clusterstate.GiveUpReason) string {
-	if r == clusterstate.GiveUpCloudError {
-		return metrics.FailedScaleUpCloudProviderError
-	}
-	return metrics.FailedScaleUpTimeout
 }
 
 // lowerTarget lowers the group's target by the part of the plan's decrease

@@ -61,7 +61,7 @@ func TestProvisionTimeoutGivesUpAndBacksOff(t *testing.T) {
 	mustUpdate(t, r, all, now)
 	p.ResetCalls()
 	gu, err := fixNodeGroupSizes(r, now)
-	if err != nil || len(gu) != 1 || gu[0].decreased != 2 || !gu[0].plan.BackOff || len(gu[0].plan.Instances) != 2 {
+	if err != nil || len(gu) != 1 || gu[0].Decreased != 2 || !gu[0].Plan.BackOff || len(gu[0].Plan.Instances) != 2 {
 		t.Fatalf("give-up = %+v, %v", gu, err)
 	}
 	if calls := p.CallsOf("DeleteNodes"); len(calls) != 1 || len(calls[0].Nodes) != 2 {
@@ -114,7 +114,7 @@ func TestDeleteRefusedLowersTarget(t *testing.T) {
 	now := t0.Add(20 * time.Minute)
 	mustUpdate(t, r, nodes, now)
 	gu, err := fixNodeGroupSizes(r, now)
-	if err != nil || len(gu) != 1 || gu[0].decreased != 2 || gu[0].deleteErr == nil {
+	if err != nil || len(gu) != 1 || gu[0].Decreased != 2 || gu[0].DeleteErr == nil {
 		t.Fatalf("give-up = %+v, %v", gu, err)
 	}
 	if c := p.CallsOf("DecreaseTargetSize"); len(c) != 1 || c[0].Delta != -2 {
@@ -137,7 +137,7 @@ func TestRefusedDeleteIsRetried(t *testing.T) {
 	g.InjectError("DecreaseTargetSize", errors.New("busy"))
 	now := t0.Add(time.Minute)
 	mustUpdate(t, r, nodes, now)
-	if gu, err := fixNodeGroupSizes(r, now); err == nil || len(gu) != 1 || gu[0].plan.Retry || gu[0].deleteErr == nil {
+	if gu, err := fixNodeGroupSizes(r, now); err == nil || len(gu) != 1 || gu[0].Plan.Retry || gu[0].DeleteErr == nil {
 		t.Fatalf("give-up = %+v, %v", gu, err)
 	}
 	mustUpdate(t, r, nodes, now.Add(30*time.Second))
@@ -149,7 +149,7 @@ func TestRefusedDeleteIsRetried(t *testing.T) {
 	later := now.Add(time.Minute)
 	mustUpdate(t, r, nodes, later)
 	gu, err := fixNodeGroupSizes(r, later)
-	if err != nil || len(gu) != 1 || !gu[0].plan.Retry || gu[0].decreased != 2 {
+	if err != nil || len(gu) != 1 || !gu[0].Plan.Retry || gu[0].Decreased != 2 {
 		t.Fatalf("retry = %+v, %v", gu, err)
 	}
 	if calls := p.CallsOf("DeleteNodes"); len(calls) != 1 || len(calls[0].Nodes) != 2 {
@@ -170,7 +170,7 @@ func TestErrorInstancesBackOffAtOnce(t *testing.T) {
 		t.Fatalf("state = %+v", gs)
 	}
 	gu, err := fixNodeGroupSizes(r, now)
-	if err != nil || len(gu) != 1 || gu[0].decreased != 1 || gu[0].plan.Reason != clusterstate.GiveUpCloudError {
+	if err != nil || len(gu) != 1 || gu[0].Decreased != 1 || gu[0].Plan.Reason != clusterstate.GiveUpCloudError {
 		t.Fatalf("give-up = %+v %v", gu, err)
 	}
 	if off, info, _ := r.BackedOff("g1", now); !off || info.ErrorCode != "quota" {
@@ -203,7 +203,7 @@ func TestSizeMismatchWithoutRequest(t *testing.T) {
 	now := t0.Add(16 * time.Minute)
 	mustUpdate(t, r, nodes, now)
 	gu, _ := fixNodeGroupSizes(r, now)
-	if len(gu) != 1 || gu[0].decreased != 2 || gu[0].plan.BackOff {
+	if len(gu) != 1 || gu[0].Decreased != 2 || gu[0].Plan.BackOff {
 		t.Fatalf("give-up = %+v", gu)
 	}
 }

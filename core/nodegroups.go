@@ -3,13 +3,11 @@ package core
 import (
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 )
 
 // A refused deletion of an empty group is asked again after a pause that
@@ -68,9 +66,8 @@ func (a *Autoscaler) forgetDeletedGroups(groups []cloudprovider.NodeGroup, now t
 }
 
 // deleteNodeGroup calls Delete on an autoprovisioned group that has become
-// empty and records the deletion: the deleted_node_groups_total metric and
-// a DeletedNodeGroup event, once per group however many removals report
-// it. When scale-down's last removal in a pool made the provider delete
+// empty and has the reporter record the deletion once per group, however
+// many removals report it. When scale-down's last removal in a pool made the provider delete
 // the pool in place of its nodes, Delete has nothing left to do. A group
 // whose deletion was refused is not asked again before its backoff ends.
 // It is called from the loop and from removals' goroutines, and reports
@@ -85,18 +82,13 @@ func (a *Autoscaler) deleteNodeGroup(g cloudprovider.NodeGroup, now time.Time) b
 		klog.V(4).InfoS("Deleting an empty autoprovisioned node group: backed off after a refusal", "group", g.Id(), "until", until)
 		return false
 	}
-	ref := scaleup.StatusConfigMapRef(a.opts)
 	if err := g.Delete(); err != nil {
 		until := a.groupDeleteBackoff.Backoff(g.Id(), clusterstate.BackoffInfo{ErrorMessage: err.Error()}, now)
-		klog.ErrorS(err, "Deleting an empty autoprovisioned node group failed", "group", g.Id(), "nextAttempt", until)
-		metrics.RegisterError(metrics.CloudProviderError)
-		a.recorder.Eventf(ref, apiv1.EventTypeWarning, "FailedToDeleteNodeGroup", "Deleting empty node group %s failed (next attempt after %s): %v", g.Id(), until.UTC().Format(time.RFC3339), err)
+		a.report.NodeGroupDeleted(report.NodeGroupDeletion{GroupID: g.Id(), Err: err, NextAttempt: until})
 		return false
 	}
 	a.groupDeleteBackoff.Remove(g.Id())
 	a.deletedGroups[g.Id()] = true
-	metrics.RegisterNodeGroupDeletion()
-	klog.InfoS("Deleted an empty autoprovisioned node group", "group", g.Id())
-	a.recorder.Eventf(ref, apiv1.EventTypeNormal, "DeletedNodeGroup", "Deleted empty node group %s", g.Id())
+	a.report.NodeGroupDeleted(report.NodeGroupDeletion{GroupID: g.Id()})
 	return true
 }

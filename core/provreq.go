@@ -36,10 +36,10 @@ func (a *Autoscaler) SetCapacityBuffers(in *capacitybuffer.Injector, w *capacity
 // decisions are all made. ctx bounds the writes.
 func (a *Autoscaler) writeCapacityStatus(ctx context.Context) {
 	if a.requests != nil {
-		a.reporter.ProvisioningRequests(ctx, a.requests.Results(), a.requestWriter)
+		a.report.ProvisioningRequests(ctx, a.requests.Results(), a.requestWriter)
 	}
 	if a.buffers != nil {
-		a.reporter.CapacityBuffers(ctx, a.buffers.Results(), a.bufferWriter)
+		a.report.CapacityBuffers(ctx, a.buffers.Results(), a.bufferWriter)
 	}
 }
 

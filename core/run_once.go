@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
@@ -67,7 +67,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	if scaledUp {
 		a.acted = true
 		a.lastScaleUp = now
-		metrics.UpdateLastTime(metrics.ActivityScaleUp, now)
+		a.report.ScaledUp(now)
 		klog.V(1).InfoS("Scale-down skipped: this iteration scaled up")
 		return nil
 	}
@@ -87,22 +87,12 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 // the last_activity metric.
 func (a *Autoscaler) beginIteration(now time.Time) {
 	a.acted = false
-	if a.health != nil {
-		a.health.UpdateLastActivity(now)
-	}
-	metrics.UpdateLastTime(metrics.ActivityMain, now)
+	a.report.IterationStarted(now)
 }
 
-// endIteration records its duration and, when it succeeded, its success.
+// endIteration records its duration and its error or its success.
 func (a *Autoscaler) endIteration(now, start time.Time, err error) {
-	metrics.UpdateDurationFromStart(metrics.Main, start)
-	if err != nil {
-		return
-	}
-	if a.health != nil {
-		a.health.UpdateLastSuccessfulRun(now)
-	}
-	metrics.UpdateLastTime(metrics.ActivityMainSuccessful, now)
+	a.report.IterationEnded(now, time.Since(start), err)
 }
 
 // observe refreshes the provider, reads the caches and updates the cluster
@@ -110,23 +100,26 @@ func (a *Autoscaler) endIteration(now, start time.Time, err error) {
 func (a *Autoscaler) observe(now time.Time) (clusterView, error) {
 	refreshStart := time.Now()
 	if err := a.provider.Refresh(); err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		return clusterView{}, fmt.Errorf("cloud provider refresh: %w", err)
+		return clusterView{}, report.CloudProviderError(fmt.Errorf("cloud provider refresh: %w", err))
 	}
-	metrics.UpdateDurationFromStart(metrics.CloudProviderRefresh, refreshStart)
-	a.reportProblems()
+	a.report.Took(metrics.CloudProviderRefresh, refreshStart)
+	if pr, ok := a.provider.(cloudprovider.ProblemReporter); ok {
+		a.report.Problems(pr.Problems())
+	}
 	c, err := a.clusterObjects()
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return clusterView{}, err
+		return clusterView{}, report.InternalError(err)
+	}
+	if c.limits, err = resourcequotas.NewLimits(a.opts, a.provider); err != nil {
+		klog.InfoS("Resource limits incomplete", "err", err)
 	}
 	csStart := time.Now()
 	c.dra = c.newDRA()
 	a.registry.SetDevicePublishers(c.dra.HasNodeSlices)
-	if err := a.updateClusterState(c.nodes, now); err != nil {
+	if err := a.updateClusterState(c, now); err != nil {
 		return clusterView{}, err
 	}
-	metrics.UpdateDurationFromStart(metrics.UpdateClusterState, csStart)
+	a.report.Took(metrics.UpdateClusterState, csStart)
 	return c, nil
 }
 
@@ -139,28 +132,28 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 	groups := a.registry.NodeGroups()
 	if len(groups) == 0 {
 		klog.InfoS("No node groups to autoscale; nothing to do", "provider", a.provider.Name())
-		metrics.UpdateClusterSafeToAutoscale(true)
+		a.report.NothingToScale()
 		return nil, nil
 	}
 	gaveUp, err := fixNodeGroupSizes(a.registry, now)
 	if err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
+		a.report.Error(report.CloudProviderError(err))
 		klog.ErrorS(err, "Giving up on nodes failed")
 	}
 	if len(gaveUp) == 0 {
 		return groups, nil
 	}
 	a.acted = true
-	a.reportGiveUps(gaveUp)
+	a.report.GiveUps(gaveUp, now)
 	// Giving up on every node of a created pool may have deleted the pool
 	// in their place: recorded now, before a Refresh forgets it.
 	for _, g := range gaveUp {
-		if g.deleteErr == nil && g.plan.Group.Autoprovisioned() && !g.plan.Group.Exist() {
-			a.deleteNodeGroup(g.plan.Group, now)
+		if g.DeleteErr == nil && g.Plan.Group.Autoprovisioned() && !g.Plan.Group.Exist() {
+			a.deleteNodeGroup(g.Plan.Group, now)
 		}
 	}
 	// The targets changed: recount upcoming nodes before scaling up.
-	if err := a.updateClusterState(c.nodes, now); err != nil {
+	if err := a.updateClusterState(c, now); err != nil {
 		return nil, err
 	}
 	return a.registry.NodeGroups(), nil
@@ -168,12 +161,11 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 
 // updateClusterState updates the cluster state registry with the nodes and
 // exports its gauges.
-func (a *Autoscaler) updateClusterState(nodes []*apiv1.Node, now time.Time) error {
-	if err := a.registry.UpdateNodes(nodes, now); err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		return fmt.Errorf("updating cluster state: %w", err)
+func (a *Autoscaler) updateClusterState(c clusterView, now time.Time) error {
+	if err := a.registry.UpdateNodes(c.nodes, now); err != nil {
+		return report.CloudProviderError(fmt.Errorf("updating cluster state: %w", err))
 	}
-	a.stateMetrics.Report(a.registry, now)
+	a.report.State(c.limits, now)
 	return nil
 }
 
@@ -185,11 +177,10 @@ func (a *Autoscaler) healthCheck(now time.Time) (clusterstate.Readiness, bool) {
 	if !a.registry.IsClusterHealthy() {
 		klog.InfoS("Cluster unhealthy; not scaling", "unready", total.Unready, "longUnregistered", total.LongUnregistered, "registered", total.Registered,
 			"okTotalUnreadyCount", a.opts.OkTotalUnreadyCount, "maxTotalUnreadyPercentage", a.opts.MaxTotalUnreadyPercentage)
-		metrics.UpdateClusterSafeToAutoscale(false)
+		a.report.Safety(false, now)
 		return total, false
 	}
-	metrics.UpdateClusterSafeToAutoscale(true)
-	metrics.UpdateLastTime(metrics.ActivityAutoscaling, now)
+	a.report.Safety(true, now)
 	return total, true
 }
 
@@ -213,20 +204,15 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 		beingDeleted: a.removals.BeingDeleted(),
 		placed:       drain.WithoutExpendable(c.pods, a.opts.ExpendablePodsPriorityCutoff),
 	}
-	limits, err := resourcequotas.NewLimits(a.opts, a.provider)
-	if err != nil {
-		klog.InfoS("Resource limits incomplete", "err", err)
-	}
-	sim.quotas = resourcequotas.NewTracker(limits, c.nodes, sim.beingDeleted)
-	sim.quotas.ReportMetrics()
+	sim.quotas = resourcequotas.NewTracker(c.limits, c.nodes, sim.beingDeleted)
+	a.report.Usage(sim.quotas)
 	live := resourcequotas.LiveNodes(c.nodes, sim.beingDeleted)
 	built := false
 	sim.snapshot = func() (*simulator.ClusterSnapshot, error) {
 		if !built {
 			if err := a.sync.begin(live, sim.placed, c.newDRA()); err != nil {
 				a.sync.invalidate()
-				metrics.RegisterError(metrics.InternalError)
-				return nil, fmt.Errorf("building cluster snapshot: %w", err)
+				return nil, report.InternalError(fmt.Errorf("building cluster snapshot: %w", err))
 			}
 			built = true
 		}
@@ -239,20 +225,26 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
 func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInput) error {
 	if !a.opts.ScaleDownEnabled {
 		klog.V(2).InfoS("Scale-down disabled", "scaleDownEnabled", false)
-		a.reporter.ScaleDownOff()
+		a.report.ScaleDownOff()
 		return nil
 	}
 	// The removals it starts report their steps to the reporter as they
 	// happen; the pass's own result is recorded here.
 	res, err := a.scaleDown.RunOnce(ctx, in, a.lastScaleUp)
-	a.reporter.ScaleDown(in.Now, res, err)
+	a.report.ScaleDown(in.Now, res, err)
+	// Removals still running after this phase (drains, asynchronous deletes).
+	removals, _ := a.removals.InFlight()
+	a.report.PendingDeletions(removals)
 	if err != nil {
-		return fmt.Errorf("scale-down: %w", err)
+		return report.InternalError(fmt.Errorf("scale-down: %w", err))
 	}
 	// A removal started is no reason for a follow-up iteration: the end of
 	// each removal wakes the loop (RemovalDone), and the next unneeded node
 	// to come of age wakes it at its time.
 	a.nextScaleDownAt = res.NextAt
+	if res.Started() {
+		a.report.ScaleDownStarted(in.Now)
+	}
 	return nil
 }
 
@@ -270,7 +262,7 @@ func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroup
 	if done := a.scaleUp.ScaleUpToMinSize(quotas, templates, now); len(done) > 0 {
 		a.acted = true
 		a.lastScaleUp = now
-		metrics.UpdateLastTime(metrics.ActivityScaleUp, now)
+		a.report.ScaledUp(now)
 	}
 }
 
@@ -282,7 +274,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	total clusterstate.Readiness, now time.Time) (bool, error) {
 	snapshot := sim.snapshot
 	pending := scaleup.FilterPendingPods(c.pods, a.opts, now, nodeNames(c.nodes))
-	metrics.UpdateUnschedulablePodsCount(len(pending.Eligible)+pending.TooYoung+len(pending.Nominated), pending.SchedulerUnprocessed)
+	a.report.PendingPods(len(pending.Eligible)+pending.TooYoung+len(pending.Nominated), pending.SchedulerUnprocessed)
 	if len(pending.Nominated) > 0 {
 		if err := a.placeNominated(snapshot, pending.Nominated); err != nil {
 			return false, err
@@ -298,8 +290,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	// first) and after the metrics above, which count real pods only.
 	toPlace, err := a.processors.Process(&pods.Context{Now: now}, toPlace)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return false, fmt.Errorf("pod list processors: %w", err)
+		return false, report.InternalError(fmt.Errorf("pod list processors: %w", err))
 	}
 	checkCapacity, atomic := a.requestsDue()
 	if len(toPlace) == 0 && !checkCapacity && !atomic {
@@ -314,7 +305,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	filterStart := time.Now()
 	stillPending, err := a.fitExistingNodes(snapshot, toPlace)
 	if err != nil {
-		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
+		a.report.Took(metrics.FilterOutSchedulable, filterStart)
 		return false, err
 	}
 	if checkCapacity {
@@ -322,7 +313,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 		a.requests.CheckCapacity(&requestSimulation{a: a, snap: a.snapshot}, now)
 	}
 	if len(stillPending) == 0 && !atomic {
-		metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
+		a.report.Took(metrics.FilterOutSchedulable, filterStart)
 		return false, nil
 	}
 	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
@@ -330,7 +321,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 	a.snapshot.Fork()
 	defer a.snapshot.Revert()
 	stillPending, err = a.fitUpcomingNodes(groups, templates, stillPending)
-	metrics.UpdateDurationFromStart(metrics.FilterOutSchedulable, filterStart)
+	a.report.Took(metrics.FilterOutSchedulable, filterStart)
 	if err != nil {
 		return false, err
 	}
@@ -343,7 +334,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 		rs := &requestSimulation{a: a, snap: a.snapshot, quotas: sim.quotas, templates: templates, templateErrs: templateErrs, readyNodes: total.Ready, now: now}
 		scaled, err := a.requests.ScaleUpAtomic(rs, now)
 		if err != nil {
-			metrics.RegisterError(metrics.InternalError)
+			a.report.Error(report.InternalError(err))
 			klog.ErrorS(err, "Scale-up: best-effort-atomic ProvisioningRequest")
 		}
 		if scaled {
@@ -364,8 +355,7 @@ func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups
 		DaemonSets: c.dss, Now: now,
 	})
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return false, fmt.Errorf("scale-up: %w", err)
+		return false, report.InternalError(fmt.Errorf("scale-up: %w", err))
 	}
 	return res.ScaledUp(), nil
 }
@@ -382,8 +372,7 @@ func (a *Autoscaler) fitExistingNodes(snapshot func() (*simulator.ClusterSnapsho
 	pods = snap.DRA().WithTemplateClaims(pods, a.claimTemplate)
 	_, stillPending, err := simulator.TrySchedulePods(a.checker, snap, pods)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return nil, fmt.Errorf("filtering schedulable pods: %w", err)
+		return nil, report.InternalError(fmt.Errorf("filtering schedulable pods: %w", err))
 	}
 	if fit := len(pods) - len(stillPending); fit > 0 {
 		klog.InfoS("Scale-up: pending pods fit existing nodes (the scheduler has not placed them yet)", "pods", fit)
@@ -397,8 +386,7 @@ func (a *Autoscaler) fitExistingNodes(snapshot func() (*simulator.ClusterSnapsho
 func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo, pods []*apiv1.Pod) ([]*apiv1.Pod, error) {
 	added, names, err := scaleup.AddUpcomingNodes(a.snapshot, groups, templates)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return nil, err
+		return nil, report.InternalError(err)
 	}
 	upcoming := 0
 	for _, n := range added {
@@ -410,59 +398,12 @@ func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, temp
 	// pods fit no existing node: most need try only the upcoming ones.
 	_, stillPending, err := simulator.TrySchedulePodsOnNew(a.checker, a.snapshot, pods, names)
 	if err != nil {
-		metrics.RegisterError(metrics.InternalError)
-		return nil, fmt.Errorf("filtering pods for upcoming nodes: %w", err)
+		return nil, report.InternalError(fmt.Errorf("filtering pods for upcoming nodes: %w", err))
 	}
 	if fit := len(pods) - len(stillPending); fit > 0 {
 		klog.InfoS("Scale-up: pending pods will fit on upcoming nodes; no new request for them", "pods", fit, "upcomingNodes", upcoming, "byNodeGroup", added)
 	}
 	return stillPending, nil
-}
-
-// reportGiveUps logs what was given up on and records upstream's events on
-// the status ConfigMap: ScaleUpTimedOut for a scale-up whose nodes did not
-// register in time, DeleteUnregistered / DeleteUnregisteredFailed for each
-// never-registered instance whose deletion was asked for.
-func (a *Autoscaler) reportGiveUps(gaveUp []gaveUp) {
-	ref := scaleup.StatusConfigMapRef(a.opts)
-	for _, g := range gaveUp {
-		p := g.plan
-		if p.Retry {
-			klog.InfoS("Asked again to delete given-up instances", "nodeGroup", p.GroupID, "instances", len(p.Instances))
-		} else {
-			klog.InfoS("Gave up on nodes", "nodeGroup", p.GroupID, "nodes", g.decreased, "reason", p.Reason, "backedOff", p.BackOff)
-			a.countFailedScaleUp(p)
-		}
-		if p.TimedOutAfter > 0 {
-			a.recorder.Eventf(ref, apiv1.EventTypeWarning, "ScaleUpTimedOut",
-				"Nodes added to group %s failed to register within %v", p.GroupID, p.TimedOutAfter)
-		}
-		removed := 0
-		for _, in := range p.Instances {
-			if in.Status != nil && in.Status.ErrorInfo != nil {
-				continue // failed to create, not unregistered: upstream records no event
-			}
-			if g.deleteErr != nil {
-				a.recorder.Eventf(ref, apiv1.EventTypeWarning, "DeleteUnregisteredFailed", "Failed to remove node %s: %v", in.Id, g.deleteErr)
-				continue
-			}
-			a.recorder.Eventf(ref, apiv1.EventTypeNormal, "DeleteUnregistered", "Removed unregistered node %v", in.Id)
-			removed++
-		}
-		metrics.RegisterOldUnregisteredNodesRemoved(removed)
-	}
-}
-
-// countFailedScaleUp counts a give-up in failed_scale_ups_total, labelled
-// with the group template's GPU and DRA drivers, as upstream does.
-func (a *Autoscaler) countFailedScaleUp(p clusterstate.GiveUpPlan) {
-	tmpl, err := p.Group.TemplateNodeInfo()
-	if err != nil {
-		klog.V(4).InfoS("No template for the failed scale-up's metric labels", "nodeGroup", p.GroupID, "err", err)
-		tmpl = nil
-	}
-	gpuName, gpuType, draDrivers := scaleup.MetricLabels(a.provider, tmpl)
-	metrics.RegisterFailedScaleUp(failedScaleUpReason(p.Reason), gpuName, gpuType, draDrivers)
 }
 
 // placeNominated puts pods waiting for preemption on their nominated nodes in
@@ -481,8 +422,7 @@ func (a *Autoscaler) placeNominated(snapshot func() (*simulator.ClusterSnapshot,
 			continue
 		}
 		if err := snap.AddEquivalentPod(p, nil, node); err != nil {
-			metrics.RegisterError(metrics.InternalError)
-			return fmt.Errorf("placing pod %s/%s on its nominated node %s: %w", p.Namespace, p.Name, node, err)
+			return report.InternalError(fmt.Errorf("placing pod %s/%s on its nominated node %s: %w", p.Namespace, p.Name, node, err))
 		}
 	}
 	klog.V(1).InfoS("Scale-up: pending pods wait for preemption on their nominated nodes; no scale-up for them", "pods", len(pods))
@@ -514,24 +454,6 @@ func podsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
 	return out
 }
 
-// reportProblems shows what the provider found only the operator can fix
-// (cloudprovider.ProblemReporter) in the status ConfigMap's message while
-// it lasts, and as a warning event on the ConfigMap when it appears.
-func (a *Autoscaler) reportProblems() {
-	pr, ok := a.provider.(cloudprovider.ProblemReporter)
-	if !ok {
-		return
-	}
-	problems := pr.Problems()
-	for _, p := range problems {
-		if !slices.Contains(a.problems, p) {
-			a.recorder.Event(scaleup.StatusConfigMapRef(a.opts), apiv1.EventTypeWarning, "CloudProviderProblem", p)
-		}
-	}
-	a.problems = problems
-	a.registry.SetMessage(strings.Join(problems, "; "))
-}
-
 func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	if !a.opts.WriteStatusConfigMap {
 		return
@@ -541,7 +463,7 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	cm, err := utils.WriteStatusConfigMap(ctx, a.statusKube, a.opts.Namespace, a.opts.StatusConfigMapName, a.statusCM, a.registry.GetStatus(now), a.recorder, time.Now())
 	a.statusCM = cm
 	if err != nil {
-		metrics.RegisterError(metrics.APICallError)
+		a.report.Error(report.APICallError(err))
 		klog.ErrorS(err, "Writing the status ConfigMap failed")
 		return
 	}

@@ -3,7 +3,7 @@
 // --cores-total and --memory-total merged with the provider's resource
 // limiter. Scale-up asks it how many nodes of a template still fit under the
 // maxima, scale-down whether removing a node keeps the cluster above the
-// minima, min-size enforcement both, and the metrics report what it counted.
+// minima, min-size enforcement both; the reporter exports what it counted.
 // It is where capacity quotas and the limits of node pools created on
 // demand plug in; upstream's resourcequotas package (tracker, usage) is the
 // model.
@@ -67,4 +67,14 @@ func tighterMax(flag, limiter int64) int64 {
 		return limiter
 	}
 	return flag
+}
+
+// ClusterMaxNodes is how many nodes the cluster may grow to with node
+// groups whose maxima add up to groupMaxima: that sum, bounded by MaxNodes
+// (--max-nodes-total) when set.
+func (l Limits) ClusterMaxNodes(groupMaxima int) int {
+	if l.MaxNodes > 0 && groupMaxima > l.MaxNodes {
+		return l.MaxNodes
+	}
+	return groupMaxima
 }

@@ -4,7 +4,6 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
 // Totals are what a set of nodes adds up to.
@@ -74,6 +73,9 @@ func NewTracker(limits Limits, nodes []*apiv1.Node, beingDeleted map[string]bool
 // Limits returns the limits the tracker checks.
 func (t *Tracker) Limits() Limits { return t.limits }
 
+// Live returns the totals of the live registered nodes.
+func (t *Tracker) Live() Totals { return t.live }
+
 // Used returns the totals counted so far.
 func (t *Tracker) Used() Totals { return t.used }
 
@@ -139,15 +141,6 @@ func (t *Tracker) CheckRemoval(node *apiv1.Node) Resource {
 		return Memory
 	}
 	return ""
-}
-
-// ReportMetrics sets the cluster's current cores and memory (live nodes)
-// and its limits.
-func (t *Tracker) ReportMetrics() {
-	metrics.UpdateClusterCPUCurrentCores(t.live.MilliCPU / 1000)
-	metrics.UpdateClusterMemoryCurrentBytes(t.live.Memory)
-	metrics.UpdateCPULimitsCores(t.limits.MinMilliCPU/1000, t.limits.MaxMilliCPU/1000)
-	metrics.UpdateMemoryLimitsBytes(t.limits.MinMemory, t.limits.MaxMemory)
 }
 
 // WithUpcoming returns a copy that also counts the groups' nodes asked for

@@ -192,21 +192,19 @@ func offeredSizes(c *autoprovisioningConfig, catalog []godo.Size, region string)
 // plannedIDPrefix starts the ID of every planned group.
 const plannedIDPrefix = "autoprovisioned-"
 
-// plannedGroupID names a not-yet-existing group by what it would be, so a
-// failed creation backs off the same option at the next loop.
-func plannedGroupID(slug string, labels map[string]string, taints []apiv1.Taint) string {
+// plannedGroupID names a not-yet-existing group by what it would be: its
+// size and a hash of what its nodes carry (cloudprovider.Carried's Key,
+// the identity the planner groups pods by), so a failed creation backs off
+// the same option at the next loop, and the pool is named from it
+// (creation.go).
+func plannedGroupID(slug string, carried cloudprovider.Carried) string {
 	id := plannedIDPrefix + slug
-	if len(labels) == 0 && len(taints) == 0 {
+	key := carried.Key()
+	if key == "" {
 		return id
 	}
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		fmt.Fprintf(h, "%s=%s\n", k, labels[k])
-	}
-	for _, t := range taints {
-		fmt.Fprintf(h, "%s=%s:%s\n", t.Key, t.Value, t.Effect)
-	}
-	return id + "-" + hex.EncodeToString(h.Sum(nil))[:8]
+	sum := sha256.Sum256([]byte(key))
+	return id + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 // gpuVendorOfModel reads the vendor from a Sizes API gpu_info.model such as
@@ -385,7 +383,7 @@ func (p *CloudProvider) NewNodeGroup(machineType string, labels map[string]strin
 	if err != nil {
 		return nil, err
 	}
-	id := plannedGroupID(machineType, labels, taints)
+	id := plannedGroupID(machineType, cloudprovider.Carried{Labels: labels, Taints: taints})
 	var godoTaints []godo.Taint
 	for _, t := range taints {
 		godoTaints = append(godoTaints, godo.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})

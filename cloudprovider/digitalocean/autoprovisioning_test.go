@@ -71,7 +71,7 @@ func TestAutoprovisioningNeedsItsSection(t *testing.T) {
 // DNS label however long the prefix and slug.
 func TestPoolNameIsAFreeDNSLabelDerivedFromThePlan(t *testing.T) {
 	taken := map[string]bool{}
-	id := plannedGroupID("gpu-h100x1-80gb", map[string]string{"team": "ml"}, nil)
+	id := plannedGroupID("gpu-h100x1-80gb", cloudprovider.Carried{Labels: map[string]string{"team": "ml"}})
 	for i := 1; i <= 50; i++ {
 		name, err := poolName("ca-", id, func(n string) bool { return taken[n] })
 		if err != nil {
@@ -97,11 +97,35 @@ func TestPoolNameIsAFreeDNSLabelDerivedFromThePlan(t *testing.T) {
 }
 
 func TestPlannedGroupIDIsStable(t *testing.T) {
-	a := plannedGroupID("s-8vcpu-16gb", map[string]string{"team": "a", "x": "y"}, nil)
-	b := plannedGroupID("s-8vcpu-16gb", map[string]string{"x": "y", "team": "a"}, nil)
-	c := plannedGroupID("s-8vcpu-16gb", map[string]string{"team": "b", "x": "y"}, nil)
-	if a != b || a == c || plannedGroupID("s-8vcpu-16gb", nil, nil) != "autoprovisioned-s-8vcpu-16gb" {
+	labels := func(l map[string]string) cloudprovider.Carried { return cloudprovider.Carried{Labels: l} }
+	a := plannedGroupID("s-8vcpu-16gb", labels(map[string]string{"team": "a", "x": "y"}))
+	b := plannedGroupID("s-8vcpu-16gb", labels(map[string]string{"x": "y", "team": "a"}))
+	c := plannedGroupID("s-8vcpu-16gb", labels(map[string]string{"team": "b", "x": "y"}))
+	if a != b || a == c || plannedGroupID("s-8vcpu-16gb", cloudprovider.Carried{}) != "autoprovisioned-s-8vcpu-16gb" {
 		t.Errorf("ids %q %q %q", a, b, c)
+	}
+}
+
+// Planned group IDs, hence the names of the pools created from them, are
+// those earlier releases gave: a pool created before an upgrade whose
+// answer was lost is found again by its name after it. The values were
+// taken from the release before cloudprovider.Carried.
+func TestPlannedGroupIDsKeepTheirNames(t *testing.T) {
+	ml := apiv1.Taint{Key: "dedicated", Value: "ml", Effect: apiv1.TaintEffectNoSchedule}
+	cases := []struct {
+		slug    string
+		carried cloudprovider.Carried
+		want    string
+	}{
+		{"s-8vcpu-16gb", cloudprovider.Carried{Labels: map[string]string{"team": "a", "x": "y"}}, "autoprovisioned-s-8vcpu-16gb-0207d979"},
+		{"s-8vcpu-16gb", cloudprovider.Carried{Labels: map[string]string{"dedicated": "ml"}, Taints: []apiv1.Taint{ml}}, "autoprovisioned-s-8vcpu-16gb-06762417"},
+		{"gpu-h100x1-80gb", cloudprovider.Carried{Taints: []apiv1.Taint{{Key: "a", Effect: apiv1.TaintEffectNoSchedule},
+			{Key: "b", Value: "v", Effect: apiv1.TaintEffectNoExecute}}}, "autoprovisioned-gpu-h100x1-80gb-b4ac0acc"},
+	}
+	for _, c := range cases {
+		if got := plannedGroupID(c.slug, c.carried); got != c.want {
+			t.Errorf("plannedGroupID(%s, %q) = %s, want %s", c.slug, c.carried.Key(), got, c.want)
+		}
 	}
 }
 

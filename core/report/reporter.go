@@ -28,6 +28,14 @@ type Reporter struct {
 	// status is the status ConfigMap: events about the autoscaler as a
 	// whole are recorded on it, as upstream does.
 	status *apiv1.ObjectReference
+
+	// What recording remembers, which decides nothing: when each pod was
+	// last told why it did not trigger a scale-up, the node groups whose
+	// series were exported (state.go) and the provider's problems last
+	// evented (loop.go).
+	notTriggeredAt notTriggered
+	series         groupSeries
+	problems       []string
 }
 
 // Deps are what a Reporter records into.

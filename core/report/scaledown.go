@@ -9,7 +9,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
-	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
 )
@@ -53,14 +52,6 @@ func (r *Reporter) ScaleDown(now time.Time, res scaledown.Result, err error) {
 // ScaleDownOff records a loop with scale-down disabled: no candidates.
 func (r *Reporter) ScaleDownOff() {
 	r.registry.SetScaleDownCandidates(nil)
-}
-
-// skippedLabel is the skipped_scale_events_count reason of a minimum.
-func skippedLabel(m resourcequotas.Resource) string {
-	if m == resourcequotas.CPU {
-		return metrics.SkippedCPUResourceLimit
-	}
-	return metrics.SkippedMemoryResourceLimit
 }
 
 // RemovalsStarted records, on the status ConfigMap, a ScaleDownEmpty event

@@ -8,12 +8,12 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean/gpudriver"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/expander"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
@@ -113,6 +113,16 @@ func newGroupPlan(t *testing.T, machines []machine, pods []*apiv1.Pod, claims ..
 // newGroupPlanOf is newGroupPlan with the given provider.
 func newGroupPlanOf(t *testing.T, p *test.Provider, machines []machine, pods []*apiv1.Pod, claims ...*resourceapi.ResourceClaim) *Plan {
 	t.Helper()
+	o, in := newGroupScaleUp(t, p, machines, pods, claims...)
+	return o.computePlan(in)
+}
+
+// newGroupScaleUp returns an orchestrator with autoprovisioning on, no
+// existing group and the machines offered, and the input of a scale-up for
+// pods in a cluster whose DRA objects are claims and both GPU drivers'
+// DeviceClasses.
+func newGroupScaleUp(t *testing.T, p *test.Provider, machines []machine, pods []*apiv1.Pod, claims ...*resourceapi.ResourceClaim) (*Orchestrator, Input) {
+	t.Helper()
 	checker, err := simulator.NewPredicateChecker()
 	if err != nil {
 		t.Fatal(err)
@@ -138,9 +148,9 @@ func newGroupPlanOf(t *testing.T, p *test.Provider, machines []machine, pods []*
 	for _, pod := range pods {
 		pod.UID = types.UID(pod.Name)
 	}
-	o := New(opts, p, registry, nil, checker, record.NewFakeRecorder(100))
-	return o.computePlan(Input{Snapshot: snap, Pods: pods, Templates: map[string]*framework.NodeInfo{}, Now: now,
-		Quotas: resourcequotas.NewTracker(resourcequotas.Limits{}, nil, nil)})
+	o := New(opts, p, registry, expander.NewChain(nil, nil), checker, &countingRecorder{})
+	return o, Input{Snapshot: snap, Pods: pods, Templates: map[string]*framework.NodeInfo{}, Now: now,
+		Quotas: resourcequotas.NewTracker(resourcequotas.Limits{}, nil, nil)}
 }
 
 // gpuPod is a pending pod tolerating both vendors' GPU taints, as GPU pods

@@ -2,105 +2,45 @@ package scaleup
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
-	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/statemetrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
-	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
-	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // executor carries out scale-up plans: it asks the expander for the best
-// option, calls the provider, tells the registry, and records the events
-// and metrics of what it did and of what the plan skipped.
+// option and the provider to grow or create its groups, and returns what
+// the cloud answered as an Outcome. It records nothing: the Recorder does.
 type executor struct {
-	opts      config.AutoscalingOptions
-	provider  cloudprovider.CloudProvider
-	registry  *clusterstate.Registry
-	strategy  expander.Strategy
-	recorder  record.EventRecorder
-	statusRef *apiv1.ObjectReference
+	opts     config.AutoscalingOptions
+	provider cloudprovider.CloudProvider
+	strategy expander.Strategy
 
-	mu            sync.Mutex
-	lastNotHelped map[types.UID]time.Time
+	mu sync.Mutex
 	// creationBlockedUntil: node pool creation is backed off until then
 	// after a refused creation (see create).
 	creationBlockedUntil time.Time
 }
 
-func newExecutor(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
-	strategy expander.Strategy, recorder record.EventRecorder) *executor {
-	return &executor{opts: opts, provider: provider, registry: registry, strategy: strategy, recorder: recorder,
-		statusRef: StatusConfigMapRef(opts), lastNotHelped: map[types.UID]time.Time{}}
+func newExecutor(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, strategy expander.Strategy) *executor {
+	return &executor{opts: opts, provider: provider, strategy: strategy}
 }
 
-// run records what the plan skipped, grows the best option's groups and,
-// when nothing grew, says why.
-func (e *executor) run(plan *Plan, in Input) *Result {
+// run grows the best option's groups. When the cloud refuses every group
+// of it, the next best option is tried, without the groups that failed.
+func (e *executor) run(plan *Plan, in Input) (*Result, *Outcome) {
 	res := &Result{}
-	for _, d := range plan.EstimateTimes {
-		metrics.UpdateDuration(metrics.Estimate, d)
-	}
-	for _, limit := range plan.LimitsHit {
-		metrics.RegisterSkippedScaleUp(skippedLabel(limit))
-	}
+	out := &Outcome{Now: in.Now, Pending: len(in.Pods), MaxNodesTotal: e.opts.MaxNodesTotal}
 	for _, nh := range plan.NotHelped {
 		res.NoGroup = append(res.NoGroup, nh.Pods...)
-		e.notHelped(nh.Pods, nh.Reasons, in.Now)
 	}
-	untried, scaledUp := e.executeBest(plan, in, res)
-	if scaledUp {
-		return res
-	}
-	if len(untried) == 0 && anyTrue(plan.CappedByMaxNodes) {
-		e.maxNodesTotalReached()
-	}
-	if len(plan.NotHelped) > 0 {
-		klog.InfoS("Scale-up: pending pods fit no node group", "pods", len(res.NoGroup),
-			"names", framework.PodNames(res.NoGroup, 5), "reasons", reasonSummary(plan.NotHelped[0].Reasons))
-	} else {
-		klog.V(2).InfoS("Scale-up: no scale-up possible", "pendingPods", len(in.Pods))
-	}
-	return res
-}
-
-// skippedLabel is the skipped_scale_events_count reason of a limit.
-func skippedLabel(r resourcequotas.Resource) string {
-	switch r {
-	case resourcequotas.Nodes:
-		return metrics.SkippedMaxNodesTotalReached
-	case resourcequotas.CPU:
-		return metrics.SkippedCPUResourceLimit
-	}
-	return metrics.SkippedMemoryResourceLimit
-}
-
-func anyTrue(m map[string]bool) bool {
-	for _, v := range m {
-		if v {
-			return true
-		}
-	}
-	return false
-}
-
-// executeBest grows the groups of the expander's best option. When the
-// cloud refuses every group of it, the next best option is tried, without
-// the groups that failed. It fills res on success and returns the options
-// left untried otherwise.
-func (e *executor) executeBest(plan *Plan, in Input, res *Result) (untried []expander.Option, scaledUp bool) {
 	options := plan.Options
 	for len(options) > 0 {
 		best := e.strategy.BestOption(options)
@@ -108,40 +48,34 @@ func (e *executor) executeBest(plan *Plan, in Input, res *Result) (untried []exp
 			break
 		}
 		id := best.NodeGroup.Id()
-		if plan.CappedByMaxNodes[id] {
-			e.maxNodesTotalReached()
-		}
+		att := Attempt{CappedByMaxNodes: plan.CappedByMaxNodes[id], Pods: best.Pods, Why: choice(*best, options)}
+		var failed map[string]bool
+		var accountLimit bool
 		if !best.NodeGroup.Exist() {
-			created, accountLimit := e.create(*best, in, res)
-			if created {
-				return nil, true
-			}
+			c := e.create(*best, in.Now)
+			att.Calls = []Call{c}
+			_, accountLimit = cloudprovider.AsAccountLimit(c.Err)
 			options = existingOnly(options)
-			if accountLimit {
-				break
+		} else {
+			incs := plan.Increases[id]
+			if len(incs) > 1 {
+				klog.V(2).InfoS("Scale-up: balancing across similar node groups", "nodes", best.NodeCount, "nodeGroups", increaseGroups(incs))
 			}
-			continue
+			att.Calls, failed, accountLimit = e.execute(incs, in.Templates, plan.AllOrNothing)
+			options = withoutFailed(options, failed)
 		}
-		incs := plan.Increases[id]
-		if len(incs) > 1 {
-			klog.V(2).InfoS("Scale-up: balancing across similar node groups", "nodes", best.NodeCount, "nodeGroups", increaseGroups(incs))
+		out.Attempts = append(out.Attempts, att)
+		if done := att.Done(); len(done) > 0 {
+			res.Increases, res.Helped = done, best.Pods
+			return res, out
 		}
-		done, failed, accountLimit := e.execute(incs, in.Templates, in.Now, plan.AllOrNothing)
-		if len(done) > 0 {
-			res.Increases = done
-			res.Helped = best.Pods
-			e.triggered(best.Pods, done)
-			klog.InfoS("Scale-up: growing node groups", "increases", increasesString(done), "pods", len(best.Pods),
-				"names", framework.PodNames(best.Pods, 5), "why", choice(*best, options))
-			return nil, true
-		}
-		options = withoutFailed(options, failed)
 		if accountLimit {
 			// Every other group would get the same answer.
 			break
 		}
 	}
-	return options, false
+	out.Untried = len(options)
+	return res, out
 }
 
 // increaseGroups lists the increases' group IDs.
@@ -178,19 +112,17 @@ func withoutFailed(options []expander.Option, failed map[string]bool) []expander
 	return rest
 }
 
-// maxNodesTotalReached records upstream's MaxNodesTotalReached event on the
-// status ConfigMap: --max-nodes-total bounds a scale-up the pending pods need.
-func (e *executor) maxNodesTotalReached() {
-	klog.V(1).InfoS("Scale-up: max total nodes in cluster reached", "maxNodesTotal", e.opts.MaxNodesTotal)
-	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "MaxNodesTotalReached", "Max total nodes in cluster reached: %v", e.opts.MaxNodesTotal)
+// existingOnly drops the options of groups that do not exist yet.
+func existingOnly(options []expander.Option) []expander.Option {
+	return slices.DeleteFunc(slices.Clone(options), func(o expander.Option) bool { return !o.NodeGroup.Exist() })
 }
 
 // execute asks the cloud for the increases, group by group (atomic: each
 // through AtomicIncreaseSize, all of its nodes or none): a refused
-// increase backs its group off and does not stop the others, unless the
-// cloud refused it at an account-wide limit (accountLimit), which stops
-// them all.
-func (e *executor) execute(plan []Increase, templates map[string]*framework.NodeInfo, now time.Time, atomic bool) (done []Increase, failed map[string]bool, accountLimit bool) {
+// increase does not stop the others, unless the cloud refused it at an
+// account-wide limit (accountLimit), which stops them all. A group the
+// provider no longer lists fails without a call.
+func (e *executor) execute(plan []Increase, templates map[string]*framework.NodeInfo, atomic bool) (calls []Call, failed map[string]bool, accountLimit bool) {
 	failed = map[string]bool{}
 	groups := map[string]cloudprovider.NodeGroup{}
 	for _, g := range e.provider.NodeGroups() {
@@ -207,119 +139,58 @@ func (e *executor) execute(plan []Increase, templates map[string]*framework.Node
 			increase = g.AtomicIncreaseSize
 		}
 		err := increase(inc.To - inc.From)
-		if al, ok := cloudprovider.AsAccountLimit(err); ok {
-			failed[inc.GroupID] = true
-			e.accountLimitReached(inc, templates[inc.GroupID], al, now)
-			return done, failed, true
-		}
+		calls = append(calls, Call{Increase: inc, Group: g, Template: templates[inc.GroupID], Err: err})
 		if err != nil {
 			failed[inc.GroupID] = true
-			e.increaseFailed(g, inc, templates[inc.GroupID], err, now)
-			continue
 		}
-		e.increased(g, inc, templates[inc.GroupID], now)
-		done = append(done, inc)
+		if _, ok := cloudprovider.AsAccountLimit(err); ok {
+			return calls, failed, true
+		}
 	}
-	return done, failed, false
+	return calls, failed, false
 }
 
-// accountLimitReached handles an increase the cloud refused at an
-// account-wide limit (DigitalOcean's droplet limit): every group is backed
-// off at once, so that the next loops do not ask group after group for what
-// the account cannot have; the failure is counted under the limit's code and
-// the status ConfigMap gets an event in the cloud's words.
-func (e *executor) accountLimitReached(inc Increase, tmpl *framework.NodeInfo, al *cloudprovider.AccountLimitError, now time.Time) {
-	delta := inc.To - inc.From
-	klog.ErrorS(al, "Scale-up: refused at an account-wide limit", "nodeGroup", inc.GroupID, "from", inc.From, "to", inc.To)
-	metrics.RegisterError(metrics.CloudProviderError)
-	metrics.RegisterFailedNodeCreations(al.Code, delta)
-	gpuName, gpuType, draDrivers := MetricLabels(e.provider, tmpl)
-	metrics.RegisterFailedScaleUp(al.Code, gpuName, gpuType, draDrivers)
-	until := e.registry.RegisterAccountLimit(al.Code, clusterstate.BackoffInfo{ErrorCode: al.Code, ErrorMessage: al.Message}, now)
-	statemetrics.ReportHealth(e.registry, now)
-	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
-		"Scale-up failed for group %s: the cloud refused it at an account-wide limit (%s): %q; scale-up of every node group backed off until %s",
-		inc.GroupID, al.Code, al.Message, until.Format(time.RFC3339))
-}
-
-// increaseFailed handles a refused increase: it is logged and counted
-// here, the group backed off, and the status ConfigMap gets a
-// FailedToScaleUpGroup event.
-func (e *executor) increaseFailed(g cloudprovider.NodeGroup, inc Increase, tmpl *framework.NodeInfo, err error, now time.Time) {
-	delta := inc.To - inc.From
-	klog.ErrorS(err, "Scale-up: increase failed", "nodeGroup", inc.GroupID, "from", inc.From, "to", inc.To)
-	metrics.RegisterError(metrics.CloudProviderError)
-	metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpCloudProviderError, delta)
-	gpuName, gpuType, draDrivers := MetricLabels(e.provider, tmpl)
-	metrics.RegisterFailedScaleUp(metrics.FailedScaleUpCloudProviderError, gpuName, gpuType, draDrivers)
-	e.registry.RegisterFailedScaleUp(g, metrics.FailedScaleUpCloudProviderError,
-		clusterstate.BackoffInfo{ErrorCode: "cloudProviderError", ErrorMessage: err.Error()}, now)
-	statemetrics.ReportHealth(e.registry, now)
-	e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToScaleUpGroup",
-		"Scale-up failed for group %s: %v", inc.GroupID, err)
-}
-
-// MetricLabels returns the gpu_resource_name, gpu_name and dra_drivers
-// labels of the scale-up metrics for a node group with this template: its
-// GPU and the drivers of its ResourceSlices; empty without a template.
-func MetricLabels(p cloudprovider.CloudProvider, tmpl *framework.NodeInfo) (gpuName, gpuType, draDrivers string) {
-	if tmpl == nil {
-		return "", "", ""
-	}
-	gpuName, gpuType = cloudprovider.GPULabels(p, tmpl.Node())
-	return gpuName, gpuType, dra.DriversLabel(tmpl.ResourceSlices())
-}
-
-// increased records an increase the cloud accepted: the registry waits
-// for its nodes, the metrics count it (with the template's GPU and DRA drivers), and the
-// status ConfigMap gets a ScaledUpGroup event.
-func (e *executor) increased(g cloudprovider.NodeGroup, inc Increase, tmpl *framework.NodeInfo, now time.Time) {
-	delta := inc.To - inc.From
-	e.registry.RegisterScaleUp(g, delta, now)
-	gpuName, gpuType, draDrivers := MetricLabels(e.provider, tmpl)
-	metrics.RegisterScaleUp(delta, gpuName, gpuType, draDrivers)
-	e.recorder.Eventf(e.statusRef, apiv1.EventTypeNormal, "ScaledUpGroup",
-		"Scale-up: setting group %s size to %d instead of %d (max: %d)", inc.GroupID, inc.To, inc.From, inc.Max)
-}
-
-// increasesString renders the increases for the scale-up log line.
-func increasesString(incs []Increase) string {
-	parts := make([]string, len(incs))
-	for i, inc := range incs {
-		parts[i] = fmt.Sprintf("node group %s %d->%d (max: %d)", inc.GroupID, inc.From, inc.To, inc.Max)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// triggered gives each helped pod a TriggeredScaleUp event naming the
-// increases made for it.
-func (e *executor) triggered(pods []*apiv1.Pod, incs []Increase) {
-	parts := make([]string, len(incs))
-	for i, inc := range incs {
-		parts[i] = inc.String()
-	}
-	msg := "[" + strings.Join(parts, " ") + "]"
-	for _, p := range pods {
-		e.recorder.Eventf(p, apiv1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: %s", msg)
-	}
-}
-
-// notHelped emits NotTriggerScaleUp, at most once per pod per
-// NotTriggerScaleUpInterval.
-func (e *executor) notHelped(pods []*apiv1.Pod, reasons map[Reason]int, now time.Time) {
+// creationPausedUntil is when node pool creation may be tried again after
+// a refused one.
+func (e *executor) creationPausedUntil() time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	msg := "pod didn't trigger scale-up: " + reasonSummary(reasons)
-	for uid, t := range e.lastNotHelped {
-		if now.Sub(t) >= NotTriggerScaleUpInterval {
-			delete(e.lastNotHelped, uid)
+	return e.creationBlockedUntil
+}
+
+func (e *executor) pauseCreation(now time.Time) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.creationBlockedUntil = now.Add(e.opts.InitialNodeGroupBackoffDuration)
+	return e.creationBlockedUntil
+}
+
+// create makes the chosen not-yet-existing group with the nodes its option
+// needs. A refused creation pauses node pool creation as a whole for the
+// initial backoff: DigitalOcean's refusals (a pool limit, the token's
+// scope, the droplet limit) hold for any size, and trying each size in
+// turn would be a storm of refused requests.
+func (e *executor) create(best expander.Option, now time.Time) Call {
+	g := best.NodeGroup
+	c := Call{Increase: Increase{GroupID: g.Id(), To: best.NodeCount}, Group: g, Planned: g, Template: best.NodeInfo}
+	var made cloudprovider.NodeGroup
+	var err error
+	if sc, isSized := g.(cloudprovider.SizedCreator); isSized {
+		made, err = sc.CreateWithSize(best.NodeCount)
+	} else if made, err = g.Create(); err == nil {
+		// Create makes the group at the provider's own initial size.
+		if target, terr := made.TargetSize(); terr != nil {
+			err = terr
+		} else if best.NodeCount > target {
+			err = made.IncreaseSize(best.NodeCount - target)
 		}
 	}
-	for _, p := range pods {
-		if _, recent := e.lastNotHelped[p.UID]; recent {
-			continue
-		}
-		e.lastNotHelped[p.UID] = now
-		e.recorder.Event(p, apiv1.EventTypeNormal, "NotTriggerScaleUp", msg)
+	if err != nil {
+		c.Err = err
+		c.CreationPausedUntil = e.pauseCreation(now)
+		return c
 	}
+	c.Group = made
+	c.Increase = Increase{GroupID: made.Id(), From: 0, To: best.NodeCount, Max: made.MaxSize()}
+	return c
 }

@@ -5,45 +5,33 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
-// NotTriggerScaleUpInterval is the least time between two NotTriggerScaleUp
-// events of one pod, so a pod pending for hours does not flood the event
-// stream (one event per loop would be one every 10 s).
-const NotTriggerScaleUpInterval = 10 * time.Minute
-
-// Orchestrator runs scale-ups: computePlan decides (plan.go), the executor
-// acts (executor.go).
+// Orchestrator runs scale-ups: the Planner decides (planner.go), the
+// executor acts (executor.go), the Recorder records the plan and the
+// outcome. It alone joins them: the planner never sees the executor.
 type Orchestrator struct {
-	opts     config.AutoscalingOptions
 	registry *clusterstate.Registry
-	checker  *simulator.PredicateChecker
+	planner  *Planner
 	exec     *executor
-	// similarity says which groups --balance-similar-node-groups balances.
-	similarity Similarity
-	// provider describes node groups that do not exist yet and prices
-	// them (node autoprovisioning); the executor alone changes the cloud.
-	provider cloudprovider.CloudProvider
+	recorder Recorder
 }
 
-// New returns an orchestrator. Events about groups go to the status
-// ConfigMap opts.Namespace/opts.StatusConfigMapName.
+// New returns an orchestrator that hands what it plans and does to
+// recorder.
 func New(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
-	strategy expander.Strategy, checker *simulator.PredicateChecker, recorder record.EventRecorder) *Orchestrator {
-	return &Orchestrator{
-		opts: opts, registry: registry, checker: checker, provider: provider,
-		exec:       newExecutor(opts, provider, registry, strategy, recorder),
-		similarity: NewSimilarity(opts),
+	strategy expander.Strategy, checker *simulator.PredicateChecker, recorder Recorder) *Orchestrator {
+	return &Orchestrator{registry: registry, recorder: recorder,
+		planner: NewPlanner(opts, provider, registry, checker),
+		exec:    newExecutor(opts, provider, strategy),
 	}
 }
 
@@ -88,15 +76,38 @@ type Result struct {
 // ScaledUp reports whether any group grew.
 func (r *Result) ScaledUp() bool { return len(r.Increases) > 0 }
 
-// ScaleUp plans the scale-up for in.Pods and has the executor grow the best
+// computePlan has the planner plan in, with the executor's pause of node
+// pool creation.
+func (o *Orchestrator) computePlan(in Input) *Plan {
+	return o.planner.computePlan(planInput{Input: in, CreationPausedUntil: o.exec.creationPausedUntil()})
+}
+
+// ScaleUp plans the scale-up for in.Pods, has the executor grow the best
 // option's groups (and, with --balance-similar-node-groups, the groups like
-// it).
+// it) and the recorder record both.
 func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
-	res := &Result{}
 	if len(in.Pods) == 0 {
-		return res, nil
+		return &Result{}, nil
 	}
 	start := time.Now()
-	defer metrics.UpdateDurationFromStart(metrics.ScaleUp, start)
-	return o.exec.run(o.computePlan(in), in), nil
+	plan := o.computePlan(in)
+	res, out := o.exec.run(plan, in)
+	out.Took = time.Since(start)
+	o.recorder.ScaleUp(plan, out)
+	return res, nil
+}
+
+// ScaleUpToMinSize raises the groups below their min size to it
+// (--enforce-node-group-min-size; see planMinSize) and returns the
+// increases made. quotas counts the live registered nodes.
+func (o *Orchestrator) ScaleUpToMinSize(quotas resourcequotas.Tracker, templates map[string]*framework.NodeInfo, now time.Time) []Increase {
+	groups := o.registry.NodeGroups()
+	quotas = quotas.WithUpcoming(groups, templateNode(templates))
+	plan, skipped := o.planner.planMinSize(groups, templates, quotas, now)
+	var calls []Call
+	if len(plan) > 0 {
+		calls, _, _ = o.exec.execute(plan, templates, false)
+	}
+	o.recorder.ScaleUpToMinSize(skipped, calls, now)
+	return Attempt{Calls: calls}.Done()
 }

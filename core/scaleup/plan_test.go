@@ -7,7 +7,6 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
@@ -126,7 +125,7 @@ func TestComputePlan(t *testing.T) {
 				}
 			}
 			p.ResetCalls()
-			recorder := record.NewFakeRecorder(100)
+			recorder := &countingRecorder{}
 			o := New(opts, p, registry, nil, checker, recorder)
 			podCPU := c.podCPU
 			if podCPU == 0 {
@@ -169,8 +168,8 @@ func TestComputePlan(t *testing.T) {
 			if calls := p.Calls(); len(calls) > 0 {
 				t.Errorf("planning called the provider: %v", calls)
 			}
-			if len(recorder.Events) > 0 {
-				t.Errorf("planning recorded event %q", <-recorder.Events)
+			if recorder.scaleUps+recorder.minSizes > 0 {
+				t.Errorf("planning recorded an outcome")
 			}
 		})
 	}
@@ -192,7 +191,7 @@ func TestAllOrNothingScaleUpIsAtomic(t *testing.T) {
 	if err := registry.UpdateNodes(nil, now); err != nil {
 		t.Fatal(err)
 	}
-	o := New(opts, p, registry, expander.NewChain(nil, nil), checker, record.NewFakeRecorder(100))
+	o := New(opts, p, registry, expander.NewChain(nil, nil), checker, &countingRecorder{})
 	var pods []*apiv1.Pod
 	for i := range 6 {
 		pod := test.BuildPendingPod("p"+string(rune('0'+i)), 1000, 1<<20, "rs")

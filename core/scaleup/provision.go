@@ -20,9 +20,10 @@ func (o *Orchestrator) Provision(g cloudprovider.NodeGroup, count int, tmpl *fra
 		return fmt.Errorf("node group %s: nothing to add (%d nodes)", g.Id(), count)
 	}
 	if !g.Exist() {
-		res := &Result{}
-		if ok, _ := o.exec.create(expander.Option{NodeGroup: g, NodeCount: count, NodeInfo: tmpl}, Input{Now: now}, res); !ok {
-			return fmt.Errorf("creating node group %s with %d node(s) failed (see the FailedToCreateNodeGroup event)", g.Id(), count)
+		c := o.exec.create(expander.Option{NodeGroup: g, NodeCount: count, NodeInfo: tmpl}, now)
+		o.recorder.Provisioned([]Call{c}, now)
+		if c.Err != nil {
+			return fmt.Errorf("creating node group %s with %d node(s) failed (see the FailedToCreateNodeGroup event): %w", g.Id(), count, c.Err)
 		}
 		return nil
 	}
@@ -34,8 +35,9 @@ func (o *Orchestrator) Provision(g cloudprovider.NodeGroup, count int, tmpl *fra
 	if inc.To > inc.Max {
 		return fmt.Errorf("node group %s: %d more nodes would exceed its max size %d", g.Id(), count, inc.Max)
 	}
-	done, _, _ := o.exec.execute([]Increase{inc}, map[string]*framework.NodeInfo{g.Id(): tmpl}, now, false)
-	if len(done) == 0 {
+	calls, _, _ := o.exec.execute([]Increase{inc}, map[string]*framework.NodeInfo{g.Id(): tmpl}, false)
+	o.recorder.Provisioned(calls, now)
+	if len(Attempt{Calls: calls}.Done()) == 0 {
 		return fmt.Errorf("growing node group %s to %d failed (see the FailedToScaleUpGroup event)", g.Id(), inc.To)
 	}
 	return nil

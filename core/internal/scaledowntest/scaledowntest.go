@@ -23,11 +23,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
@@ -291,15 +289,6 @@ func (k *Kube) Grace(pod string) (int64, bool) {
 	defer k.mu.Unlock()
 	g, ok := k.graces[pod]
 	return g, ok
-}
-
-// StatusRef is the status ConfigMap the tests' reporters record on.
-var StatusRef = &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"}
-
-// Outcomes is the reporter an actuator under test reports to: its events
-// go to rec (on StatusRef for those about the autoscaler as a whole).
-func Outcomes(rec record.EventRecorder, p cloudprovider.CloudProvider) scaledown.Outcomes {
-	return report.New(report.Deps{Provider: p, Events: rec, Status: StatusRef})
 }
 
 // Events drains the events rec holds.

@@ -20,6 +20,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/internal/reporttest"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
@@ -38,7 +39,7 @@ type removal struct {
 func newRemoval(c *sdtest.Cluster, opts config.AutoscalingOptions) *removal {
 	r := &removal{kube: sdtest.NewKube(c.Objects()...), recorder: record.NewFakeRecorder(100), outcomes: map[string]deletiontracker.Outcome{}}
 	tracker := deletiontracker.New(func(node, _ string, o deletiontracker.Outcome) { r.outcomes[node] = o })
-	r.a = New(opts, Deps{Kube: r.kube, Provider: c.Provider, Outcomes: sdtest.Outcomes(r.recorder, c.Provider),
+	r.a = New(opts, Deps{Kube: r.kube, Provider: c.Provider, Outcomes: reporttest.Outcomes(r.recorder, c.Provider),
 		DrainOptions: sdtest.DrainOptions(opts), Removals: tracker,
 		PDBs: func() ([]*policyv1.PodDisruptionBudget, error) { return c.PDBs, nil },
 	}, Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/internal/reporttest"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
@@ -47,7 +48,7 @@ func TestDeleteEmptyTaintsBeforeTheLoopSoftTaints(t *testing.T) {
 	opts.NodeDeleteDelayAfterTaint = time.Hour // the batch stays in its delay: only its taints are looked at
 	opts.MaxBulkSoftTaintCount = 10
 	opts.MaxBulkSoftTaintTime = time.Hour
-	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: sdtest.Outcomes(record.NewFakeRecorder(100), c.Provider),
+	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: reporttest.Outcomes(record.NewFakeRecorder(100), c.Provider),
 		DrainOptions: sdtest.DrainOptions(opts), Removals: deletiontracker.New(func(string, string, deletiontracker.Outcome) {}),
 		PDBs: func() ([]*policyv1.PodDisruptionBudget, error) { return nil, nil },
 	}) // asynchronous, as in the autoscaler

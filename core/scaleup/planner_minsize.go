@@ -4,7 +4,6 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
@@ -33,7 +32,7 @@ type MinSizeSkip struct {
 // backed off, unhealthy or without a template are skipped, and the
 // increases stay within the group's max, --max-nodes-total, --cores-total
 // and --memory-total, counted in quotas as they are planned.
-func (o *Orchestrator) planMinSize(groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo,
+func (pl *Planner) planMinSize(groups []clusterstate.NodeGroupState, templates map[string]*framework.NodeInfo,
 	quotas resourcequotas.Tracker, now time.Time) (plan []Increase, skipped []MinSizeSkip) {
 	for _, gs := range groups {
 		id, minSize := gs.Group.Id(), gs.Group.MinSize()
@@ -41,12 +40,12 @@ func (o *Orchestrator) planMinSize(groups []clusterstate.NodeGroupState, templat
 			continue
 		}
 		skip := MinSizeSkip{GroupID: id, Target: gs.Target, MinSize: minSize}
-		if reason := o.skipReason(gs, Input{Templates: templates, Now: now}); reason != "" && reason != ReasonMaxSize {
+		if reason := pl.skipReason(gs, Input{Templates: templates, Now: now}); reason != "" && reason != ReasonMaxSize {
 			skip.Reason = reason
 			skipped = append(skipped, skip)
 			continue
 		}
-		room, reason, _ := o.room(gs, templates[id], &quotas, nil)
+		room, reason, _ := pl.room(gs, templates[id], &quotas, nil)
 		n := min(minSize-gs.Target, room)
 		if n <= 0 {
 			skip.Reason = reason
@@ -57,27 +56,6 @@ func (o *Orchestrator) planMinSize(groups []clusterstate.NodeGroupState, templat
 		plan = append(plan, Increase{GroupID: id, From: gs.Target, To: gs.Target + n, Max: gs.Group.MaxSize()})
 	}
 	return plan, skipped
-}
-
-// ScaleUpToMinSize raises the groups below their min size to it
-// (--enforce-node-group-min-size; see planMinSize) and returns the
-// increases made. quotas counts the live registered nodes.
-func (o *Orchestrator) ScaleUpToMinSize(quotas resourcequotas.Tracker, templates map[string]*framework.NodeInfo, now time.Time) []Increase {
-	groups := o.registry.NodeGroups()
-	quotas = quotas.WithUpcoming(groups, templateNode(templates))
-	plan, skipped := o.planMinSize(groups, templates, quotas, now)
-	for _, s := range skipped {
-		klog.InfoS("Min size: node group is below its min size but cannot grow now", "nodeGroup", s.GroupID,
-			"target", s.Target, "minSize", s.MinSize, "reason", s.Reason)
-	}
-	if len(plan) == 0 {
-		return nil
-	}
-	done, _, _ := o.exec.execute(plan, templates, now, false)
-	if len(done) > 0 {
-		klog.InfoS("Min size: node groups raised (--enforce-node-group-min-size)", "increases", increasesString(done))
-	}
-	return done
 }
 
 // templateNode looks up a group's template node, nil for a group without

@@ -1,8 +1,11 @@
 package scaleup
 
+// The planner's options of node groups that do not exist yet (node
+// autoprovisioning): what a new pool must carry for the pending pods, and
+// the cheapest size that helps them.
+
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -14,7 +17,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/estimator"
@@ -106,23 +108,10 @@ func separationTaints(p *apiv1.Pod, labels map[string]string) []apiv1.Taint {
 	return out
 }
 
-// needKey names what a new pool must carry for a pod: its labels and taints.
-func needKey(l map[string]string, taints []apiv1.Taint) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(l)) {
-		fmt.Fprintf(&b, "%s=%s,", k, l[k])
-	}
-	for _, t := range taints {
-		fmt.Fprintf(&b, "|%s", t.ToString())
-	}
-	return b.String()
-}
-
 // need is what a new pool must carry for some pending pods, and which
 // equivalence groups (indexes) they are.
 type need struct {
-	labels  map[string]string
-	taints  []apiv1.Taint
+	carried cloudprovider.Carried
 	indexes []int
 }
 
@@ -134,29 +123,28 @@ type need struct {
 // that ask for a GPU. Of these options only the cheapest (node price per pod
 // placed) is kept, so the expander weighs the existing groups against the
 // cheapest new pool that helps. The executor creates the group if it wins.
-func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator.BinpackingEstimator) {
-	o := p.o
-	if !o.opts.NodeAutoprovisioningEnabled || len(p.egs) == 0 {
+func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator.BinpackingEstimator) {
+	if !p.opts.NodeAutoprovisioningEnabled || len(p.egs) == 0 {
 		return
 	}
-	if until := o.exec.creationPausedUntil(); p.in.Now.Before(until) {
+	if until := p.in.CreationPausedUntil; p.in.Now.Before(until) {
 		klog.V(2).InfoS("Scale-up: node pool creation backed off", "until", until.Format(time.RFC3339))
 		p.reasonAll(ReasonAutoprovisionBackoff)
 		return
 	}
 	owned := 0
-	for _, gs := range o.registry.NodeGroups() {
+	for _, gs := range p.registry.NodeGroups() {
 		if gs.Group.Autoprovisioned() {
 			owned++
 		}
 	}
-	if owned >= o.opts.MaxAutoprovisionedNodeGroupCount {
+	if owned >= p.opts.MaxAutoprovisionedNodeGroupCount {
 		klog.V(1).InfoS("Scale-up: no node pool is created", "reason", ReasonMaxAutoprovisioned, "autoprovisioned", owned,
-			"max", o.opts.MaxAutoprovisionedNodeGroupCount)
+			"max", p.opts.MaxAutoprovisionedNodeGroupCount)
 		p.reasonAll(ReasonMaxAutoprovisioned)
 		return
 	}
-	sizes, err := o.provider.GetAvailableMachineTypes()
+	sizes, err := p.provider.GetAvailableMachineTypes()
 	if errors.Is(err, cloudprovider.ErrCreationStopped) {
 		// The provider reports why among its problems (log, status
 		// ConfigMap, event) when it starts; this loop only says so.
@@ -172,10 +160,10 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 	needs := map[string]*need{}
 	for i, eg := range p.egs {
 		l := requiredLabels(eg.Exemplar())
-		t := separationTaints(eg.Exemplar(), l)
-		k := needKey(l, t)
+		c := cloudprovider.Carried{Labels: l, Taints: separationTaints(eg.Exemplar(), l)}
+		k := c.Key()
 		if needs[k] == nil {
-			needs[k] = &need{labels: l, taints: t}
+			needs[k] = &need{carried: c}
 		}
 		needs[k].indexes = append(needs[k].indexes, i)
 	}
@@ -184,7 +172,7 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 	var bestCost float64
 	for _, size := range sizes {
 		for _, k := range slices.Sorted(maps.Keys(needs)) {
-			f, ok := p.newGroupFit(size, needs[k])
+			f, ok := p.newGroupCandidate(size, needs[k])
 			if !ok {
 				continue
 			}
@@ -203,7 +191,7 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 				}
 				continue
 			}
-			cost, err := o.costPerPod(opt, p.in.Now)
+			cost, err := p.costPerPod(opt, p.in.Now)
 			if err != nil {
 				klog.V(2).InfoS("Scale-up: node autoprovisioning: no price", "nodeGroup", opt.NodeGroup.Id(), "err", err)
 				continue
@@ -228,35 +216,34 @@ func (p *planner) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator
 	p.plan.Increases[id] = []Increase{{GroupID: id, From: 0, To: best.NodeCount, Max: best.NodeGroup.MaxSize()}}
 }
 
-// newGroupFit describes a not-yet-existing group of the size with the
+// newGroupCandidate describes a not-yet-existing group of the size with the
 // need's labels and taints, and the need's equivalence groups that fit its
 // nodes. The template is the provider's, which may leave taints off (those
 // the operator does not allow) and add its own (DOKS's GPU taint): only the
 // pods the scheduler's filters place on it count, so a taint never makes
 // the pool useless to the pods it is created for.
-func (p *planner) newGroupFit(size string, nd *need) (groupFit, bool) {
-	o := p.o
+func (p *planning) newGroupCandidate(size string, nd *need) (candidate, bool) {
 	indexes := nd.indexes
-	g, err := o.provider.NewNodeGroup(size, nd.labels, nil, nd.taints, nil)
+	g, err := p.provider.NewNodeGroup(size, nd.carried.Labels, nil, nd.carried.Taints, nil)
 	if err != nil {
 		klog.V(4).InfoS("Scale-up: node autoprovisioning: no group of the size", "size", size, "err", err)
-		return groupFit{}, false
+		return candidate{}, false
 	}
-	if off, _, _ := o.registry.BackedOff(g.Id(), p.in.Now); off {
+	if off, _, _ := p.registry.BackedOff(g.Id(), p.in.Now); off {
 		for _, i := range indexes {
 			p.reasons[i][ReasonBackoff]++
 		}
-		return groupFit{}, false
+		return candidate{}, false
 	}
 	base, err := g.TemplateNodeInfo()
 	if err != nil {
 		klog.V(4).InfoS("Scale-up: node autoprovisioning: no template of the size", "size", size, "err", err)
-		return groupFit{}, false
+		return candidate{}, false
 	}
-	tmpl, err := simulator.SanitizedTemplateNodeInfo(base, "template-"+g.Id(), p.in.DaemonSets, o.checker)
+	tmpl, err := simulator.SanitizedTemplateNodeInfo(base, "template-"+g.Id(), p.in.DaemonSets, p.checker)
 	if err != nil {
 		klog.V(4).InfoS("Scale-up: node autoprovisioning: template of the size", "size", size, "err", err)
-		return groupFit{}, false
+		return candidate{}, false
 	}
 	gpu := hasGPU(tmpl)
 	var idx []int
@@ -266,20 +253,20 @@ func (p *planner) newGroupFit(size string, nd *need) (groupFit, bool) {
 		}
 	}
 	if len(idx) == 0 {
-		return groupFit{}, false
+		return candidate{}, false
 	}
 	// The scheduler's reasons for a size that does not fit are not worth an
 	// event line per size: ReasonNoAllowedSizeFits sums them up.
 	fit := p.fitting(tmpl, idx, nil)
 	if len(fit) == 0 {
-		return groupFit{}, false
+		return candidate{}, false
 	}
-	return groupFit{gs: clusterstate.NodeGroupState{Group: g, Healthy: true}, tmpl: tmpl, fit: fit}, true
+	return candidate{gs: clusterstate.NodeGroupState{Group: g, Healthy: true}, tmpl: tmpl, fit: fit}, true
 }
 
 // costPerPod is the option's hourly node price per pod it places.
-func (o *Orchestrator) costPerPod(opt expander.Option, now time.Time) (float64, error) {
-	pm, err := o.provider.Pricing()
+func (pl *Planner) costPerPod(opt expander.Option, now time.Time) (float64, error) {
+	pm, err := pl.provider.Pricing()
 	if err != nil {
 		return 0, err
 	}
@@ -288,79 +275,4 @@ func (o *Orchestrator) costPerPod(opt expander.Option, now time.Time) (float64, 
 		return 0, err
 	}
 	return price * float64(opt.NodeCount) / float64(len(opt.Pods)), nil
-}
-
-// creationPausedUntil is when node pool creation may be tried again after
-// a refused one.
-func (e *executor) creationPausedUntil() time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.creationBlockedUntil
-}
-
-func (e *executor) pauseCreation(now time.Time) time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.creationBlockedUntil = now.Add(e.opts.InitialNodeGroupBackoffDuration)
-	return e.creationBlockedUntil
-}
-
-// create makes the chosen not-yet-existing group with the nodes its option
-// needs and records it as a scale-up of the new group. A refused creation
-// backs the option off, and node pool creation as a whole for the initial
-// backoff: DigitalOcean's refusals (a pool limit, the token's scope) hold
-// for any size, and trying each size in turn would be a storm of refused
-// requests. At an account-wide limit (the droplet limit) every group is
-// backed off, as for a refused increase.
-func (e *executor) create(best expander.Option, in Input, res *Result) (ok bool, accountLimit bool) {
-	g := best.NodeGroup
-	var made cloudprovider.NodeGroup
-	var err error
-	if sc, isSized := g.(cloudprovider.SizedCreator); isSized {
-		made, err = sc.CreateWithSize(best.NodeCount)
-	} else if made, err = g.Create(); err == nil {
-		// Create makes the group at the provider's own initial size.
-		if target, terr := made.TargetSize(); terr != nil {
-			err = terr
-		} else if best.NodeCount > target {
-			err = made.IncreaseSize(best.NodeCount - target)
-		}
-	}
-	if al, isLimit := cloudprovider.AsAccountLimit(err); isLimit {
-		until := e.pauseCreation(in.Now)
-		e.accountLimitReached(Increase{GroupID: g.Id(), To: best.NodeCount}, best.NodeInfo, al, in.Now)
-		e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToCreateNodeGroup",
-			"Creating node group %s failed at an account-wide limit (%s): %q; node pool creation backed off until %s",
-			g.Id(), al.Code, al.Message, until.Format(time.RFC3339))
-		return false, true
-	}
-	if err != nil {
-		metrics.RegisterError(metrics.CloudProviderError)
-		metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpCloudProviderError, best.NodeCount)
-		gpuName, gpuType, draDrivers := MetricLabels(e.provider, best.NodeInfo)
-		metrics.RegisterFailedScaleUp(metrics.FailedScaleUpCloudProviderError, gpuName, gpuType, draDrivers)
-		e.registry.RegisterFailedScaleUp(g, metrics.FailedScaleUpCloudProviderError,
-			clusterstate.BackoffInfo{ErrorCode: "cloudProviderError", ErrorMessage: err.Error()}, in.Now)
-		klog.ErrorS(err, "Scale-up: creating a node group failed", "nodeGroup", g.Id(), "nodes", best.NodeCount)
-		until := e.pauseCreation(in.Now)
-		e.recorder.Eventf(e.statusRef, apiv1.EventTypeWarning, "FailedToCreateNodeGroup",
-			"Creating node group %s failed (node pool creation backed off until %s): %v", g.Id(), until.Format(time.RFC3339), err)
-		return false, false
-	}
-	metrics.RegisterNodeGroupCreation()
-	inc := Increase{GroupID: made.Id(), From: 0, To: best.NodeCount, Max: made.MaxSize()}
-	e.increased(made, inc, best.NodeInfo, in.Now)
-	e.recorder.Eventf(e.statusRef, apiv1.EventTypeNormal, "CreatedNodeGroup",
-		"Created node group %s (%s) with %d node(s) for %d pending pod(s)", made.Id(), g.Id(), best.NodeCount, len(best.Pods))
-	res.Increases = []Increase{inc}
-	res.Helped = best.Pods
-	e.triggered(best.Pods, res.Increases)
-	klog.InfoS("Scale-up: created a node group", "nodeGroup", made.Id(), "as", g.Id(), "nodes", best.NodeCount,
-		"pods", len(best.Pods), "names", framework.PodNames(best.Pods, 5))
-	return true, false
-}
-
-// existingOnly drops the options of groups that do not exist yet.
-func existingOnly(options []expander.Option) []expander.Option {
-	return slices.DeleteFunc(slices.Clone(options), func(o expander.Option) bool { return !o.NodeGroup.Exist() })
 }
