@@ -32,6 +32,9 @@ type Flags struct {
 	expander        string
 	estimator       string
 	leaderElectLock string
+
+	consolidationMaxDisrupted string
+	consolidationWindows      multiString
 }
 
 // NewFlags registers the autoscaler's flags, upstream's logging flags and
@@ -72,6 +75,11 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.BoolVar(&o.BalanceSimilarNodeGroups, "balance-similar-node-groups", d.BalanceSimilarNodeGroups, "Split scale-ups across node groups with the same node shape.")
 	fs.BoolVar(&o.NodeAutoprovisioningEnabled, "node-autoprovisioning-enabled", d.NodeAutoprovisioningEnabled, "Create DOKS node pools of the sizes the cloud config's autoprovisioning section allows when no pool fits pending pods, and delete them when empty.")
 	fs.IntVar(&o.MaxAutoprovisionedNodeGroupCount, "max-autoprovisioned-node-group-count", d.MaxAutoprovisionedNodeGroupCount, "Maximum number of node pools the autoscaler has created that exist at once.")
+	fs.BoolVar(&o.Consolidation.Enabled, "consolidation-enabled", d.Consolidation.Enabled, "(not in upstream) Replace nodes by cheaper ones, or pack their pods onto others, when the simulation says every pod fits and the saving passes --consolidation-savings-threshold (docs/consolidation.md). Applies to the node pools the autoscaler created and to pools tagged k8s-cluster-autoscaler-consolidate.")
+	fs.Float64Var(&o.Consolidation.SavingsThreshold, "consolidation-savings-threshold", d.Consolidation.SavingsThreshold, "(not in upstream) Least saving a consolidation must make, as a fraction of the hourly price of the nodes it removes.")
+	fs.DurationVar(&o.Consolidation.StabilizationWindow, "consolidation-stabilization-window", d.Consolidation.StabilizationWindow, "(not in upstream) How long a consolidation must be proposed unchanged, with no scale-up, before it acts; it is simulated again just before.")
+	fs.StringVar(&f.consolidationMaxDisrupted, "consolidation-max-disrupted-nodes", d.Consolidation.MaxDisrupted.String(), "(not in upstream) Most nodes under consolidation at once: N, or N% of the consolidatable node groups' nodes (rounded up).")
+	fs.Var(&f.consolidationWindows, "consolidation-windows", "(not in upstream) When consolidation may start, as \"<minute> <hour> <day of month> <month> <day of week>=<duration>\" in UTC, e.g. \"0 22 * * *=8h\"; repeat the flag for several windows. None: at any time.")
 	fs.BoolVar(&o.ScaleUpFromZero, "scale-up-from-zero", d.ScaleUpFromZero, "Scale up even when the cluster has no ready nodes.")
 	fs.BoolVar(&o.CapacityBufferControllerEnabled, "capacity-buffer-controller-enabled", d.CapacityBufferControllerEnabled, "Run the CapacityBuffer controller: resolve each buffer's pod template and replicas into its status.")
 	fs.BoolVar(&o.CapacityBufferPodInjectionEnabled, "capacity-buffer-pod-injection-enabled", d.CapacityBufferPodInjectionEnabled, "Add the replicas of each CapacityBuffer ready for provisioning as fake pending pods to scale-up, so their room is provisioned and kept. No pod is created.")
@@ -299,6 +307,7 @@ func (f *Flags) options() (AutoscalingOptions, []error) {
 			errs = append(errs, fmt.Errorf("--drain-priority-config cannot be used together with --max-graceful-termination-sec (as upstream): each priority has its own grace period"))
 		}
 	}
+	errs = append(errs, f.consolidationOptions(&o)...)
 	f.applyDeprecatedAliases(&o)
 	errs = append(errs, validate(o)...)
 	return o, errs
@@ -508,3 +517,31 @@ func (l *multiString) Set(v string) error {
 }
 
 func (l *multiString) Type() string { return "MultiStringFlag" }
+
+// consolidationOptions converts the consolidation flags, each error naming
+// its flag.
+func (f *Flags) consolidationOptions(o *AutoscalingOptions) []error {
+	var errs []error
+	c := &o.Consolidation
+	b, err := ParseDisruptionBudget(f.consolidationMaxDisrupted)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--consolidation-max-disrupted-nodes: %v", err))
+	}
+	c.MaxDisrupted = b
+	c.Windows = nil
+	for _, s := range f.consolidationWindows {
+		w, err := ParseWindow(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--consolidation-windows: %v", err))
+			continue
+		}
+		c.Windows = append(c.Windows, w)
+	}
+	if c.SavingsThreshold < 0 || c.SavingsThreshold >= 1 {
+		errs = append(errs, fmt.Errorf("--consolidation-savings-threshold must be at least 0 and below 1, got %v", c.SavingsThreshold))
+	}
+	if c.StabilizationWindow < 0 {
+		errs = append(errs, fmt.Errorf("--consolidation-stabilization-window must not be negative, got %v", c.StabilizationWindow))
+	}
+	return errs
+}

@@ -18,6 +18,11 @@ type NodeGroupAutoscalingOptions struct {
 	ScaleDownUnreadyTime time.Duration
 	// MaxNodeProvisionTime is how long a requested node may take to register.
 	MaxNodeProvisionTime time.Duration
+	// Consolidate: with --consolidation-enabled, the group's nodes may be
+	// replaced by cheaper ones or packed onto others (the provider says
+	// which groups: DigitalOcean, the pools it created and the pools
+	// tagged k8s-cluster-autoscaler-consolidate).
+	Consolidate bool
 }
 
 // AutoscalingOptions are all the options of one autoscaler process.
@@ -202,6 +207,9 @@ type AutoscalingOptions struct {
 	LeaderElectResourceNamespace string
 
 	Profiling bool
+
+	// Consolidation (this project's own; docs/consolidation.md).
+	Consolidation ConsolidationOptions
 }
 
 // Defaults returns the options a process gets with no flags set.
@@ -270,6 +278,7 @@ func Defaults() AutoscalingOptions {
 		InitialNodeGroupBackoffDuration:              5 * time.Minute,
 		MaxNodeGroupBackoffDuration:                  30 * time.Minute,
 		NodeGroupBackoffResetTimeout:                 3 * time.Hour,
+		Consolidation:                                ConsolidationOptions{SavingsThreshold: 0.1, StabilizationWindow: 5 * time.Minute, MaxDisrupted: DisruptionBudget{Count: 1}},
 		ScaleDownEnabled:                             true,
 		ScaleDownDelayAfterAdd:                       10 * time.Minute,
 		ScaleDownDelayAfterDelete:                    0,

@@ -509,8 +509,21 @@ func (g *NodeGroup) Autoprovisioned() bool {
 // GetOptions returns the process defaults with the cluster's own autoscaler
 // settings (cluster_autoscaler_configuration) in place of the defaults of
 // flags not given on the command line. They are the same for every pool:
-// DOKS has no per-pool autoscaler settings.
+// DOKS has no per-pool autoscaler settings. The one per-pool option is
+// Consolidate, read from the pool's tags as its bounds are: a pool this
+// autoscaler created may always be consolidated (it chose its size for
+// pods that may since have gone), another only with TagConsolidate.
 func (g *NodeGroup) GetOptions(defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
 	o := g.m.nodeGroupOptions(defaults)
+	o.Consolidate = g.Autoprovisioned() || g.hasTag(TagConsolidate)
 	return &o, nil
+}
+
+func (g *NodeGroup) hasTag(tag string) bool {
+	if g.planned != nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Contains(g.pool.Tags, tag)
 }

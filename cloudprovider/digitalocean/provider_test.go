@@ -1029,3 +1029,30 @@ func TestRedirectToAnotherHostRefused(t *testing.T) {
 		t.Fatalf("the other host got %d request(s)", n)
 	}
 }
+
+// Consolidation applies to the pools this autoscaler created and to the
+// pools an operator tagged for it; any other pool's nodes stay.
+func TestConsolidateOptionFromPoolTags(t *testing.T) {
+	e := newEnv(t, doks.Options{})
+	plain := e.pool(autoscaled("plain", 1, 0, 3))
+	tagged := autoscaled("tagged", 1, 0, 3)
+	tagged.Tags = []string{TagConsolidate}
+	tp := e.pool(tagged)
+	created := autoscaled("created", 1, 0, 3)
+	created.Tags = []string{TagAutoprovisioned}
+	cp := e.pool(created)
+	e.refresh()
+	defaults := config.Defaults().NodeGroupDefaults
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{{plain.ID, false}, {tp.ID, true}, {cp.ID, true}} {
+		o, err := e.group(tc.id).GetOptions(defaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Consolidate != tc.want {
+			t.Errorf("pool %s: Consolidate %v, want %v", tc.id, o.Consolidate, tc.want)
+		}
+	}
+}

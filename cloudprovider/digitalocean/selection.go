@@ -27,6 +27,10 @@ const (
 	TagAutoscalerEnabled = "k8s-cluster-autoscaler-enabled"
 	TagPrefixMinNodes    = "k8s-cluster-autoscaler-min:"
 	TagPrefixMaxNodes    = "k8s-cluster-autoscaler-max:"
+	// TagConsolidate lets --consolidation-enabled replace or pack the
+	// nodes of a pool the autoscaler did not create (in either selection
+	// mode; docs/consolidation.md).
+	TagConsolidate = "k8s-cluster-autoscaler-consolidate"
 	// tagFamilyPrefix is shared by the tags above; a pool carrying one of
 	// its tags without the enabled tag is probably a typo worth a warning.
 	tagFamilyPrefix = "k8s-cluster-autoscaler-"

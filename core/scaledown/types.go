@@ -28,7 +28,7 @@ import (
 )
 
 // ScaleDownDisabledAnnotation on a node keeps the autoscaler from removing it.
-const ScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+const ScaleDownDisabledAnnotation = drain.ScaleDownDisabledKey
 
 // UnneededNode is a node the planner found unneeded.
 type UnneededNode struct {

@@ -43,7 +43,28 @@ const (
 	DaemonSetPodKey = "cluster-autoscaler.kubernetes.io/daemonset-pod"
 	// MirrorPodKey is set by the kubelet on mirror pods of static pods.
 	MirrorPodKey = "kubernetes.io/config.mirror"
+	// DoNotDisruptKey is Karpenter's annotation, accepted as an alias so
+	// that workloads moving from Karpenter keep their protection: "true"
+	// on a pod reads as SafeToEvictKey "false", on a node as
+	// cluster-autoscaler.kubernetes.io/scale-down-disabled "true".
+	DoNotDisruptKey = "karpenter.sh/do-not-disrupt"
+	// ScaleDownDisabledKey "true" on a node keeps the autoscaler from
+	// removing it.
+	ScaleDownDisabledKey = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 )
+
+// NodeNotToDisrupt reports whether a node is marked never to be removed by
+// the autoscaler: ScaleDownDisabledKey "true", or its alias DoNotDisruptKey
+// "true".
+func NodeNotToDisrupt(n *apiv1.Node) bool {
+	return n.Annotations[ScaleDownDisabledKey] == "true" || n.Annotations[DoNotDisruptKey] == "true"
+}
+
+// NotToDisrupt reports whether a pod is marked never to be evicted by the
+// autoscaler: SafeToEvictKey "false", or its alias DoNotDisruptKey "true".
+func NotToDisrupt(pod *apiv1.Pod) bool {
+	return pod.Annotations[SafeToEvictKey] == "false" || pod.Annotations[DoNotDisruptKey] == "true"
+}
 
 // LongTerminatingExtra is how long past its grace period a deleting pod is
 // still treated as alive. After that it is assumed gone and ignored.
@@ -172,7 +193,7 @@ func PodsToMove(pods []*apiv1.Pod, pdbs []*policyv1.PodDisruptionBudget, opts Op
 		if pod == nil || skipped(pod, now) {
 			continue
 		}
-		if pod.Annotations[SafeToEvictKey] == "false" {
+		if NotToDisrupt(pod) {
 			return nil, block(pod, NotSafeToEvictAnnotation)
 		}
 		covering := matchingPDBs(matchers, pod)

@@ -115,6 +115,8 @@ func TestPodsToMove(t *testing.T) {
 
 		{name: "safe-to-evict false blocks", pods: []*apiv1.Pod{pod("a"), pod("b", annotated(SafeToEvictKey, "false"))},
 			opts: strict, wantBlock: NotSafeToEvictAnnotation, blockedBy: "b"},
+		{name: "Karpenter's do-not-disrupt blocks, an alias", pods: []*apiv1.Pod{pod("a"), pod("b", annotated(DoNotDisruptKey, "true"))},
+			opts: strict, wantBlock: NotSafeToEvictAnnotation, blockedBy: "b"},
 		{name: "safe-to-evict other value does not block", pods: []*apiv1.Pod{pod("b", annotated(SafeToEvictKey, "maybe"))},
 			opts: strict, wantMoved: []string{"b"}},
 

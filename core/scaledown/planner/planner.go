@@ -360,8 +360,8 @@ func (p *Planner) candidates(in scaledown.PlannerInput) []candidate {
 			p.unremovable.add(name, simulator.CurrentlyBeingDeleted, "already being deleted (ToBeDeletedByClusterAutoscaler taint)")
 			continue
 		}
-		if n.Annotations[scaledown.ScaleDownDisabledAnnotation] == "true" {
-			p.unremovable.add(name, simulator.ScaleDownDisabledAnnotation, "annotation "+scaledown.ScaleDownDisabledAnnotation+"=true")
+		if drain.NodeNotToDisrupt(n) {
+			p.unremovable.add(name, simulator.ScaleDownDisabledAnnotation, "annotation "+scaledown.ScaleDownDisabledAnnotation+"=true or "+drain.DoNotDisruptKey+"=true")
 			continue
 		}
 		gs, ok := p.registry.NodeGroup(id)

@@ -17,6 +17,7 @@ import (
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
 // newPlanner returns a planner of c under opts, its registry updated at T0.
@@ -90,6 +91,9 @@ func TestUpdate(t *testing.T) {
 			want: []string{"g1-n2"}, kept: "g1-n1", reason: simulator.NotUnderutilized},
 		{name: "scale-down-disabled annotation", modify: func(c *sdtest.Cluster, _ *apiv1.Pod) {
 			c.Node("g1-n2").Annotations = map[string]string{scaledown.ScaleDownDisabledAnnotation: "true"}
+		}, want: []string{"g1-n1"}, kept: "g1-n2", reason: simulator.ScaleDownDisabledAnnotation},
+		{name: "Karpenter's do-not-disrupt on the node, an alias", modify: func(c *sdtest.Cluster, _ *apiv1.Pod) {
+			c.Node("g1-n2").Annotations = map[string]string{drain.DoNotDisruptKey: "true"}
 		}, want: []string{"g1-n1"}, kept: "g1-n2", reason: simulator.ScaleDownDisabledAnnotation},
 		{name: "tainted for deletion by someone else", modify: func(c *sdtest.Cluster, _ *apiv1.Pod) {
 			c.Node("g1-n2").Spec.Taints = []apiv1.Taint{{Key: clusterstate.ToBeDeletedTaint, Value: "1", Effect: apiv1.TaintEffectNoSchedule}}
