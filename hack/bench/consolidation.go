@@ -264,17 +264,12 @@ func runConsolidationBuild(ctx context.Context, cc consolidationConfig, b consol
 
 	// Settle: PDBs watched, every change to the pools' nodes or the pods' placement
 	// restarts the window.
-	var pdbs pdbTracker
+	pw.arm()
 	last, lastChange := "", time.Now()
 	err = poll(ctx, cc.timeout, time.Second, func() (bool, error) {
 		pods, err := sb.Kube.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, err
-		}
-		for _, w := range consolidationWorkloads {
-			if w.maxUnavailable > 0 {
-				pdbs.observe(w.name, w.grow/3-readyOf(pods.Items, w.name), w.maxUnavailable)
-			}
 		}
 		sig := clusterSignature(sb.DOKS.Pools(), pods.Items)
 		if sig != last {
@@ -300,7 +295,7 @@ func runConsolidationBuild(ctx context.Context, cc consolidationConfig, b consol
 	cpu, mem := podRequests(pods.Items)
 	res.bound, res.binds = lowerBound(cpu, mem, consolidationSizes)
 	res.tally = pw.tally(shrunk, pods.Items)
-	res.pdbViolations = pdbs.violations
+	res.pdbViolations = pw.pdbViolations()
 	for _, l := range sb.DOKS.PoolHistory() {
 		if l.ByAPI {
 			res.createdPools++
@@ -575,22 +570,60 @@ func (t *pdbTracker) observe(pdb string, down, maxUnavailable int) {
 type podWatch struct {
 	mu      sync.Mutex
 	evicted map[string]time.Time // pod UID → its creation
+	// After arm, every pod event checks each PDB against the pods the watch holds, so a
+	// moment over the budget is seen however short.
+	armed bool
+	pdbs  pdbTracker
+	store cache.Store
 }
 
 func newPodWatch() *podWatch { return &podWatch{evicted: map[string]time.Time{}} }
 
+// arm starts the PDB checks: the workloads are at their settled size.
+func (w *podWatch) arm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.armed = true
+}
+
+// checkPDBsLocked observes every workload under a PDB: its replicas less its pods Ready.
+func (w *podWatch) checkPDBsLocked() {
+	if !w.armed || w.store == nil {
+		return
+	}
+	var pods []apiv1.Pod
+	for _, obj := range w.store.List() {
+		if p, ok := obj.(*apiv1.Pod); ok {
+			pods = append(pods, *p)
+		}
+	}
+	for _, wl := range consolidationWorkloads {
+		if wl.maxUnavailable > 0 {
+			w.pdbs.observe(wl.name, wl.grow/3-readyOf(pods, wl.name), wl.maxUnavailable)
+		}
+	}
+}
+
+func (w *podWatch) pdbViolations() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pdbs.violations
+}
+
 func (w *podWatch) watch(ctx context.Context, sb *sandbox.Sandbox) {
 	factory := informers.NewSharedInformerFactoryWithOptions(sb.Kube, 0, informers.WithNamespace("bench"))
 	inf := factory.Core().V1().Pods().Informer()
+	w.store = inf.GetStore()
 	see := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		if p, ok := obj.(*apiv1.Pod); ok && evictedByAPI(p) {
-			w.mu.Lock()
 			w.evicted[string(p.UID)] = p.CreationTimestamp.Time
-			w.mu.Unlock()
 		}
+		w.checkPDBsLocked()
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, n any) { see(n) }, DeleteFunc: see})
 	factory.Start(ctx.Done())
