@@ -1,0 +1,108 @@
+package consolidation
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	apiv1 "k8s.io/api/core/v1"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+// Group is what candidate selection needs to know of a node's group.
+type Group struct {
+	ID string
+	// Consolidate: the group's Consolidate option (the provider's say).
+	Consolidate bool
+}
+
+// CandidateInput is the cluster as candidate selection sees it.
+type CandidateInput struct {
+	Nodes      []*apiv1.Node
+	PodsByNode map[string][]*apiv1.Pod
+	// GroupOf returns a node's group; false for a node in none.
+	GroupOf func(node string) (Group, bool)
+	// Ready tells a node ready to run pods (unready nodes are scale-down's).
+	Ready func(*apiv1.Node) bool
+	// Price is a node's hourly price in USD.
+	Price        func(*apiv1.Node) (float64, error)
+	BeingDeleted map[string]bool
+}
+
+// Skipped is a node of a consolidatable group that is no candidate, and why.
+type Skipped struct {
+	Node, Why string
+}
+
+// Candidates returns the nodes consolidation may remove, in the order it
+// tries them (fewest pods to move first, then the most expensive), and
+// why the other nodes of consolidatable groups are not candidates. Nodes
+// and pods marked not to be disrupted are never candidates.
+func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
+	var out []Candidate
+	var skipped []Skipped
+	for _, n := range in.Nodes {
+		g, ok := in.GroupOf(n.Name)
+		if !ok || !g.Consolidate {
+			continue
+		}
+		why := ""
+		switch {
+		case in.BeingDeleted[n.Name] || clusterstate.HasToBeDeletedTaint(n):
+			why = "being removed"
+		case drain.NodeNotToDisrupt(n):
+			why = fmt.Sprintf("annotation %s=true or %s=true", drain.ScaleDownDisabledKey, drain.DoNotDisruptKey)
+		case !in.Ready(n):
+			why = "not ready"
+		}
+		pods := in.PodsByNode[n.Name]
+		if why == "" {
+			if p := notToDisrupt(pods); p != "" {
+				why = "pod " + p + " is marked not to be disrupted"
+			}
+		}
+		price := 0.0
+		if why == "" {
+			var err error
+			if price, err = in.Price(n); err != nil {
+				why = "no price: " + err.Error()
+			}
+		}
+		if why != "" {
+			skipped = append(skipped, Skipped{Node: n.Name, Why: why})
+			continue
+		}
+		moving := 0
+		for _, p := range pods {
+			if !drain.IsDaemonSetPod(p) && !drain.IsMirrorPod(p) {
+				moving++
+			}
+		}
+		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: moving})
+	}
+	slices.SortStableFunc(out, func(a, b Candidate) int {
+		if a.Pods != b.Pods {
+			return a.Pods - b.Pods
+		}
+		if a.Price != b.Price {
+			if a.Price > b.Price {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Node.Name, b.Node.Name)
+	})
+	return out, skipped
+}
+
+// notToDisrupt names the first pod marked never to be moved, "" if none.
+func notToDisrupt(pods []*apiv1.Pod) string {
+	for _, p := range pods {
+		if drain.NotToDisrupt(p) {
+			return p.Namespace + "/" + p.Name
+		}
+	}
+	return ""
+}

@@ -1,0 +1,192 @@
+package consolidation
+
+import (
+	"fmt"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+// maxMultiNode bounds the nodes one multi-node command removes: each try
+// simulates every node of the set, and the search tries a few sets per
+// replacement size.
+const maxMultiNode = 10
+
+// maxSingleNode bounds the candidates single-node consolidation tries in
+// one loop (each try is a removal simulation per replacement size).
+const maxSingleNode = 20
+
+// Input is what Plan decides from.
+type Input struct {
+	// Snapshot holds the registered nodes not being removed with their
+	// pods (and the pods the iteration placed: pending pods that fit,
+	// bookings). Plan forks it and leaves it as it found it.
+	Snapshot *simulator.ClusterSnapshot
+	Checker  *simulator.PredicateChecker
+	// DrainOptions are scale-down's drain rules.
+	DrainOptions drain.Options
+	PDBs         []*policyv1.PodDisruptionBudget
+	// Candidates in the order to try them (see Candidates).
+	Candidates []Candidate
+	// Replacements are the nodes a command may add.
+	Replacements []Replacement
+	// Removable is, per group, how many nodes may go before it reaches its
+	// min size.
+	Removable map[string]int
+	// Threshold is the least saving, as a fraction of the removed nodes'
+	// price (--consolidation-savings-threshold).
+	Threshold float64
+	// MaxNodes bounds the nodes one command removes (the disruption
+	// budget left).
+	MaxNodes int
+	Now      time.Time
+}
+
+// Plan proposes one command, nil when none saves enough: first a
+// multi-node command (the largest set of candidates, in order, whose pods
+// fit on the other nodes, or on them and one cheaper new node), else a
+// single-node one (a candidate whose pods fit on the others, or on one
+// cheaper new node). Every command is validated by the removal simulation
+// scale-down uses: the same drain rules, PDBs (disruptions spent across
+// the command's nodes), DRA claims and the room the snapshot's booked
+// pods hold.
+func Plan(in Input) *Command {
+	if in.MaxNodes <= 0 || len(in.Candidates) == 0 {
+		return nil
+	}
+	p := planner{in: in}
+	if c := p.multiNode(); c != nil {
+		return c
+	}
+	return p.singleNode()
+}
+
+type planner struct {
+	in Input
+}
+
+// multiNode searches prefixes of the candidates by size (binary search,
+// as Karpenter's multi-node consolidation: a set that fits usually means
+// its subsets fit), and returns, of the commands found, the one that
+// saves most: a larger set replaced by one big node may save less than a
+// smaller one replaced by a small node.
+func (p *planner) multiNode() *Command {
+	hi := min(len(p.in.Candidates), p.in.MaxNodes, maxMultiNode)
+	lo := 2
+	var best *Command
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		c := p.best(p.in.Candidates[:mid])
+		if c == nil {
+			hi = mid - 1
+			continue
+		}
+		if best == nil || c.Saving > best.Saving {
+			best = c
+		}
+		lo = mid + 1
+	}
+	return best
+}
+
+// singleNode tries the candidates one by one.
+func (p *planner) singleNode() *Command {
+	for i, c := range p.in.Candidates {
+		if i == maxSingleNode {
+			break
+		}
+		if cmd := p.best([]Candidate{c}); cmd != nil {
+			return cmd
+		}
+	}
+	return nil
+}
+
+// best returns the command that removes set, deleting if the pods fit the
+// other nodes, else replacing by the cheapest replacement that saves
+// enough and holds them; nil when none.
+func (p *planner) best(set []Candidate) *Command {
+	if !p.withinMinSizes(set) {
+		return nil
+	}
+	removed := 0.0
+	for _, c := range set {
+		removed += c.Price
+	}
+	if ok, _ := p.fits(set, nil); ok {
+		return &Command{Kind: Delete, Remove: set, RemovedPrice: removed, Saving: removed}
+	}
+	for i := range p.in.Replacements {
+		r := &p.in.Replacements[i]
+		saving := removed - r.Price
+		if r.Room < 1 || saving <= p.in.Threshold*removed {
+			continue
+		}
+		if ok, _ := p.fits(set, r); ok {
+			return &Command{Kind: Replace, Remove: set, Replacement: r, Count: 1, RemovedPrice: removed, Saving: saving}
+		}
+	}
+	return nil
+}
+
+// withinMinSizes reports whether removing set leaves every group at or
+// above its min size.
+func (p *planner) withinMinSizes(set []Candidate) bool {
+	per := map[string]int{}
+	for _, c := range set {
+		per[c.GroupID]++
+		if per[c.GroupID] > p.in.Removable[c.GroupID] {
+			return false
+		}
+	}
+	return true
+}
+
+// fits simulates removing set, with a node of r added when r is not nil:
+// every pod that must leave set's nodes has to be placed on the nodes
+// that stay or on the new one. The snapshot is left unchanged.
+func (p *planner) fits(set []Candidate, r *Replacement) (bool, string) {
+	return Fits(p.in.Snapshot, p.in.Checker, p.in.DrainOptions, p.in.PDBs, set, r, p.in.Now)
+}
+
+// Fits is the simulation behind every command, also run by the executor
+// again once the replacement is Ready: set's pods must all be placed on
+// the nodes that stay (and on a node of r when r is not nil). It leaves
+// the snapshot as it found it and says why not.
+func Fits(snap *simulator.ClusterSnapshot, checker *simulator.PredicateChecker, opts drain.Options, pdbs []*policyv1.PodDisruptionBudget,
+	set []Candidate, r *Replacement, now time.Time) (bool, string) {
+	snap.Fork()
+	defer snap.Revert()
+	leaving := make(map[string]bool, len(set))
+	for _, c := range set {
+		leaving[c.Node.Name] = true
+	}
+	dest := map[string]bool{}
+	for _, name := range snap.NodeNames() {
+		if !leaving[name] {
+			dest[name] = true
+		}
+	}
+	if r != nil {
+		n := scaleup.CloneTemplate(r.Template, "consolidation")
+		if err := snap.AddNodeInfo(n); err != nil {
+			return false, fmt.Sprintf("adding the replacement node: %v", err)
+		}
+		dest[n.Node().Name] = true
+	}
+	rs := simulator.NewRemovalSimulator(checker, snap, opts)
+	for _, c := range set {
+		removal, un := rs.SimulateNodeRemoval(c.Node.Name, dest, pdbs, now)
+		if un != nil {
+			klog.V(4).InfoS("Consolidation: simulation refused", "node", klog.KObj(c.Node), "why", un.String())
+			return false, un.String()
+		}
+		pdbs = drain.SpendDisruptions(pdbs, removal.PodsToReschedule)
+	}
+	return true, ""
+}

@@ -1,0 +1,238 @@
+package consolidation
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+// cluster is a planner test's cluster: nodes of cpu millicores (4 GiB of
+// memory per cpu) with a price each, and pods of cpu millicores on them.
+type cluster struct {
+	nodes  []*apiv1.Node
+	pods   []*apiv1.Pod
+	pdbs   []*policyv1.PodDisruptionBudget
+	prices map[string]float64
+}
+
+func newCluster() *cluster { return &cluster{prices: map[string]float64{}} }
+
+func (c *cluster) node(name string, milliCPU int64, price float64, pods ...int64) *apiv1.Node {
+	n := test.BuildNode(name, milliCPU, milliCPU*4*test.MiB)
+	c.nodes = append(c.nodes, n)
+	c.prices[name] = price
+	for i, p := range pods {
+		pod := test.BuildScheduledPod(fmt.Sprintf("%s-p%d", name, i), p, 64*test.MiB, "rs-app", name)
+		pod.Labels = map[string]string{"app": "web"}
+		c.pods = append(c.pods, pod)
+	}
+	return n
+}
+
+func (c *cluster) pdb(allowed int32) {
+	c.pdbs = append(c.pdbs, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	})
+}
+
+// candidates are the named nodes, as Candidates orders them.
+func (c *cluster) candidates(names ...string) []Candidate {
+	byNode := map[string][]*apiv1.Pod{}
+	for _, p := range c.pods {
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out, _ := Candidates(CandidateInput{
+		Nodes: c.nodes, PodsByNode: byNode,
+		GroupOf: func(n string) (Group, bool) { return Group{ID: "g", Consolidate: want[n]}, true },
+		Ready:   func(*apiv1.Node) bool { return true },
+		Price:   func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
+	})
+	return out
+}
+
+func replacement(size string, milliCPU int64, price float64) Replacement {
+	return Replacement{Size: size, Template: test.BuildTemplate(size, milliCPU, milliCPU*4*test.MiB, nil), Price: price, Room: 5}
+}
+
+func (c *cluster) input(t *testing.T, names []string, maxNodes int, threshold float64, repl ...Replacement) Input {
+	t.Helper()
+	snap := simulator.NewClusterSnapshot()
+	if err := snap.SetClusterState(c.nodes, c.pods); err != nil {
+		t.Fatal(err)
+	}
+	return Input{
+		Snapshot: snap, Checker: sdtest.Checker(t), DrainOptions: sdtest.DrainOptions(sdtest.Options()), PDBs: c.pdbs,
+		Candidates: c.candidates(names...), Replacements: repl, Removable: map[string]int{"g": 10},
+		Threshold: threshold, MaxNodes: maxNodes, Now: sdtest.T0,
+	}
+}
+
+// Which command the planner proposes for which cluster.
+func TestPlan(t *testing.T) {
+	small, large := replacement("s-2vcpu", 2000, 1), replacement("s-8vcpu", 8000, 6)
+	for _, tc := range []struct {
+		name  string
+		build func(c *cluster)
+		cands []string
+		max   int
+		thr   float64
+		repl  []Replacement
+		want  string // Command.Key(), "" for none
+	}{
+		{name: "pods fit the free room of the others: delete", build: func(c *cluster) {
+			c.node("a", 4000, 4, 1000)
+			c.node("b", 4000, 4, 1000)
+			c.node("c", 4000, 4, 1000)
+		}, cands: []string{"a", "b", "c"}, max: 3, thr: 0.1, repl: []Replacement{small, large}, want: "delete:a,b"},
+		{name: "the budget bounds the nodes of one command", build: func(c *cluster) {
+			c.node("a", 4000, 4, 1000)
+			c.node("b", 4000, 4, 1000)
+			c.node("c", 4000, 4, 1000)
+		}, cands: []string{"a", "b", "c"}, max: 1, thr: 0.1, repl: []Replacement{small, large}, want: "delete:a"},
+		{name: "three half-used nodes: the command that saves most", build: func(c *cluster) {
+			c.node("a", 4000, 4, 1500)
+			c.node("b", 4000, 4, 1500)
+			c.node("c", 4000, 4, 1500)
+			// Two replaced by a small node (4+1 = $5/h left) beat three by a large one ($6/h).
+		}, cands: []string{"a", "b", "c"}, max: 3, thr: 0.1, repl: []Replacement{small, large}, want: "replace:a,b->1xs-2vcpu"},
+		{name: "three nodes into one large node", build: func(c *cluster) {
+			c.node("a", 4000, 4, 2500)
+			c.node("b", 4000, 4, 2500)
+			c.node("c", 4000, 4, 2500)
+		}, cands: []string{"a", "b", "c"}, max: 3, thr: 0.1, repl: []Replacement{small, large}, want: "replace:a,b,c->1xs-8vcpu"},
+		{name: "one node swapped for a cheaper size", build: func(c *cluster) {
+			c.node("big", 8000, 6, 1500)
+			c.node("full", 2000, 1, 2000)
+		}, cands: []string{"big"}, max: 1, thr: 0.1, repl: []Replacement{small, large}, want: "replace:big->1xs-2vcpu"},
+		{name: "a saving under the threshold is refused", build: func(c *cluster) {
+			c.node("big", 8000, 6, 1500)
+			c.node("full", 2000, 1, 2000)
+		}, cands: []string{"big"}, max: 1, thr: 0.1, repl: []Replacement{replacement("s-2vcpu", 2000, 5.5)}, want: ""},
+		{name: "nothing cheaper holds the pods", build: func(c *cluster) {
+			c.node("big", 8000, 6, 5000)
+			c.node("full", 2000, 1, 2000)
+		}, cands: []string{"big"}, max: 1, thr: 0.1, repl: []Replacement{small, large}, want: ""},
+		{name: "a PodDisruptionBudget that allows no disruption blocks", build: func(c *cluster) {
+			c.node("a", 4000, 4, 1000)
+			c.node("b", 4000, 4, 1000)
+			c.pdb(0)
+		}, cands: []string{"a", "b"}, max: 2, thr: 0.1, repl: []Replacement{small}, want: ""},
+		{name: "a budget's disruptions are spent across the command's nodes", build: func(c *cluster) {
+			c.node("a", 4000, 4, 1000)
+			c.node("b", 4000, 4, 1000)
+			c.node("c", 4000, 4, 1000)
+			c.pdb(1)
+		}, cands: []string{"a", "b"}, max: 2, thr: 0.1, want: "delete:a"},
+		{name: "a node not among the candidates stays", build: func(c *cluster) {
+			c.node("a", 4000, 4, 1000)
+			c.node("b", 4000, 4, 1000)
+		}, cands: []string{"b"}, max: 2, thr: 0.1, want: "delete:b"},
+		{name: "budget zero", build: func(c *cluster) {
+			c.node("a", 4000, 4, 1000)
+			c.node("b", 4000, 4, 1000)
+		}, cands: []string{"a", "b"}, max: 0, thr: 0.1, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster()
+			tc.build(c)
+			in := c.input(t, tc.cands, tc.max, tc.thr, tc.repl...)
+			before := in.Snapshot.NodeNames()
+			got := Plan(in)
+			key := ""
+			if got != nil {
+				key = got.Key()
+			}
+			if key != tc.want {
+				t.Errorf("got %q, want %q", key, tc.want)
+			}
+			if after := in.Snapshot.NodeNames(); len(after) != len(before) || in.Snapshot.ForkDepth() != 0 {
+				t.Errorf("the snapshot changed: %v -> %v (fork depth %d)", before, after, in.Snapshot.ForkDepth())
+			}
+		})
+	}
+}
+
+func TestPlanSavingAndMinSize(t *testing.T) {
+	c := newCluster()
+	c.node("big", 8000, 6, 1500)
+	c.node("full", 2000, 1, 2000)
+	in := c.input(t, []string{"big"}, 1, 0.1, replacement("s-2vcpu", 2000, 1))
+	got := Plan(in)
+	if got == nil || got.Saving != 5 || got.RemovedPrice != 6 || !strings.Contains(got.String(), "saving $5.0000/h") {
+		t.Fatalf("got %+v", got)
+	}
+	in.Removable = map[string]int{"g": 0}
+	if got := Plan(in); got != nil {
+		t.Errorf("at its group's min size the node stays; got %s", got)
+	}
+}
+
+// Nodes and pods marked not to be disrupted, nodes of groups not
+// consolidatable and nodes being removed are never candidates.
+func TestCandidates(t *testing.T) {
+	c := newCluster()
+	c.node("plain", 4000, 4, 1000)
+	c.node("empty", 4000, 4)
+	c.node("safe", 4000, 4, 1000)
+	c.node("karpenter-pod", 4000, 4, 1000)
+	c.node("disabled", 4000, 4).Annotations = map[string]string{drain.ScaleDownDisabledKey: "true"}
+	c.node("karpenter-node", 4000, 4).Annotations = map[string]string{drain.DoNotDisruptKey: "true"}
+	c.node("other-group", 4000, 4)
+	c.node("deleting", 4000, 4)
+	for _, p := range c.pods {
+		switch p.Spec.NodeName {
+		case "safe":
+			p.Annotations = map[string]string{drain.SafeToEvictKey: "false"}
+		case "karpenter-pod":
+			p.Annotations = map[string]string{drain.DoNotDisruptKey: "true"}
+		}
+	}
+	byNode := map[string][]*apiv1.Pod{}
+	for _, p := range c.pods {
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+	got, skipped := Candidates(CandidateInput{
+		Nodes: c.nodes, PodsByNode: byNode,
+		GroupOf:      func(n string) (Group, bool) { return Group{ID: "g", Consolidate: n != "other-group"}, true },
+		Ready:        func(*apiv1.Node) bool { return true },
+		Price:        func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
+		BeingDeleted: map[string]bool{"deleting": true},
+	})
+	var names []string
+	for _, g := range got {
+		names = append(names, g.Node.Name)
+	}
+	if strings.Join(names, ",") != "empty,plain" {
+		t.Errorf("candidates %v, want empty (no pod to move) then plain", names)
+	}
+	why := map[string]string{}
+	for _, s := range skipped {
+		why[s.Node] = s.Why
+	}
+	for node, want := range map[string]string{
+		"safe": "marked not to be disrupted", "karpenter-pod": "marked not to be disrupted",
+		"disabled": "scale-down-disabled", "karpenter-node": "do-not-disrupt", "deleting": "being removed",
+	} {
+		if !strings.Contains(why[node], want) {
+			t.Errorf("%s skipped for %q, want %q", node, why[node], want)
+		}
+	}
+	if _, ok := why["other-group"]; ok {
+		t.Error("a node of a group not consolidatable is not even considered")
+	}
+}
