@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -351,68 +353,77 @@ func createConsolidationWorkload(ctx context.Context, sb *sandbox.Sandbox, w con
 const deletionCostKey = "controller.kubernetes.io/pod-deletion-cost"
 
 // shrinkSpread scales every workload to a third, choosing the pods that stay so that
-// they spread over as many nodes as before: the nodes end part empty, none empty.
+// as many nodes as can keep a pod do: the nodes end part empty rather than empty.
 func shrinkSpread(ctx context.Context, sb *sandbox.Sandbox) error {
 	pods, err := sb.Kube.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
+	quota := map[string]int{}
 	for _, w := range consolidationWorkloads {
-		var mine []apiv1.Pod
-		for _, p := range pods.Items {
-			if p.Labels["app"] == w.name && p.DeletionTimestamp == nil {
-				mine = append(mine, p)
-			}
+		quota[w.name] = w.grow / 3
+	}
+	keep := chooseKeepers(pods.Items, quota)
+	for _, p := range pods.Items {
+		cost := "0" // a ReplicaSet deletes the lowest cost first
+		if keep[p.Name] {
+			cost = "1"
 		}
-		for i, name := range keepOrder(mine) {
-			cost := strconv.Itoa(len(mine) - i) // the first in the order cost most to delete
-			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				p, err := sb.Kube.CoreV1().Pods("bench").Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				if p.Annotations == nil {
-					p.Annotations = map[string]string{}
-				}
-				p.Annotations[deletionCostKey] = cost
-				_, err = sb.Kube.CoreV1().Pods("bench").Update(ctx, p, metav1.UpdateOptions{})
-				return err
-			})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := sb.Kube.CoreV1().Pods("bench").Get(ctx, p.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
+			if cur.Annotations == nil {
+				cur.Annotations = map[string]string{}
+			}
+			cur.Annotations[deletionCostKey] = cost
+			_, err = sb.Kube.CoreV1().Pods("bench").Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		if err := scaleDeployment(ctx, sb, w.name, int32(w.grow/3)); err != nil {
+	}
+	for _, w := range consolidationWorkloads {
+		if err := scaleDeployment(ctx, sb, w.name, int32(quota[w.name])); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// keepOrder orders pods so that any prefix of it spreads over as many nodes as it can:
-// the first pod of each node (nodes by name), then the second of each, and so on.
-func keepOrder(pods []apiv1.Pod) []string {
-	byNode := map[string][]string{}
-	var nodes []string
+// chooseKeepers picks quota[app] pods of each app to stay, spread over as many nodes
+// as it can: round after round, each node (by name) keeps one more of its pods (the
+// first by name whose app still has quota), until every quota is met.
+func chooseKeepers(pods []apiv1.Pod, quota map[string]int) map[string]bool {
+	left := maps.Clone(quota)
+	byNode := map[string][]apiv1.Pod{}
 	for _, p := range pods {
-		if _, ok := byNode[p.Spec.NodeName]; !ok {
-			nodes = append(nodes, p.Spec.NodeName)
+		if p.DeletionTimestamp == nil {
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 		}
-		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p.Name)
 	}
-	sort.Strings(nodes)
+	nodes := slices.Sorted(maps.Keys(byNode))
 	for _, n := range nodes {
-		sort.Strings(byNode[n])
+		slices.SortFunc(byNode[n], func(a, b apiv1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	}
-	var out []string
-	for round := 0; len(out) < len(pods); round++ {
+	keep := map[string]bool{}
+	for progress := true; progress; {
+		progress = false
 		for _, n := range nodes {
-			if round < len(byNode[n]) {
-				out = append(out, byNode[n][round])
+			for i, p := range byNode[n] {
+				if app := p.Labels["app"]; left[app] > 0 {
+					keep[p.Name] = true
+					left[app]--
+					byNode[n] = slices.Delete(byNode[n], i, i+1)
+					progress = true
+					break
+				}
 			}
 		}
 	}
-	return out
+	return keep
 }
 
 // waitExactlyRunning waits until app has n pods, all running, none terminating.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"testing"
@@ -165,13 +166,25 @@ func TestEvictedByAPI(t *testing.T) {
 	}
 }
 
-func TestKeepOrderSpreadsAnyPrefixOverTheNodes(t *testing.T) {
-	pod := func(name, node string) apiv1.Pod {
-		return apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: apiv1.PodSpec{NodeName: node}}
+func TestChooseKeepersSpreadsTheThirdOverTheNodes(t *testing.T) {
+	pod := func(name, app, node string) apiv1.Pod {
+		return apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}}, Spec: apiv1.PodSpec{NodeName: node}}
 	}
-	got := keepOrder([]apiv1.Pod{pod("a1", "n1"), pod("a2", "n1"), pod("a3", "n1"), pod("b1", "n2"), pod("c1", "n3"), pod("b2", "n2")})
-	if want := []string{"a1", "b1", "c1", "a2", "b2", "a3"}; !slices.Equal(got, want) {
-		t.Errorf("order %v, want %v", got, want)
+	pods := []apiv1.Pod{
+		pod("s1", "small", "n1"), pod("s2", "small", "n1"), pod("s3", "small", "n1"),
+		pod("s4", "small", "n2"), pod("c1", "cpu", "n2"),
+		pod("m1", "mem", "n3"), pod("m2", "mem", "n4"), pod("s5", "small", "n4"),
+		pod("s6", "small", "n5"),
+	}
+	keep := chooseKeepers(pods, map[string]int{"small": 2, "cpu": 1, "mem": 1})
+	got := slices.Sorted(maps.Keys(keep))
+	// Round 1: n1 s1, n2 c1 (first by name), n3 m1, n4 s5 (mem is met), n5: small is met.
+	if want := []string{"c1", "m1", "s1", "s5"}; !slices.Equal(got, want) {
+		t.Errorf("kept %v, want %v", got, want)
+	}
+	// More quota than pods: every pod stays, nothing loops.
+	if keep := chooseKeepers(pods[:2], map[string]int{"small": 5}); len(keep) != 2 {
+		t.Errorf("kept %d of 2", len(keep))
 	}
 }
 
