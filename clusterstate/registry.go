@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 )
 
@@ -118,6 +119,9 @@ type Registry struct {
 	publishesDevices func(nodeName string) bool
 	// message is the status ConfigMap's message: what the operator must fix.
 	message string
+	// consolidation is the status ConfigMap's consolidation section (nil:
+	// consolidation is off).
+	consolidation *api.ConsolidationStatus
 }
 
 // NewRegistry returns an empty registry.
@@ -615,6 +619,11 @@ func (r *Registry) backOff(id, reason string, info BackoffInfo, now time.Time) {
 	// The error's message was logged where it was met (the scale-up that
 	// failed, the give-up of instances in error): only its code is repeated.
 	klog.InfoS("Node group backed off", "nodeGroup", id, "until", until.Format(time.RFC3339), "reason", reason, "errorCode", info.ErrorCode)
+}
+
+// SetConsolidation sets the status ConfigMap's consolidation section.
+func (r *Registry) SetConsolidation(st *api.ConsolidationStatus) {
+	r.consolidation = st
 }
 
 // SetMessage sets the status ConfigMap's message ("" for none).

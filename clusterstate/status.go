@@ -36,6 +36,7 @@ func (r *Registry) GetStatus(now time.Time) *api.ClusterAutoscalerStatus {
 		Time:             api.FormatTime(now),
 		AutoscalerStatus: api.ClusterAutoscalerRunning,
 		Message:          r.message,
+		Consolidation:    r.consolidation,
 	}
 
 	health := api.ClusterHealthy

@@ -135,6 +135,8 @@ type Autoscaler struct {
 	deletedGroupsMu    sync.Mutex
 	deletedGroups      map[string]bool
 	groupDeleteBackoff *clusterstate.Backoff
+	// consolidation: see consolidation_phase.go (nil until first used).
+	consolidation *consolidationState
 }
 
 // NewAutoscaler wires informers (nodes, pods, PDBs, DaemonSets, ConfigMaps in

@@ -74,6 +74,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	}); err != nil {
 		return err
 	}
+	a.consolidationPhase(ctx, sim, c, now)
 	a.deleteEmptyAutoprovisioned(now)
 	a.minSizePhase(c, groups, sim.quotas, now)
 	return nil

@@ -244,6 +244,7 @@ func baseCollectors() []prometheus.Collector {
 // collectorsFor lists what RegisterAll registers.
 func collectorsFor(emitPerNodeGroupMetrics bool) []prometheus.Collector {
 	cs := baseCollectors()
+	cs = append(cs, consolidationCollectors()...)
 	if emitPerNodeGroupMetrics {
 		cs = append(cs, perNodeGroupCollectors()...)
 	}
@@ -272,6 +273,7 @@ func RegisterAll(reg prometheus.Registerer, emitPerNodeGroupMetrics bool) {
 		}
 	}
 	preCreate()
+	preCreateConsolidation()
 	nodeGroupsCount.WithLabelValues("autoprovisioned").Set(0)
 	klog.V(1).Infof("Registered cluster_autoscaler metrics (per node group metrics: %v)", emitPerNodeGroupMetrics)
 }

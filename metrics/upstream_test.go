@@ -102,8 +102,8 @@ func TestRegisteredMetricsMatchUpstream(t *testing.T) {
 		for name := range got {
 			if _, ok := upstream[name]; !ok {
 				ours = append(ours, name)
-				if !strings.HasPrefix(name, caNamespace+"_digitalocean_") {
-					t.Errorf("%s is not upstream's and not a digitalocean_ metric", name)
+				if !strings.HasPrefix(name, caNamespace+"_digitalocean_") && !strings.HasPrefix(name, caNamespace+"_consolidation_") {
+					t.Errorf("%s is not upstream's and not a digitalocean_ or consolidation_ metric", name)
 				}
 			}
 		}

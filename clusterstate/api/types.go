@@ -92,6 +92,26 @@ type ClusterAutoscalerStatus struct {
 	Message          string                       `json:"message,omitempty"`
 	ClusterWide      ClusterWideStatus            `json:"clusterWide"`
 	NodeGroups       []NodeGroupStatus            `json:"nodeGroups,omitempty"`
+	// Consolidation is this project's own section, present only with
+	// --consolidation-enabled: upstream's fields above keep their format.
+	Consolidation *ConsolidationStatus `json:"consolidation,omitempty"`
+}
+
+// ConsolidationStatus is what consolidation is doing (docs/consolidation.md).
+type ConsolidationStatus struct {
+	// Status: Idle, OutsideWindow, Waiting (a scale-up is recent or
+	// pending), Planned (held for the stabilization window),
+	// Provisioning (the replacement is coming), Draining.
+	Status string `json:"status"`
+	// Command is the command planned or in flight, with its saving.
+	Command string `json:"command,omitempty"`
+	// Since is when Status began.
+	Since string `json:"since,omitempty"`
+	// LastResult is the last command that ended, and how.
+	LastResult string `json:"lastResult,omitempty"`
+	// SavingsPerHour is the hourly saving in USD of the commands that
+	// succeeded since the autoscaler started.
+	SavingsPerHour string `json:"savingsPerHour"`
 }
 
 // ClusterWideStatus is the status of the whole cluster.

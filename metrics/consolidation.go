@@ -1,0 +1,51 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Consolidation metrics: this project's own (upstream has no
+// consolidation; docs/consolidation.md).
+var (
+	consolidationCommands = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: caNamespace, Name: "consolidation_commands_total",
+		Help: "Consolidation commands by kind (delete, replace) and result (planned, succeeded, aborted).",
+	}, []string{"kind", "result"})
+	// A gauge, not a counter: its value is a rate in USD per hour (what
+	// the cluster costs less per hour thanks to the commands that
+	// succeeded since this process started), not a count of events, and
+	// rate() over it means nothing. It only rises within a process and
+	// starts at 0 in a new one.
+	consolidationSavings = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: caNamespace, Name: "consolidation_savings_per_hour",
+		Help: "Hourly saving in USD (node prices from the DigitalOcean Sizes API) of the consolidation commands that succeeded since the process started.",
+	})
+)
+
+// Values of consolidation_commands_total's labels.
+var (
+	consolidationKinds   = []string{"delete", "replace"}
+	consolidationResults = []string{"planned", "succeeded", "aborted"}
+)
+
+func consolidationCollectors() []prometheus.Collector {
+	return []prometheus.Collector{consolidationCommands, consolidationSavings}
+}
+
+// preCreateConsolidation exports every series at 0, so rate() and alerts
+// work before the first command.
+func preCreateConsolidation() {
+	for _, k := range consolidationKinds {
+		for _, r := range consolidationResults {
+			consolidationCommands.WithLabelValues(k, r).Add(0)
+		}
+	}
+}
+
+// RegisterConsolidationCommand counts a command of kind that reached result.
+func RegisterConsolidationCommand(kind, result string) {
+	consolidationCommands.WithLabelValues(kind, result).Inc()
+}
+
+// AddConsolidationSavings adds a succeeded command's hourly saving.
+func AddConsolidationSavings(usdPerHour float64) {
+	consolidationSavings.Add(usdPerHour)
+}
