@@ -104,8 +104,9 @@ func runConsolidation(ctx context.Context, c config, out io.Writer) error {
 				dir: filepath.Join(c.dir, "consolidation-off")})
 		case "on":
 			builds = append(builds, consolidationBuild{name: "this project, consolidation on", binary: c.binary,
-				dir:   filepath.Join(c.dir, "consolidation-on"),
-				extra: []string{"--consolidation-enabled", "--consolidation-stabilization-window=30s"}})
+				dir: filepath.Join(c.dir, "consolidation-on"),
+				extra: []string{"--consolidation-enabled", "--consolidation-stabilization-window=30s",
+					"--consolidation-max-disrupted-nodes=3"}})
 		case "":
 		default:
 			return fmt.Errorf("--consolidation-modes: %q is neither off nor on", mode)

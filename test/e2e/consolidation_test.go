@@ -45,10 +45,11 @@ func widePool(n int) doks.PoolSpec {
 }
 
 // consolidationArgs: pools on demand of the two sizes, consolidation on (unless off),
-// a short stabilization window.
+// a short stabilization window, and a budget that lets three nodes go at once (the
+// default, 1, allows no command here: no size cheaper than one wide node holds its pod).
 func (s *scenario) consolidationArgs(on bool) []string {
 	args := []string{napFlag, "--cloud-config=" + s.napConfig("", wideSize, tallSize),
-		"--consolidation-stabilization-window=5s"}
+		"--consolidation-stabilization-window=5s", "--consolidation-max-disrupted-nodes=3"}
 	if on {
 		args = append(args, "--consolidation-enabled")
 	}
