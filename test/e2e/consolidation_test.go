@@ -19,16 +19,17 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
 
-// Consolidation scenarios (issue 34). Each starts from one pool of s-4vcpu-8gb nodes,
-// each node running one 2200m pod: 56 % used, above the scale-down utilization
-// threshold, and no two such pods fit one node, so scale-down removes nothing. Three of
-// them fit one s-8vcpu-16gb ($96 a month against 3 × $48): only consolidation,
-// replacing nodes by a size it creates, makes the cluster cheaper.
+// Consolidation scenarios (issue 34). Each starts from one pool of c-4 nodes (CPU-
+// optimized, $84 a month), each node running one 2000m pod: 51 % used, above the
+// scale-down utilization threshold, and no two such pods fit one node, so scale-down
+// removes nothing. Two of them fit one s-8vcpu-16gb ($96 a month against 2 × $84) and
+// three too (against 3 × $84): only consolidation, replacing nodes by a size it creates,
+// makes the cluster cheaper.
 const (
 	consolidateTag = "k8s-cluster-autoscaler-consolidate"
 	// wideSize is the size the scenarios start on; tallSize the one that replaces three.
-	wideSize, tallSize = "s-4vcpu-8gb", "s-8vcpu-16gb"
-	halfWide           = "2200m"
+	wideSize, tallSize = "c-4", "s-8vcpu-16gb"
+	halfWide           = "2000m"
 	doNotDisrupt       = "karpenter.sh/do-not-disrupt"
 	safeToEvict        = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 	scaleDownDisabled  = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
@@ -46,9 +47,9 @@ func widePool(n int) doks.PoolSpec {
 
 // consolidationArgs: pools on demand of the two sizes, consolidation on (unless off),
 // a short stabilization window, and a budget that lets three nodes go at once (the
-// default, 1, allows no command here: no size cheaper than one wide node holds its pod).
+// default, 1, allows only single-node commands).
 func (s *scenario) consolidationArgs(on bool) []string {
-	args := []string{napFlag, "--cloud-config=" + s.napConfig("", wideSize, tallSize),
+	args := []string{napFlag, "--cloud-config=" + s.napConfig("", "s-4vcpu-8gb", tallSize),
 		"--consolidation-stabilization-window=5s", "--consolidation-max-disrupted-nodes=3"}
 	if on {
 		args = append(args, "--consolidation-enabled")
