@@ -1,0 +1,149 @@
+package core
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+)
+
+// consolidationCluster: group "big" with one 8-cpu node running a 1.5-cpu
+// pod, group "small" with one full 2-cpu node and room for more; both
+// consolidatable, nodes priced by the core-hour. Replacing the big node by a
+// small one saves $6 of $8 an hour.
+func consolidationCluster(t *testing.T) (*harness, config.AutoscalingOptions) {
+	p, nodes := cluster(
+		groupSpec{id: "big", min: 0, max: 3, nodes: 1, milliCPU: 8000, mem: 8 * test.GiB},
+		groupSpec{id: "small", min: 0, max: 5, nodes: 1, milliCPU: 2000, mem: 2 * test.GiB},
+	)
+	p.SetPricing(&test.PricingModel{PerCoreHour: 1})
+	for _, id := range []string{"big", "small"} {
+		o := config.Defaults().NodeGroupDefaults
+		o.Consolidate = true
+		p.Group(id).SetOptions(&o)
+	}
+	pods := []runtime.Object{
+		test.BuildScheduledPod("web", 1500, test.GiB/2, "web-rs", "big-n0"),
+		test.BuildScheduledPod("full", 2000, test.GiB/2, "full-rs", "small-n0"),
+	}
+	opts := testOptions()
+	opts.Consolidation.Enabled = true
+	opts.Consolidation.StabilizationWindow = time.Minute
+	h := newHarness(t, opts, p, join(nodes, pods)...)
+	return h, opts
+}
+
+// A replacement is made before the old node is drained, after the command
+// held for the stabilization window, and the saving is reported.
+func TestConsolidationReplacesMakeBeforeBreak(t *testing.T) {
+	h, _ := consolidationCluster(t)
+	h.runOnce(t0)
+	if ev := h.events(); countEvents(ev, "ConsolidationPlanned") == 0 || countEvents(ev, "saving $6.0000/h") == 0 {
+		t.Fatalf("no ConsolidationPlanned event with the saving: %v", ev)
+	}
+	h.runOnce(t0.Add(30 * time.Second))
+	if incs := increases(h.provider); len(incs) != 0 {
+		t.Fatalf("acted within the stabilization window: %v", incs)
+	}
+	h.runOnce(t0.Add(61 * time.Second))
+	if incs := increases(h.provider); strings.Join(incs, ",") != "small+1" {
+		t.Fatalf("increases %v, want small+1", incs)
+	}
+	if len(h.evicts.Evictions()) != 0 || hasTaint(h.node("big-n0"), clusterstate.ToBeDeletedTaint) {
+		t.Fatal("the old node was touched before its replacement was Ready")
+	}
+	// Loops while the replacement comes ask for nothing more.
+	h.runOnce(t0.Add(90 * time.Second))
+	if n := len(increases(h.provider)); n != 1 {
+		t.Fatalf("%d increases while waiting, want the one", n)
+	}
+	n := test.BuildNode("small-new-1", 2000, 2*test.GiB)
+	n.Spec.ProviderID = "test://small-new-1"
+	h.createNode(n)
+	h.runOnce(t0.Add(2 * time.Minute))
+	if ev := h.evicts.Evictions(); strings.Join(ev, ",") != "default/web" {
+		t.Fatalf("evictions %v, want default/web", ev)
+	}
+	if calls := h.provider.CallsOf("DeleteNodes"); len(calls) != 1 {
+		t.Fatalf("DeleteNodes calls %v, want one for big-n0", calls)
+	}
+	h.runOnce(t0.Add(3 * time.Minute))
+	ev := h.events()
+	if countEvents(ev, "Consolidated") == 0 {
+		t.Fatalf("no Consolidated event: %v", ev)
+	}
+	st := h.a.registry.GetStatus(t0.Add(3 * time.Minute)).Consolidation
+	if st == nil || st.SavingsPerHour != "6.0000" || !strings.Contains(st.LastResult, "succeeded") {
+		t.Errorf("status section %+v", st)
+	}
+}
+
+// A replacement the cloud refuses aborts the command before any pod moves:
+// the old node keeps its pods and no taint.
+func TestConsolidationAbortedReplacementLeavesPodsRunning(t *testing.T) {
+	h, _ := consolidationCluster(t)
+	h.provider.Group("small").InjectError("IncreaseSize", errors.New("422 droplet limit"))
+	h.runOnce(t0)
+	h.runOnce(t0.Add(61 * time.Second))
+	ev := h.events()
+	if countEvents(ev, "ConsolidationAborted") == 0 {
+		t.Fatalf("no ConsolidationAborted event: %v", ev)
+	}
+	if len(h.evicts.Evictions()) != 0 || hasTaint(h.node("big-n0"), clusterstate.ToBeDeletedTaint) || !h.podExists("default", "web") {
+		t.Fatal("an aborted replacement touched the old node")
+	}
+	if st := h.a.registry.GetStatus(t0).Consolidation; st == nil || !strings.Contains(st.LastResult, "aborted") {
+		t.Errorf("status section %+v", st)
+	}
+}
+
+// Off by default: no section in the status, no event, no cloud call.
+func TestConsolidationOffByDefault(t *testing.T) {
+	h, _ := consolidationCluster(t)
+	h.a.opts.Consolidation.Enabled = false
+	h.runOnce(t0)
+	h.runOnce(t0.Add(10 * time.Minute))
+	if countEvents(h.events(), "Consolidation") != 0 || len(increases(h.provider)) != 0 {
+		t.Error("consolidation acted while off")
+	}
+	if h.a.registry.GetStatus(t0).Consolidation != nil {
+		t.Error("the status has a consolidation section while off")
+	}
+}
+
+// A pod marked not to be disrupted keeps its node.
+func TestConsolidationLeavesDoNotDisruptPods(t *testing.T) {
+	h, _ := consolidationCluster(t)
+	web, err := h.a.pods.Pods("default").Get("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web = web.DeepCopy()
+	web.Annotations = map[string]string{"karpenter.sh/do-not-disrupt": "true"}
+	if _, err := h.kube.CoreV1().Pods("default").Update(h.ctx, web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCache("annotated pod", func() bool {
+		p, err := h.a.pods.Pods("default").Get("web")
+		return err == nil && p.Annotations["karpenter.sh/do-not-disrupt"] == "true"
+	})
+	h.runOnce(t0)
+	h.runOnce(t0.Add(2 * time.Minute))
+	// The small node's pod fits the big node's free room: that node may go;
+	// the big node, holding the marked pod, stays with it.
+	for _, e := range h.evicts.Evictions() {
+		if e == "default/web" {
+			t.Error("the do-not-disrupt pod was evicted")
+		}
+	}
+	if len(increases(h.provider)) != 0 || hasTaint(h.node("big-n0"), clusterstate.ToBeDeletedTaint) {
+		t.Error("the node holding a do-not-disrupt pod was consolidated")
+	}
+}
