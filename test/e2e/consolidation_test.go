@@ -386,89 +386,86 @@ func TestConsolidationKeepsPodsWhosePDBAllowsNoDisruption(t *testing.T) {
 }
 
 // (d) A replacement whose pool cannot be created: nothing is evicted, the old nodes
-// are untainted, ConsolidationAborted is recorded. After a create applied but
-// answered 504, no second pool is created for the same command.
-func TestConsolidationReplacementCreateFails(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		fault doks.Fault
-		// lost: the create was applied; the pool exists and its answer was lost.
-		lost bool
-	}{
-		{name: "refused 422", fault: doks.Fault{Operation: doks.OpCreateNodePool, Status: 422,
-			Message: "size is not available in this region (injected)"}},
-		{name: "applied, answer lost", fault: doks.Fault{Operation: doks.OpCreateNodePool, Status: 504, Applied: true, Times: 1},
-			lost: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{widePool(3)}})
-			since := time.Now()
-			s.deploy("app", 3, halfWide)
-			s.waitRunning("app", 3, 60*time.Second)
-			var uids []string
-			for _, p := range s.pods("app") {
-				uids = append(uids, string(p.UID))
-			}
-			log := s.watchPodLog()
-			s.sb.DOKS.InjectFault(tc.fault)
+// are untainted, ConsolidationAborted is recorded.
+func TestConsolidationReplacementCreateRefused(t *testing.T) {
+	replacementCreateFails(t, doks.Fault{Operation: doks.OpCreateNodePool, Status: 422,
+		Message: "size is not available in this region (injected)"}, false)
+}
 
-			s.startAutoscaler(s.consolidationArgs(true)...)
-			if !tc.lost {
-				s.waitConsolidationEvent("ConsolidationAborted", since, consolidationTimeout)
-				if err := s.runningAre("app", 3)(); err != nil {
-					t.Error(err)
-				}
-				for _, uid := range uids {
-					if log.wasDeleted(uid) {
-						t.Errorf("pod %s evicted though its replacement was never created", uid)
-					}
-				}
-				if got := s.listedNodes()[wideSize]; got != 3 {
-					t.Errorf("%d wide nodes listed after the abort, want all 3", got)
-				}
-				// The rollback may take a loop: every old node untainted, and none
-				// tainted again while the create keeps failing.
-				s.eventually("the old nodes untainted", 30*time.Second, func() error {
-					if tainted := s.taintedNodes(); len(tainted) > 0 {
-						return fmt.Errorf("tainted: %v", tainted)
-					}
-					return nil
-				})
-				if n := s.apiCreatedPools(); n != 0 {
-					t.Errorf("%d pools created though every create was refused", n)
-				}
-				log.noPodWithoutNode(t)
-				return
-			}
+// (d) A replacement whose create was applied but answered 504: the autoscaler finds
+// the pool by listing and creates no second one for the command.
+func TestConsolidationReplacementCreateAnswerLost(t *testing.T) {
+	replacementCreateFails(t, doks.Fault{Operation: doks.OpCreateNodePool, Status: 504, Applied: true, Times: 1}, true)
+}
 
-			// The pool was created; the autoscaler must find it by listing rather than
-			// create another, whatever it then does with the command.
-			var outcome string
-			s.eventually("Consolidated or ConsolidationAborted", consolidationTimeout, func() error {
-				for _, reason := range []string{"Consolidated", "ConsolidationAborted"} {
-					if len(s.consolidationEvents(reason, since)) > 0 {
-						outcome = reason
-						return nil
-					}
-				}
-				return fmt.Errorf("neither yet")
-			})
-			t.Logf("after the lost 201: %s", outcome)
-			if n := s.apiCreatedPools(); n != 1 {
-				t.Errorf("%d pools created for one command whose create was applied once, want 1: %v", n, poolNames(s.sb.DOKS.PoolHistory()))
+// replacementCreateFails runs three wide nodes with the fault on pool creation; lost
+// says the create was applied (the pool exists, its answer was lost).
+func replacementCreateFails(t *testing.T, fault doks.Fault, lost bool) {
+	s := newScenario(t, scenarioOptions{pools: []doks.PoolSpec{widePool(3)}})
+	since := time.Now()
+	s.deploy("app", 3, halfWide)
+	s.waitRunning("app", 3, 60*time.Second)
+	var uids []string
+	for _, p := range s.pods("app") {
+		uids = append(uids, string(p.UID))
+	}
+	log := s.watchPodLog()
+	s.sb.DOKS.InjectFault(fault)
+
+	s.startAutoscaler(s.consolidationArgs(true)...)
+	if !lost {
+		s.waitConsolidationEvent("ConsolidationAborted", since, consolidationTimeout)
+		if err := s.runningAre("app", 3)(); err != nil {
+			t.Error(err)
+		}
+		for _, uid := range uids {
+			if log.wasDeleted(uid) {
+				t.Errorf("pod %s evicted though its replacement was never created", uid)
 			}
-			if outcome == "ConsolidationAborted" {
-				s.eventually("the old nodes untainted", 30*time.Second, func() error {
-					if tainted := s.taintedNodes(); len(tainted) > 0 {
-						return fmt.Errorf("tainted: %v", tainted)
-					}
-					return nil
-				})
+		}
+		if got := s.listedNodes()[wideSize]; got != 3 {
+			t.Errorf("%d wide nodes listed after the abort, want all 3", got)
+		}
+		// The rollback may take a loop: every old node untainted.
+		s.eventually("the old nodes untainted", 30*time.Second, func() error {
+			if tainted := s.taintedNodes(); len(tainted) > 0 {
+				return fmt.Errorf("tainted: %v", tainted)
 			}
-			s.eventually("every app pod running", consolidationTimeout, s.runningAre("app", 3))
-			log.noPodWithoutNode(t)
+			return nil
+		})
+		if n := s.apiCreatedPools(); n != 0 {
+			t.Errorf("%d pools created though every create was refused", n)
+		}
+		log.noPodWithoutNode(t)
+		return
+	}
+
+	// The pool was created; the autoscaler must find it by listing rather than create
+	// another, whatever it then does with the command.
+	var outcome string
+	s.eventually("Consolidated or ConsolidationAborted", consolidationTimeout, func() error {
+		for _, reason := range []string{"Consolidated", "ConsolidationAborted"} {
+			if len(s.consolidationEvents(reason, since)) > 0 {
+				outcome = reason
+				return nil
+			}
+		}
+		return fmt.Errorf("neither yet")
+	})
+	t.Logf("after the lost 201: %s", outcome)
+	if n := s.apiCreatedPools(); n != 1 {
+		t.Errorf("%d pools created for one command whose create was applied once, want 1: %v", n, poolNames(s.sb.DOKS.PoolHistory()))
+	}
+	if outcome == "ConsolidationAborted" {
+		s.eventually("the old nodes untainted", 30*time.Second, func() error {
+			if tainted := s.taintedNodes(); len(tainted) > 0 {
+				return fmt.Errorf("tainted: %v", tainted)
+			}
+			return nil
 		})
 	}
+	s.eventually("every app pod running", consolidationTimeout, s.runningAre("app", 3))
+	log.noPodWithoutNode(t)
 }
 
 func poolNames(h []doks.PoolLife) []string {
