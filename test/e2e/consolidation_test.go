@@ -126,8 +126,23 @@ func (l *podLog) wasDeleted(uid string) bool {
 	return l.deleted[uid]
 }
 
-// consolidationEvents are the events of reason recorded since the test began, in any
-// namespace (they may be on Nodes).
+// seenNodes remembers, per scenario, every node name its simulator listed, so that
+// events on nodes of an earlier scenario (aggregated, their time renewed) are told apart.
+var seenNodes sync.Map // *scenario → map[string]bool
+
+func (s *scenario) ownNodes() map[string]bool {
+	v, _ := seenNodes.LoadOrStore(s, map[string]bool{})
+	own := v.(map[string]bool)
+	for _, p := range s.sb.DOKS.Pools() {
+		for _, n := range p.Nodes {
+			own[n.Name] = true
+		}
+	}
+	return own
+}
+
+// consolidationEvents are the events of reason recorded since the test began on this
+// scenario's objects: its nodes, or objects in its namespace.
 func (s *scenario) consolidationEvents(reason string, since time.Time) []apiv1.Event {
 	s.t.Helper()
 	l, err := s.kube.CoreV1().Events("").List(s.ctx, metav1.ListOptions{
@@ -136,8 +151,10 @@ func (s *scenario) consolidationEvents(reason string, since time.Time) []apiv1.E
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	own := s.ownNodes()
 	var out []apiv1.Event
 	for _, e := range l.Items {
+		mine := e.InvolvedObject.Namespace == s.ns || (e.InvolvedObject.Kind == "Node" && own[e.InvolvedObject.Name])
 		at := e.LastTimestamp.Time
 		if at.IsZero() {
 			at = e.EventTime.Time
@@ -145,7 +162,7 @@ func (s *scenario) consolidationEvents(reason string, since time.Time) []apiv1.E
 		if at.IsZero() {
 			at = e.CreationTimestamp.Time
 		}
-		if !at.Before(since.Truncate(time.Second)) {
+		if mine && !at.Before(since.Truncate(time.Second)) {
 			out = append(out, e)
 		}
 	}
