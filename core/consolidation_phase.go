@@ -16,7 +16,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/consolidation"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -117,6 +116,8 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim iterationSimula
 	cs.record(cs.exec.Start(ctx, *cmd, view))
 	if cur, phase, since := cs.exec.InFlight(); cur != nil {
 		cs.set(string(phase), since)
+	} else {
+		cs.set("Idle", now) // aborted at once (lastResult says why)
 	}
 }
 
@@ -265,7 +266,6 @@ func (cs *consolidationState) record(outcomes []consolidation.Outcome) {
 			cs.lastResult = "succeeded: " + o.Command.String()
 		case consolidation.Aborted:
 			cs.lastResult = "aborted: " + o.Command.String() + ": " + o.Reason
-			metrics.RegisterError(metrics.TransientError)
 		}
 	}
 }

@@ -99,7 +99,7 @@ func TestConsolidationAbortedReplacementLeavesPodsRunning(t *testing.T) {
 	if len(h.evicts.Evictions()) != 0 || hasTaint(h.node("big-n0"), clusterstate.ToBeDeletedTaint) || !h.podExists("default", "web") {
 		t.Fatal("an aborted replacement touched the old node")
 	}
-	if st := h.a.registry.GetStatus(t0).Consolidation; st == nil || !strings.Contains(st.LastResult, "aborted") {
+	if st := h.a.registry.GetStatus(t0).Consolidation; st == nil || !strings.Contains(st.LastResult, "aborted") || st.Status != "Idle" {
 		t.Errorf("status section %+v", st)
 	}
 }
@@ -145,5 +145,50 @@ func TestConsolidationLeavesDoNotDisruptPods(t *testing.T) {
 	}
 	if len(increases(h.provider)) != 0 || hasTaint(h.node("big-n0"), clusterstate.ToBeDeletedTaint) {
 		t.Error("the node holding a do-not-disrupt pod was consolidated")
+	}
+}
+
+// Outside every window nothing is planned; the status says why.
+func TestConsolidationOutsideWindows(t *testing.T) {
+	h, _ := consolidationCluster(t)
+	// t0 is 00:13 UTC: a noon window is closed.
+	w, err := config.ParseWindow("0 12 * * *=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.a.opts.Consolidation.Windows = []config.Window{w}
+	h.runOnce(t0)
+	h.runOnce(t0.Add(2 * time.Minute))
+	if countEvents(h.events(), "ConsolidationPlanned") != 0 || len(increases(h.provider)) != 0 {
+		t.Error("consolidation planned outside its window")
+	}
+	if st := h.a.registry.GetStatus(t0).Consolidation; st == nil || st.Status != "OutsideWindow" {
+		t.Errorf("status %+v, want OutsideWindow", st)
+	}
+}
+
+// A scale-up within the stabilization window holds consolidation back, and
+// the command's window starts again after it: no flapping against
+// scale-up.
+func TestConsolidationWaitsAfterScaleUp(t *testing.T) {
+	h, _ := consolidationCluster(t)
+	h.runOnce(t0)
+	h.a.lastScaleUp = t0.Add(30 * time.Second)
+	h.runOnce(t0.Add(61 * time.Second))
+	if len(increases(h.provider)) != 0 {
+		t.Fatal("acted within the stabilization window after a scale-up")
+	}
+	if st := h.a.registry.GetStatus(t0).Consolidation; st == nil || st.Status != "Waiting" {
+		t.Errorf("status %+v, want Waiting", st)
+	}
+	// Planned again once the scale-up is a window old, then a window later it acts.
+	h.runOnce(t0.Add(91 * time.Second))
+	h.runOnce(t0.Add(140 * time.Second))
+	if len(increases(h.provider)) != 0 {
+		t.Fatal("acted before the command held for a whole window")
+	}
+	h.runOnce(t0.Add(152 * time.Second))
+	if strings.Join(increases(h.provider), ",") != "small+1" {
+		t.Fatalf("increases %v, want small+1 once the command held a window", increases(h.provider))
 	}
 }
