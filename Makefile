@@ -4,6 +4,7 @@
 #   make demo                  local sandbox walk-through, no DigitalOcean account needed
 #   make bench [UPSTREAM_CA=path]  benchmark figures, with upstream's beside them when given
 #   make chaos [CHAOS_DURATION=10m]  pools on demand under churn, lost write answers, a leader kill; fails on a bad figure
+#   make consolidation [UPSTREAM_CA=path]  a workload grown then shrunk to a third: price against a lower bound, consolidation off / on / upstream; fails on a bad safety figure
 #   make image [BASE_IMAGE=offline]  multi-arch OCI image in _output/image, no container engine
 #   make push-image [REGISTRY=...]    the same, pushed to $(IMAGE):$(TAG)
 #   make build-in-docker BUILD_TAGS=digitalocean && make make-image && make push-docker-image
@@ -39,7 +40,7 @@ UPSTREAM_CA  ?=
 # CHAOS_DURATION: how long make chaos churns the workloads (1m for a smoke run).
 CHAOS_DURATION ?= 10m
 
-.PHONY: build test verify unit e2e bench chaos demo sandbox image push-image build-in-docker make-image push-docker-image clean fmt vet
+.PHONY: build test verify unit e2e bench chaos consolidation demo sandbox image push-image build-in-docker make-image push-docker-image clean fmt vet
 
 build:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o $(BINARY) .
@@ -67,6 +68,9 @@ bench: build
 
 chaos: build
 	CA_BINARY=$(CURDIR)/$(BINARY) go run ./hack/bench --chaos --chaos-duration=$(CHAOS_DURATION)
+
+consolidation: build
+	CA_BINARY=$(CURDIR)/$(BINARY) go run ./hack/bench --consolidation $(if $(UPSTREAM_CA),--upstream-binary=$(UPSTREAM_CA))
 
 demo: build
 	CA_BINARY=$(CURDIR)/$(BINARY) go run ./hack/demo

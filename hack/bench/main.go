@@ -24,6 +24,11 @@
 // under workload churn, writes applied but answered 504 or cut, listing lag and a leader
 // killed at mid-run; it exits non-zero when one of its bad figures is not zero.
 //
+// With --consolidation it runs only the consolidation scenario (consolidation.go, `make
+// consolidation`): a workload grown across several sizes and shrunk to a third, the
+// settled cluster's price against a lower bound, with consolidation off and on and
+// upstream's binary; it exits non-zero on a PDB violated or a pod evicted twice.
+//
 //	CA_BINARY=bin/cluster-autoscaler go run ./hack/bench [--pools 20 --trials 20 ...]
 //
 // With --upstream-binary=PATH the figures run, the scale-down runs and the --large scenario
@@ -33,7 +38,7 @@
 // it builds, set back between them. The buffer and burst scenarios run this project's
 // binary only.
 //
-// Apart from --chaos it asserts nothing: it reports. The autoscaler runs as its own process, so its RSS and
+// Apart from --chaos and --consolidation it asserts nothing: it reports. The autoscaler runs as its own process, so its RSS and
 // its /metrics are its own; the control plane, simulator and node agent live in this one.
 package main
 
@@ -95,6 +100,9 @@ type config struct {
 	// The chaos run alone (--chaos).
 	chaosRun bool
 	chaos    chaosConfig
+	// The consolidation run alone (--consolidation).
+	consolidationRun bool
+	consolidation    consolidationConfig
 }
 
 func main() {
@@ -143,6 +151,10 @@ func main() {
 	flag.Uint64Var(&c.chaos.seed, "chaos-seed", 31, "chaos: seed of the churn and of which writes are faulted")
 	flag.Float64Var(&c.chaos.faultShare, "chaos-fault-share", 0.2, "chaos: share of the writes (create, update, delete pool; delete node) applied then answered 504 (half) or cut unanswered (half)")
 	flag.DurationVar(&c.chaos.listLag, "chaos-list-lag", 3*time.Second, "chaos: how long a created pool stays out of DigitalOcean's listings")
+	flag.BoolVar(&c.consolidationRun, "consolidation", false, "run the consolidation scenario alone (issue 34): pools on demand, a workload grown across several sizes then shrunk to a third; this project's binary with consolidation off and on, and --upstream-binary's; prints price against a lower bound, evictions and PDB violations, and exits non-zero on a bad safety figure")
+	flag.DurationVar(&c.consolidation.settle, "consolidation-settle", 3*time.Minute, "consolidation: the cluster has settled when neither nodes nor pods changed for this long")
+	flag.DurationVar(&c.consolidation.timeout, "consolidation-timeout", 20*time.Minute, "consolidation: limit of the growth and of the settling")
+	flag.StringVar(&c.consolidation.modes, "consolidation-modes", "off,on", "consolidation: this project's runs, with consolidation off, on or both (upstream's runs when --upstream-binary is given)")
 	flag.StringVar(&c.dir, "dir", "", "directory for sandbox files and autoscaler logs (default: a temp dir)")
 	flag.Parse()
 	if c.pprofAddr != "" {
@@ -177,6 +189,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if c.chaosRun {
 		return runChaos(ctx, c, out)
+	}
+	if c.consolidationRun {
+		return runConsolidation(ctx, c, out)
 	}
 	c.builds = []build{{"this project", c.binary, c.dir}}
 	if c.upstream != "" {

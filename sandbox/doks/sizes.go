@@ -139,6 +139,14 @@ func SizeGPU(slug string) (vendor, model string, count int) {
 	return s.gpuVendor, s.gpuModel, int(s.gpuCount)
 }
 
+// SizePrice returns a size's hourly price in the simulated catalogue (what
+// the Sizes API's price_hourly says), so a benchmark can price a cluster as the
+// autoscaler sees it. ok is false for a slug outside the catalogue.
+func SizePrice(slug string) (hourly float64, ok bool) {
+	s, found := lookupSize(slug)
+	return s.priceHourly, found
+}
+
 // SizeResources returns the capacity and allocatable of a node of the given
 // size, as the simulated node agent registers it and as node pool templates
 // describe it. ok is false for a slug outside the catalogue.
