@@ -35,8 +35,10 @@
 // also run a second autoscaler binary (upstream's) with the same flags, and print both:
 // the figures run and each scale-down run build an identical sandbox for each binary
 // (each starts with a fresh rate-limit budget); --large measures both on the one cluster
-// it builds, set back between them. The buffer and burst scenarios run this project's
-// binary only.
+// it builds, set back between them. --also-binary=NAME=PATH (repeatable) adds more
+// binaries after upstream's in the same runs: the same binary under another environment
+// (a script that sets GOGC and execs it), or an older build. The buffer and burst
+// scenarios run this project's binary only.
 //
 // Apart from --chaos and --consolidation it asserts nothing: it reports. The autoscaler runs as its own process, so its RSS and
 // its /metrics are its own; the control plane, simulator and node agent live in this one.
@@ -53,6 +55,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -83,6 +86,9 @@ type config struct {
 	pprofAddr string
 	// upstream: a second autoscaler binary run beside CA_BINARY (--upstream-binary).
 	upstream string
+	// also: more binaries run after upstream's, each NAME=PATH (--also-binary): the same
+	// binary under another environment, or an older build, measured in the same run.
+	also multiFlag
 	// builds are the binaries the figures and --large runs measure, in table order.
 	builds []build
 	// profileDir: where the scale runs save the autoscaler's CPU profile (over the
@@ -145,6 +151,7 @@ func main() {
 	flag.BoolVar(&c.buffer, "buffer", true, "run the warm-capacity figure: a Deployment's new pods to Running, without and with a CapacityBuffer")
 	flag.DurationVar(&c.bufferBootDelay, "buffer-boot-delay", 20*time.Second, "buffer: simulated droplet boot time")
 	flag.StringVar(&c.pprofAddr, "pprof-addr", "", "serve this process's pprof (it runs the sandbox: apiserver, etcd, scheduler, controllers, node agent) on this loopback address, e.g. 127.0.0.1:6061")
+	flag.Var(&c.also, "also-binary", "NAME=PATH: also run this binary (e.g. a script running CA_BINARY under GOGC=100, or an older build) wherever --upstream-binary runs, after it; repeatable")
 	flag.StringVar(&c.upstream, "upstream-binary", "", "also run this autoscaler binary (e.g. upstream 1.36.1 built with -tags digitalocean) in the figures, scale-down and --large runs, same flags and cluster, and print both side by side")
 	flag.BoolVar(&c.chaosRun, "chaos", false, "run the chaos scenario alone (issue 31): pools on demand under workload churn, a share of the writes applied then lost, listing lag, the leader killed at mid-run; exits non-zero when a bad figure is not zero")
 	flag.DurationVar(&c.chaos.duration, "chaos-duration", 10*time.Minute, "chaos: how long the workloads churn (the wind-down after it is not counted)")
@@ -202,6 +209,17 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		c.builds = append(c.builds, build{"upstream " + filepath.Base(c.upstream), c.upstream, up})
 	}
+	for i, a := range c.also {
+		name, path, ok := strings.Cut(a, "=")
+		if !ok || name == "" || path == "" {
+			return fmt.Errorf("--also-binary %q: want NAME=PATH", a)
+		}
+		dir := filepath.Join(c.dir, fmt.Sprintf("also-%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		c.builds = append(c.builds, build{name, path, dir})
+	}
 	var failed error
 	var plain *scaleRun // this project's scale figures, for --dra
 	if c.figures {
@@ -251,6 +269,12 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	return failed
 }
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // build is one autoscaler binary under measurement, with the directory for its logs.
 type build struct{ name, path, dir string }
