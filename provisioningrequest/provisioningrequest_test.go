@@ -10,16 +10,14 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	prfake "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned/fake"
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 )
@@ -115,7 +113,7 @@ func (n *notFound) Error() string { return n.name + " not found" }
 // PodTemplate each names (3 pods of 1 cpu).
 type env struct {
 	m    *Manager
-	dyn  *dynfake.FakeDynamicClient
+	api  *prfake.Clientset
 	kube *fake.Clientset
 }
 
@@ -124,21 +122,15 @@ func newEnv(t *testing.T, prs ...*v1.ProvisioningRequest) *env {
 	var objs []runtime.Object
 	var kobjs []runtime.Object
 	for _, pr := range prs {
-		pr.APIVersion, pr.Kind = v1.SchemeGroupVersion.String(), v1.Kind
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: u})
+		objs = append(objs, pr)
 		kobjs = append(kobjs, &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: pr.Spec.PodSets[0].PodTemplateRef.Name, Namespace: "ns"},
 			Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c",
 				Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1")}}}}}}})
 	}
-	scheme := runtime.NewScheme()
-	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schemaGVR]string{v1.Resource: "ProvisioningRequestList"}, objs...)
+	api := prfake.NewSimpleClientset(objs...)
 	kube := fake.NewClientset(kobjs...)
 	f := informers.NewSharedInformerFactory(kube, 0)
-	c := NewClient(dyn, f, time.Second)
+	c := NewClient(api, f, time.Second)
 	podLister := f.Core().V1().Pods().Lister()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -148,7 +140,7 @@ func newEnv(t *testing.T, prs ...*v1.ProvisioningRequest) *env {
 		t.Fatal(err)
 	}
 	m := NewManager(ctx, c, podLister, record.NewFakeRecorder(100), Options{InitialBackoff: time.Minute, MaxBackoff: 10 * time.Minute, BackoffCacheSize: 10})
-	return &env{m: m, dyn: dyn, kube: kube}
+	return &env{m: m, api: api, kube: kube}
 }
 
 func withCondition(pr *v1.ProvisioningRequest, typ string, status metav1.ConditionStatus, at time.Time) *v1.ProvisioningRequest {
@@ -236,8 +228,6 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-type schemaGVR = schema.GroupVersionResource
-
 func everything() labels.Selector { return labels.Everything() }
 
 func findCondition(pr *v1.ProvisioningRequest, typ string) *metav1.Condition {
@@ -247,12 +237,8 @@ func findCondition(pr *v1.ProvisioningRequest, typ string) *metav1.Condition {
 // status reads a request from the (fake) API server.
 func (e *env) status(t *testing.T, name string) *v1.ProvisioningRequest {
 	t.Helper()
-	u, err := e.dyn.Resource(v1.Resource).Namespace("ns").Get(context.Background(), name, metav1.GetOptions{})
+	pr, err := e.api.AutoscalingV1().ProvisioningRequests("ns").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	pr := &v1.ProvisioningRequest{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pr); err != nil {
 		t.Fatal(err)
 	}
 	return pr
