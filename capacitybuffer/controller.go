@@ -337,8 +337,11 @@ func dropServiceAccountVolume(spec *apiv1.PodSpec) {
 	}
 }
 
-// setCondition sets a condition (its transition time changes only with its
-// status, as meta.SetStatusCondition does); true when anything changed.
+// setCondition sets a condition with meta.SetStatusCondition: its
+// transition time changes only with its status, so a cause repeated is no
+// write. (ProvisioningRequests stamp every write instead: their backoff
+// counts from it; see provisioningrequest's setCondition.) True when
+// anything changed.
 func setCondition(b *v1beta1.CapacityBuffer, typ string, status metav1.ConditionStatus, reason, msg string) bool {
 	return meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: b.Generation,

@@ -155,3 +155,43 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A buffer's condition keeps its transition time while its status holds
+// (meta.SetStatusCondition's rule), and a write is needed only when
+// something in it changed.
+func TestSetCondition(t *testing.T) {
+	cases := []struct {
+		name            string
+		status          metav1.ConditionStatus
+		reason, msg     string
+		wantChanged     bool
+		wantTimeKept    bool
+		wantObservedGen int64
+	}{
+		{"nothing changed", metav1.ConditionFalse, "error", "no template", false, true, 1},
+		{"message changed", metav1.ConditionFalse, "error", "no workload", true, true, 2},
+		{"status changed", metav1.ConditionTrue, v1beta1.AttributesSetSuccessfullyReason, "ready", true, false, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuffer("apps", "warm", v1beta1.CapacityBufferSpec{})
+			setCondition(b, v1beta1.ReadyForProvisioningCondition, metav1.ConditionFalse, "error", "no template")
+			first := *meta.FindStatusCondition(b.Status.Conditions, v1beta1.ReadyForProvisioningCondition)
+			first.LastTransitionTime = metav1.NewTime(first.LastTransitionTime.Add(-time.Hour))
+			b.Status.Conditions[0] = first
+			if tc.wantChanged {
+				b.Generation = 2
+			}
+			if got := setCondition(b, v1beta1.ReadyForProvisioningCondition, tc.status, tc.reason, tc.msg); got != tc.wantChanged {
+				t.Errorf("changed = %v, want %v", got, tc.wantChanged)
+			}
+			c := meta.FindStatusCondition(b.Status.Conditions, v1beta1.ReadyForProvisioningCondition)
+			if kept := c.LastTransitionTime.Equal(&first.LastTransitionTime); kept != tc.wantTimeKept {
+				t.Errorf("transition time kept = %v, want %v", kept, tc.wantTimeKept)
+			}
+			if c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.msg || c.ObservedGeneration != tc.wantObservedGen {
+				t.Errorf("condition %+v", c)
+			}
+		})
+	}
+}

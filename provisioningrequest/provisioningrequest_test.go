@@ -228,6 +228,61 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
+// setCondition stamps every write, a status kept included (upstream's
+// rule, which the backoff above and the week-long TTL count from), and
+// leaves the other conditions as they were.
+func TestSetCondition(t *testing.T) {
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+	cases := []struct {
+		name   string
+		status metav1.ConditionStatus
+	}{
+		{"status kept: stamped anew", metav1.ConditionFalse},
+		{"status changed: stamped", metav1.ConditionTrue},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := request("r", v1.ProvisioningClassCheckCapacity, nil)
+			pr.Generation = 4
+			setCondition(pr, v1.Accepted, metav1.ConditionTrue, AcceptedReason, AcceptedMsg, at(0))
+			setCondition(pr, v1.Provisioned, metav1.ConditionFalse, CapacityIsNotFoundReason, CapacityIsNotFoundMsg, at(0))
+			setCondition(pr, v1.Provisioned, tc.status, "Retried", "m", at(time.Minute))
+			if n := len(pr.Status.Conditions); n != 2 {
+				t.Fatalf("%d conditions, want 2 (Accepted, Provisioned)", n)
+			}
+			c := findCondition(pr, v1.Provisioned)
+			if want := at(time.Minute); c.Status != tc.status || c.Reason != "Retried" || c.Message != "m" || !c.LastTransitionTime.Equal(&want) || c.ObservedGeneration != 4 {
+				t.Errorf("Provisioned = %+v, want %s/Retried stamped %v, generation 4", c, tc.status, want)
+			}
+			if a, want := findCondition(pr, v1.Accepted), at(0); a.Status != metav1.ConditionTrue || !a.LastTransitionTime.Equal(&want) {
+				t.Errorf("Accepted changed: %+v", a)
+			}
+		})
+	}
+}
+
+// A request still not fitting at its retry is tried again a backoff after
+// that retry, not after its first try.
+func TestBackoffCountsFromTheLastTry(t *testing.T) {
+	pr := withCondition(request("r", v1.ProvisioningClassCheckCapacity, nil), v1.Provisioned, metav1.ConditionFalse, t0)
+	e := newEnv(t, pr)
+	if !e.m.available(pr, t0.Add(61*time.Second)) {
+		t.Fatal("not available after the initial backoff")
+	}
+	retry := t0.Add(61 * time.Second)
+	setCondition(pr, v1.Provisioned, metav1.ConditionFalse, CapacityIsNotFoundReason, CapacityIsNotFoundMsg, metav1.NewTime(retry))
+	// The backoff is now 2 minutes, from the retry: available after
+	// retry+2m only (counted from t0 it would be at t0+2m).
+	for _, tc := range []struct {
+		at   time.Time
+		want bool
+	}{{t0.Add(121 * time.Second), false}, {retry.Add(119 * time.Second), false}, {retry.Add(121 * time.Second), true}} {
+		if got := e.m.available(pr, tc.at); got != tc.want {
+			t.Errorf("at +%v available = %v, want %v", tc.at.Sub(t0), got, tc.want)
+		}
+	}
+}
+
 func everything() labels.Selector { return labels.Everything() }
 
 func findCondition(pr *v1.ProvisioningRequest, typ string) *metav1.Condition {
