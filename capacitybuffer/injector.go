@@ -123,7 +123,7 @@ func (in *Injector) template(b *v1beta1.CapacityBuffer) (*apiv1.PodTemplateSpec,
 			return nil, nil
 		}
 		t := pt.Template.DeepCopy()
-		DefaultRequests(t)
+		pods.RequestsFromLimits(&t.Spec)
 		return t, nil
 	}
 	r, err := in.sources.Resolve(b)

@@ -58,6 +58,36 @@ func TestSupported(t *testing.T) {
 	}
 }
 
+// The pods of a request take the room real ones would: limits alone,
+// in a container or at pod level (spec.resources), are requested.
+func TestPodsForRequestLimits(t *testing.T) {
+	gpu := apiv1.ResourceName("nvidia.com/gpu")
+	tmpl := &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns"}, Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{
+		Containers: []apiv1.Container{{Name: "c", Resources: apiv1.ResourceRequirements{Limits: apiv1.ResourceList{gpu: resource.MustParse("1")}}}},
+		Resources:  &apiv1.ResourceRequirements{Limits: apiv1.ResourceList{apiv1.ResourceMemory: resource.MustParse("3Gi")}},
+	}}}
+	pr := request("r", v1.ProvisioningClassCheckCapacity, nil)
+	pr.Spec.PodSets = []v1.PodSet{{PodTemplateRef: v1.Reference{Name: "t"}, Count: 2}}
+	ps, err := podsFor(pr, func(string, string) (*apiv1.PodTemplate, error) { return tmpl, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 {
+		t.Fatalf("%d pods, want 2", len(ps))
+	}
+	for _, p := range ps {
+		if got := p.Spec.Containers[0].Resources.Requests[gpu]; got.Cmp(resource.MustParse("1")) != 0 {
+			t.Errorf("pod %s: gpu request %v, want the limit 1", p.Name, got.String())
+		}
+		if got := p.Spec.Resources.Requests[apiv1.ResourceMemory]; got.Cmp(resource.MustParse("3Gi")) != 0 {
+			t.Errorf("pod %s: pod-level memory request %v, want the limit 3Gi", p.Name, got.String())
+		}
+	}
+	if tmpl.Template.Spec.Resources.Requests != nil {
+		t.Error("the cached PodTemplate was changed")
+	}
+}
+
 func TestPodsForInvalidPodSets(t *testing.T) {
 	tmpl := &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns"}, Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c"}}}}}
 	empty := &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: "ns"}}
