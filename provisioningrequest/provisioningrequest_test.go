@@ -2,11 +2,13 @@ package provisioningrequest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	prfake "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned/fake"
@@ -207,6 +210,36 @@ func TestBookingLifetime(t *testing.T) {
 	out, _ = e.m.Process(&pods.Context{Now: t0.Add(BookingTime + 2*time.Second)}, []*apiv1.Pod{real})
 	if len(out) != 1 {
 		t.Fatalf("after expiry %d pods hold room, want none", len(out)-1)
+	}
+}
+
+// The client's List returns the cache's own objects; the manager sets
+// conditions on copies. A status write that fails leaves the cache as the
+// API server has it, so the next iteration still sees the booking and
+// tries again.
+func TestFailedStatusWriteLeavesTheCache(t *testing.T) {
+	pr := withCondition(request("job-prov-1", v1.ProvisioningClassCheckCapacity, nil), v1.Provisioned, metav1.ConditionTrue, t0)
+	e := newEnv(t, pr)
+	writes := 0
+	e.api.PrependReactor("update", "provisioningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		writes++
+		return true, nil, apierrors.NewConflict(v1.Resource("provisioningrequests"), "job-prov-1", errors.New("changed"))
+	})
+	after := t0.Add(BookingTime + time.Second)
+	for i := 1; i <= 2; i++ {
+		if _, err := e.m.Process(&pods.Context{Now: after}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if writes != i {
+			t.Fatalf("iteration %d: %d status writes, want %d (BookingExpired tried again)", i, writes, i)
+		}
+		cached, err := e.m.client.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := findCondition(cached[0], v1.BookingExpired); c != nil {
+			t.Fatalf("iteration %d: the cache shows %+v, which the API server refused", i, c)
+		}
 	}
 }
 
