@@ -18,9 +18,9 @@ go build -C "$repo/hack/tools" -o "$bin/" \
 	k8s.io/code-generator/cmd/informer-gen
 
 cd "$root"
-"$bin/controller-gen" object paths=./apis/...
 rm -f deploy/crds/autoscaling.x-k8s.io_*.yaml
-"$bin/controller-gen" crd paths=./apis/... output:crd:artifacts:config=deploy/crds
+# One run, one load of the packages: deep copies beside the types, CRDs in deploy/crds.
+"$bin/controller-gen" object crd paths=./apis/... output:crd:artifacts:config=deploy/crds
 # Helm installs CRDs from the chart's crds/: the same files, byte for byte.
 rm -f charts/cluster-autoscaler-digitalocean/crds/autoscaling.x-k8s.io_*.yaml
 cp deploy/crds/autoscaling.x-k8s.io_*.yaml charts/cluster-autoscaler-digitalocean/crds/
