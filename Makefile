@@ -1,6 +1,7 @@
 # DOKS Cluster Autoscaler.
 #   make build                 binary for this machine's arch (BUILD_TAGS, GOARCH, LDFLAGS honoured)
 #   make test                  everything CI runs: verify, unit tests, end-to-end tests
+#   make generate              deep copies, clientsets, listers, informers and CRDs from apis/
 #   make demo                  local sandbox walk-through, no DigitalOcean account needed
 #   make bench [UPSTREAM_CA=path]  benchmark figures, with upstream's beside them when given
 #   make chaos [CHAOS_DURATION=10m]  pools on demand under churn, lost write answers, a leader kill; fails on a bad figure
@@ -40,15 +41,20 @@ UPSTREAM_CA  ?=
 # CHAOS_DURATION: how long make chaos churns the workloads (1m for a smoke run).
 CHAOS_DURATION ?= 10m
 
-.PHONY: build test verify unit e2e bench chaos consolidation demo sandbox image push-image build-in-docker make-image push-docker-image clean fmt vet
+.PHONY: build generate test verify unit e2e bench chaos consolidation demo sandbox image push-image build-in-docker make-image push-docker-image clean fmt vet
 
 build:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o $(BINARY) .
 
 test: verify unit e2e demo
 
+# The generators are pinned in hack/tools/go.mod (its own module).
+generate:
+	hack/update-codegen.sh
+
 verify:
 	hack/verify-gofmt.sh
+	hack/verify-codegen.sh
 	go vet ./...
 	go vet -C hack/image ./...
 	hack/verify-docker-targets.sh

@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/pflag"
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -27,9 +27,12 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	cbclient "github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/client/clientset/versioned"
+	prclient "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
 	provreqv1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
 	"github.com/doks-autoscaler/cluster-autoscaler/capacitybuffer"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
@@ -184,7 +187,7 @@ func cancelCloudCallsAfterGrace(ctx context.Context, exited <-chan struct{}, pro
 
 func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingOptions, clients kubeClients,
 	provider cloudprovider.CloudProvider, recorder record.EventRecorder, health *metrics.HealthCheck) error {
-	kube, dyn := clients.kube, clients.dyn
+	kube := clients.kube
 	autoscaler, err := core.NewAutoscaler(opts, kube, clients.status, provider, recorder, health)
 	if err != nil {
 		return err
@@ -192,7 +195,7 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 	// CapacityBuffers run under the same leadership as the loop.
 	buffers, err := capacitybuffer.New(capacitybuffer.Config{
 		Controller: opts.CapacityBufferControllerEnabled, Injection: opts.CapacityBufferPodInjectionEnabled, DryRun: opts.CapacityBufferPodDryRunEnabled,
-	}, kube, dyn, autoscaler.Informers(), autoscaler.NotifyCapacityChange)
+	}, kube, clients.buffers, autoscaler.Informers(), autoscaler.NotifyCapacityChange)
 	if err != nil {
 		return err
 	}
@@ -203,7 +206,7 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 		go buffers.Run(runCtx)
 	}
 	if opts.ProvisioningRequestsEnabled {
-		if err := serveProvisioningRequests(runCtx, opts, autoscaler, dyn); err != nil {
+		if err := serveProvisioningRequests(runCtx, opts, autoscaler, clients.provisioningRequests); err != nil {
 			return err
 		}
 	}
@@ -219,8 +222,8 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 	return err
 }
 
-// kubeClients are the autoscaler's Kubernetes clients. kube (and dyn) make
-// its reads and writes, limited by --kube-client-qps / --kube-client-burst.
+// kubeClients are the autoscaler's Kubernetes clients. kube (and the CRD
+// clients, buffers and provisioningRequests) make its reads and writes, limited by --kube-client-qps / --kube-client-burst.
 // events and status have client-go's default limits and a limiter each:
 // events as upstream, since a scale-down records several events per node and
 // they must not slow the taints and evictions down; status, the one write of
@@ -229,7 +232,8 @@ func runAutoscaler(runCtx, shutdownCtx context.Context, opts config.AutoscalingO
 // default 5 QPS), nor they behind it.
 type kubeClients struct {
 	kube, events, status kubernetes.Interface
-	dyn                  dynamic.Interface
+	buffers              cbclient.Interface
+	provisioningRequests prclient.Interface
 }
 
 func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
@@ -268,10 +272,18 @@ func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
 	if _, err := c.kube.Discovery().ServerVersion(); err != nil {
 		return c, fmt.Errorf("cannot reach the Kubernetes API server at %s: %v", cfg.Host, err)
 	}
-	// CapacityBuffers have no typed client here: the dynamic one reads
-	// and writes them (with the same limits as the autoscaler's reads).
-	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
-		return c, fmt.Errorf("kubernetes dynamic client: %v", err)
+	// The CRDs' generated clients speak JSON (custom resources have no
+	// protobuf) and share one limiter with the autoscaler's limits.
+	crds := rest.CopyConfig(cfg)
+	crds.ContentType = runtime.ContentTypeJSON
+	if cfg.QPS > 0 {
+		crds.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	}
+	if c.buffers, err = cbclient.NewForConfig(crds); err != nil {
+		return c, fmt.Errorf("CapacityBuffer client: %v", err)
+	}
+	if c.provisioningRequests, err = prclient.NewForConfig(crds); err != nil {
+		return c, fmt.Errorf("ProvisioningRequest client: %v", err)
 	}
 	return c, nil
 }
@@ -279,8 +291,8 @@ func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
 // serveProvisioningRequests (--enable-provisioning-requests) has the
 // autoscaler serve ProvisioningRequests; their informer must sync before
 // Run (the CRD must be installed).
-func serveProvisioningRequests(ctx context.Context, opts config.AutoscalingOptions, a *core.Autoscaler, dyn dynamic.Interface) error {
-	client := provisioningrequest.NewClient(dyn, a.Informers(), provisioningRequestTimeout)
+func serveProvisioningRequests(ctx context.Context, opts config.AutoscalingOptions, a *core.Autoscaler, prs prclient.Interface) error {
+	client := provisioningrequest.NewClient(prs, a.Informers(), provisioningRequestTimeout)
 	if err := client.AddEventHandler(a.NotifyCapacityChange); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -177,14 +178,17 @@ var errNotReady = errors.New("not ready for provisioning")
 // errNotReady when the buffer is not ready, the write's error when the
 // status could not be written, nil otherwise.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	obj, exists, err := c.client.informer.GetStore().GetByKey(key)
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return err
 	}
-	b, ok := obj.(*v1beta1.CapacityBuffer)
-	if !exists || !ok {
+	b, err := c.client.Get(ns, name)
+	if apierrors.IsNotFound(err) {
 		c.forgetDeleted()
 		return nil
+	}
+	if err != nil {
+		return err
 	}
 	if b.Strategy() != v1beta1.ActiveProvisioningStrategy {
 		c.templates.forget(b.UID)
@@ -333,8 +337,11 @@ func dropServiceAccountVolume(spec *apiv1.PodSpec) {
 	}
 }
 
-// setCondition sets a condition (its transition time changes only with its
-// status, as meta.SetStatusCondition does); true when anything changed.
+// setCondition sets a condition with meta.SetStatusCondition: its
+// transition time changes only with its status, so a cause repeated is no
+// write. (ProvisioningRequests stamp every write instead: their backoff
+// counts from it; see provisioningrequest's setCondition.) True when
+// anything changed.
 func setCondition(b *v1beta1.CapacityBuffer, typ string, status metav1.ConditionStatus, reason, msg string) bool {
 	return meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: b.Generation,

@@ -10,27 +10,18 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	cbfake "github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/client/clientset/versioned/fake"
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
-func unstructuredBuffer(t *testing.T, ns, name string, spec v1beta1.CapacityBufferSpec) *unstructured.Unstructured {
-	b := &v1beta1.CapacityBuffer{TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.APIVersion, Kind: v1beta1.Kind},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), Generation: 1}, Spec: spec}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &unstructured.Unstructured{Object: obj}
+func newBuffer(ns, name string, spec v1beta1.CapacityBufferSpec) *v1beta1.CapacityBuffer {
+	return &v1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), Generation: 1}, Spec: spec}
 }
 
 // The controller resolves buffers in several namespaces into their status
@@ -39,14 +30,13 @@ func unstructuredBuffer(t *testing.T, ns, name string, spec v1beta1.CapacityBuff
 func TestControllerAndInjector(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1beta1.Resource: "CapacityBufferList"},
-		unstructuredBuffer(t, "apps", "warm", v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "shape"}, Replicas: ptr.To[int32](2)}),
-		unstructuredBuffer(t, "apps", "web", v1beta1.CapacityBufferSpec{ScalableRef: &v1beta1.ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "web"}, Percentage: ptr.To[int32](20)}),
-		unstructuredBuffer(t, "team-b", "broken", v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "gone"}, Replicas: ptr.To[int32](1)}),
-		unstructuredBuffer(t, "apps", "other", v1beta1.CapacityBufferSpec{ProvisioningStrategy: ptr.To("example.com/other"), Replicas: ptr.To[int32](1)}),
+	api := cbfake.NewSimpleClientset(
+		newBuffer("apps", "warm", v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "shape"}, Replicas: ptr.To[int32](2)}),
+		newBuffer("apps", "web", v1beta1.CapacityBufferSpec{ScalableRef: &v1beta1.ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "web"}, Percentage: ptr.To[int32](20)}),
+		newBuffer("team-b", "broken", v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "gone"}, Replicas: ptr.To[int32](1)}),
+		newBuffer("apps", "other", v1beta1.CapacityBufferSpec{ProvisioningStrategy: ptr.To("example.com/other"), Replicas: ptr.To[int32](1)}),
 	)
-	client, err := NewClient(dyn)
+	client, err := NewClient(api)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +48,11 @@ func TestControllerAndInjector(t *testing.T) {
 
 	syncAll(ctx, t, ctrl)
 	get := func(ns, name string) *v1beta1.CapacityBuffer {
-		u, err := dyn.Resource(v1beta1.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		b, err := api.AutoscalingV1beta1().CapacityBuffers(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := toBuffer(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b.(*v1beta1.CapacityBuffer)
+		return b
 	}
 	warm := get("apps", "warm")
 	if c := meta.FindStatusCondition(warm.Status.Conditions, v1beta1.ReadyForProvisioningCondition); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "AttributesSetSuccessfully" ||
@@ -97,14 +83,14 @@ func TestControllerAndInjector(t *testing.T) {
 	in := NewInjector(client, src, templates)
 	w := &StatusWriter{client: client}
 	real := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "real"}}
-	dyn.ClearActions()
+	api.ClearActions()
 	out, err := in.Process(&pods.Context{}, []*apiv1.Pod{real})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The injector decides; the loop writes its results after the
 	// iteration's decisions.
-	for _, a := range dyn.Actions() {
+	for _, a := range api.Actions() {
 		if a.GetVerb() == "update" {
 			t.Errorf("status written during the decisions: %v", a)
 		}
@@ -146,13 +132,13 @@ func TestControllerAndInjector(t *testing.T) {
 		}
 		return n == 2
 	})
-	dyn.ClearActions()
+	api.ClearActions()
 	syncAll(ctx, t, ctrl)
 	if _, err := in.Process(&pods.Context{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.Write(ctx, in.Results())
-	for _, a := range dyn.Actions() {
+	for _, a := range api.Actions() {
 		if a.GetVerb() == "update" {
 			t.Errorf("status written again with nothing changed: %v", a)
 		}
@@ -178,5 +164,45 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("never saw %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A buffer's condition keeps its transition time while its status holds
+// (meta.SetStatusCondition's rule), and a write is needed only when
+// something in it changed.
+func TestSetCondition(t *testing.T) {
+	cases := []struct {
+		name            string
+		status          metav1.ConditionStatus
+		reason, msg     string
+		wantChanged     bool
+		wantTimeKept    bool
+		wantObservedGen int64
+	}{
+		{"nothing changed", metav1.ConditionFalse, "error", "no template", false, true, 1},
+		{"message changed", metav1.ConditionFalse, "error", "no workload", true, true, 2},
+		{"status changed", metav1.ConditionTrue, v1beta1.AttributesSetSuccessfullyReason, "ready", true, false, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuffer("apps", "warm", v1beta1.CapacityBufferSpec{})
+			setCondition(b, v1beta1.ReadyForProvisioningCondition, metav1.ConditionFalse, "error", "no template")
+			first := *meta.FindStatusCondition(b.Status.Conditions, v1beta1.ReadyForProvisioningCondition)
+			first.LastTransitionTime = metav1.NewTime(first.LastTransitionTime.Add(-time.Hour))
+			b.Status.Conditions[0] = first
+			if tc.wantChanged {
+				b.Generation = 2
+			}
+			if got := setCondition(b, v1beta1.ReadyForProvisioningCondition, tc.status, tc.reason, tc.msg); got != tc.wantChanged {
+				t.Errorf("changed = %v, want %v", got, tc.wantChanged)
+			}
+			c := meta.FindStatusCondition(b.Status.Conditions, v1beta1.ReadyForProvisioningCondition)
+			if kept := c.LastTransitionTime.Equal(&first.LastTransitionTime); kept != tc.wantTimeKept {
+				t.Errorf("transition time kept = %v, want %v", kept, tc.wantTimeKept)
+			}
+			if c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.msg || c.ObservedGeneration != tc.wantObservedGen {
+				t.Errorf("condition %+v", c)
+			}
+		})
 	}
 }

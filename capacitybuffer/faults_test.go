@@ -16,12 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
+	cbfake "github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/client/clientset/versioned/fake"
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
 )
 
@@ -43,7 +43,7 @@ func liveSpec(cpu string) apiv1.PodTemplateSpec {
 // holds the live PodTemplate "shape" and Deployment "web" (liveSpec).
 type bufferFixture struct {
 	ctrl  *Controller
-	dyn   *dynamicfake.FakeDynamicClient
+	api   *cbfake.Clientset
 	kube  *kubefake.Clientset
 	delay *recordingQueue
 	key   string
@@ -75,17 +75,15 @@ func newBufferFixture(t *testing.T, ctx context.Context, spec v1beta1.CapacityBu
 		&appsv1.Deployment{ObjectMeta: meta("web"), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](10), Template: liveSpec("500m")}},
 	)
 	kube.PrependReactor("create", "pods", createPod)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1beta1.Resource: "CapacityBufferList"},
-		unstructuredBuffer(t, "apps", "warm", spec))
-	client, err := NewClient(dyn)
+	api := cbfake.NewSimpleClientset(newBuffer("apps", "warm", spec))
+	client, err := NewClient(api)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go client.informer.Run(ctx.Done())
 	delay := newRecordingQueue()
 	f := &bufferFixture{ctrl: newController(client, testSources(t), kube, true, NewTemplates(), nil, delay),
-		dyn: dyn, kube: kube, delay: delay, key: "apps/warm"}
+		api: api, kube: kube, delay: delay, key: "apps/warm"}
 	if err := f.ctrl.Watch(client.informer); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +142,7 @@ func TestRefusedBufferBacksOffAndWritesOnce(t *testing.T) {
 	if n := f.ctrl.queue.Len(); n != 1 {
 		t.Errorf("%d buffers queued, want 1 (the retry; no other wake-up)", n)
 	}
-	if n := count(f.dyn.Actions(), "update", v1beta1.Resource.Resource); n != 1 {
+	if n := count(f.api.Actions(), "update", v1beta1.Plural); n != 1 {
 		t.Errorf("%d status writes for one unchanged refusal, want 1", n)
 	}
 	c := meta.FindStatusCondition(f.ctrl.client.List()[0].Status.Conditions, v1beta1.ReadyForProvisioningCondition)

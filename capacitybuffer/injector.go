@@ -145,7 +145,7 @@ func (in *Injector) template(b *v1beta1.CapacityBuffer) (*apiv1.PodTemplateSpec,
 			return nil, nil
 		}
 		t := pt.Template.DeepCopy()
-		DefaultRequests(t)
+		pods.RequestsFromLimits(&t.Spec)
 		return t, nil
 	}
 	r, err := in.sources.Resolve(b)

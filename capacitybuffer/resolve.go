@@ -13,6 +13,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
+	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 )
 
 // Sources are the caches buffers are resolved from.
@@ -73,7 +74,7 @@ func (s Sources) Resolve(b *v1beta1.CapacityBuffer) (*Resolved, error) {
 	default:
 		return nil, errors.New("spec: neither podTemplateRef nor scalableRef is set")
 	}
-	DefaultRequests(r.Template)
+	pods.RequestsFromLimits(&r.Template.Spec)
 	if r.Replicas, err = replicas(spec, r.Template, scalable); err != nil {
 		return nil, err
 	}
@@ -194,33 +195,4 @@ func fitLimits(tmpl *apiv1.PodTemplateSpec, limits v1beta1.ResourceList) (int32,
 		return 0, errors.New("spec.limits: names no resource the pod template requests")
 	}
 	return int32(n), nil
-}
-
-// DefaultRequests gives every container the requests its limits imply, as
-// the API server does for a pod it creates (requests default to limits),
-// so that a fake pod takes the room the real one would.
-func DefaultRequests(t *apiv1.PodTemplateSpec) {
-	for _, cs := range [][]apiv1.Container{t.Spec.InitContainers, t.Spec.Containers} {
-		for i := range cs {
-			r := &cs[i].Resources
-			for name, q := range r.Limits {
-				if _, ok := r.Requests[name]; !ok {
-					if r.Requests == nil {
-						r.Requests = apiv1.ResourceList{}
-					}
-					r.Requests[name] = q.DeepCopy()
-				}
-			}
-		}
-	}
-	if pr := t.Spec.Resources; pr != nil {
-		for name, q := range pr.Limits {
-			if _, ok := pr.Requests[name]; !ok {
-				if pr.Requests == nil {
-					pr.Requests = apiv1.ResourceList{}
-				}
-				pr.Requests[name] = q.DeepCopy()
-			}
-		}
-	}
 }

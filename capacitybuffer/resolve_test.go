@@ -122,3 +122,32 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+// A template whose pod-level resources (spec.resources) are limits only is
+// resolved with those limits as requests, as the API server defaults a real
+// pod: the fake pods take the room, and spec.limits counts it.
+func TestResolvePodLevelLimits(t *testing.T) {
+	tmpl := podSpec("100m", false)
+	tmpl.Spec.Resources = &apiv1.ResourceRequirements{Limits: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("2")}}
+	src := testSources(t)
+	src.PodTemplates = corelisters.NewPodTemplateLister(func() cache.Indexer {
+		i := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		if err := i.Add(&apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "pod-level"}, Template: tmpl}); err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}())
+	limits := v1beta1.ResourceList{v1beta1.ResourceName(apiv1.ResourceCPU): resource.MustParse("7")}
+	b := &v1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "b"},
+		Spec: v1beta1.CapacityBufferSpec{PodTemplateRef: &v1beta1.LocalObjectRef{Name: "pod-level"}, Limits: &limits}}
+	r, err := src.Resolve(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Template.Spec.Resources.Requests[apiv1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("pod-level cpu request %v, want the limit 2", got.String())
+	}
+	if r.Replicas != 3 {
+		t.Errorf("%d replicas under a 7-cpu limit, want 3 pods of 2 cpu", r.Replicas)
+	}
+}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/client/clientset/versioned"
 )
 
 // Config says which parts run (the three --capacity-buffer-* flags).
@@ -30,11 +31,11 @@ type Components struct {
 // templates and workloads come from factory, the autoscaler's own caches
 // (its Run starts them); changed is called when the controller writes a
 // status.
-func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, changed func()) (*Components, error) {
+func New(cfg Config, kube kubernetes.Interface, buffers versioned.Interface, factory informers.SharedInformerFactory, changed func()) (*Components, error) {
 	if !cfg.Controller && !cfg.Injection {
 		return nil, nil
 	}
-	client, err := NewClient(dyn)
+	client, err := NewClient(buffers)
 	if err != nil {
 		return nil, fmt.Errorf("CapacityBuffer client: %w", err)
 	}

@@ -8,44 +8,44 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
+	prinformers "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/informers/externalversions"
+	prlisters "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/listers/provisioningrequest/v1"
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
 )
 
 // Client reads ProvisioningRequests and PodTemplates from informer caches
-// and writes requests' status through the dynamic client (the CRD speaks
-// JSON only).
+// and writes requests' status through the generated typed client. What it
+// reads is the cache's own object, shared with every reader, as
+// client-go's listers return it: copy before changing one.
 type Client struct {
-	dyn       dynamic.NamespaceableResourceInterface
-	factory   dynamicinformer.DynamicSharedInformerFactory
-	requests  cache.GenericLister
-	synced    cache.InformerSynced
+	client    versioned.Interface
+	factory   prinformers.SharedInformerFactory
+	informer  cache.SharedIndexInformer
+	requests  prlisters.ProvisioningRequestLister
 	templates corelisters.PodTemplateLister
 	timeout   time.Duration
 }
 
-// NewClient registers the informers: ProvisioningRequests on a dynamic
-// factory of its own (Start starts it), PodTemplates on core's factory.
-func NewClient(dyn dynamic.Interface, core informers.SharedInformerFactory, timeout time.Duration) *Client {
-	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	inf := f.ForResource(v1.Resource)
+// NewClient registers the informers: ProvisioningRequests on a factory of
+// their own (Start starts it), PodTemplates on core's factory.
+func NewClient(client versioned.Interface, core informers.SharedInformerFactory, timeout time.Duration) *Client {
+	f := prinformers.NewSharedInformerFactory(client, 0)
+	inf := f.Autoscaling().V1().ProvisioningRequests()
 	return &Client{
-		dyn: dyn.Resource(v1.Resource), factory: f, requests: inf.Lister(), synced: inf.Informer().HasSynced,
+		client: client, factory: f, informer: inf.Informer(), requests: inf.Lister(),
 		templates: core.Core().V1().PodTemplates().Lister(), timeout: timeout,
 	}
 }
 
 // AddEventHandler calls h on every change of a request (to wake the loop).
 func (c *Client) AddEventHandler(h func()) error {
-	_, err := c.factory.ForResource(v1.Resource).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(interface{}) { h() },
 		UpdateFunc: func(interface{}, interface{}) { h() },
 	})
@@ -55,30 +55,18 @@ func (c *Client) AddEventHandler(h func()) error {
 // Start starts the request informer and waits for its cache.
 func (c *Client) Start(ctx context.Context) error {
 	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
 		return fmt.Errorf("ProvisioningRequest cache did not sync (is the CRD provisioningrequests.autoscaling.x-k8s.io installed?)")
 	}
 	return nil
 }
 
 // List returns the requests in the cache, oldest first (ties by namespace
-// and name), each a copy the caller may change.
+// and name). They are shared with the cache: copy before changing them.
 func (c *Client) List() ([]*v1.ProvisioningRequest, error) {
-	objs, err := c.requests.List(labels.Everything())
+	out, err := c.requests.List(labels.Everything())
 	if err != nil {
 		return nil, err
-	}
-	out := make([]*v1.ProvisioningRequest, 0, len(objs))
-	for _, o := range objs {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		pr := &v1.ProvisioningRequest{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), pr); err != nil {
-			return nil, fmt.Errorf("ProvisioningRequest %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-		}
-		out = append(out, pr)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -93,6 +81,15 @@ func (c *Client) List() ([]*v1.ProvisioningRequest, error) {
 	return out, nil
 }
 
+// deepCopies returns copies of prs, for a caller that changes them.
+func deepCopies(prs []*v1.ProvisioningRequest) []*v1.ProvisioningRequest {
+	out := make([]*v1.ProvisioningRequest, len(prs))
+	for i, pr := range prs {
+		out[i] = pr.DeepCopy()
+	}
+	return out
+}
+
 // PodTemplate returns the PodTemplate a pod set names.
 func (c *Client) PodTemplate(namespace, name string) (*apiv1.PodTemplate, error) {
 	return c.templates.PodTemplates(namespace).Get(name)
@@ -103,12 +100,7 @@ func (c *Client) PodTemplate(namespace, name string) (*apiv1.PodTemplate, error)
 func (c *Client) UpdateStatus(ctx context.Context, pr *v1.ProvisioningRequest) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	pr.APIVersion, pr.Kind = v1.SchemeGroupVersion.String(), v1.Kind
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pr)
-	if err != nil {
-		return err
-	}
-	_, err = c.dyn.Namespace(pr.Namespace).UpdateStatus(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{})
+	_, err := c.client.AutoscalingV1().ProvisioningRequests(pr.Namespace).UpdateStatus(ctx, pr, metav1.UpdateOptions{})
 	return err
 }
 
@@ -116,5 +108,5 @@ func (c *Client) UpdateStatus(ctx context.Context, pr *v1.ProvisioningRequest) e
 func (c *Client) Delete(ctx context.Context, pr *v1.ProvisioningRequest) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	return c.dyn.Namespace(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pr.UID}})
+	return c.client.AutoscalingV1().ProvisioningRequests(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pr.UID}})
 }

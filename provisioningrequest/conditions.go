@@ -33,17 +33,16 @@ const (
 // Provisioned=False (Kueue then retries at once).
 const NoRetryParameter = "noRetry"
 
-// setCondition sets a condition of type t, replacing one of the same type;
-// its transition time is now whatever the previous status (as upstream).
+// setCondition sets condition t on pr with meta.SetStatusCondition, then
+// stamps it now even when its status did not change: as upstream, a
+// request's retry backoff (available) and its deletion a week after it
+// finished (finishedBefore) count from the condition's last write, where
+// SetStatusCondition alone would keep the time of its last status change.
 func setCondition(pr *v1.ProvisioningRequest, t string, status metav1.ConditionStatus, reason, msg string, now metav1.Time) {
-	c := metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, LastTransitionTime: now, ObservedGeneration: pr.Generation}
-	for i := range pr.Status.Conditions {
-		if pr.Status.Conditions[i].Type == t {
-			pr.Status.Conditions[i] = c
-			return
-		}
-	}
-	pr.Status.Conditions = append(pr.Status.Conditions, c)
+	apimeta.SetStatusCondition(&pr.Status.Conditions, metav1.Condition{
+		Type: t, Status: status, Reason: reason, Message: msg, LastTransitionTime: now, ObservedGeneration: pr.Generation,
+	})
+	apimeta.FindStatusCondition(pr.Status.Conditions, t).LastTransitionTime = now
 }
 
 // isTrue says whether pr has condition t with status True.

@@ -116,6 +116,7 @@ func (m *Manager) Process(ctx *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod
 		klog.ErrorS(err, "ProvisioningRequests: listing failed; none served this iteration")
 		return pending, nil
 	}
+	prs = deepCopies(prs) // the iteration sets their conditions as it decides
 	m.expire(prs, ctx.Now)
 	pending = m.withoutConsumers(pending, ctx.Now)
 	holders := m.booked(prs, ctx.Now)

@@ -2,24 +2,25 @@ package provisioningrequest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	prfake "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned/fake"
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 )
@@ -57,6 +58,36 @@ func TestSupported(t *testing.T) {
 		if got := Supported(request("r", tc.class, tc.params), tc.instance); got != tc.want {
 			t.Errorf("%s: Supported = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The pods of a request take the room real ones would: limits alone,
+// in a container or at pod level (spec.resources), are requested.
+func TestPodsForRequestLimits(t *testing.T) {
+	gpu := apiv1.ResourceName("nvidia.com/gpu")
+	tmpl := &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns"}, Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{
+		Containers: []apiv1.Container{{Name: "c", Resources: apiv1.ResourceRequirements{Limits: apiv1.ResourceList{gpu: resource.MustParse("1")}}}},
+		Resources:  &apiv1.ResourceRequirements{Limits: apiv1.ResourceList{apiv1.ResourceMemory: resource.MustParse("3Gi")}},
+	}}}
+	pr := request("r", v1.ProvisioningClassCheckCapacity, nil)
+	pr.Spec.PodSets = []v1.PodSet{{PodTemplateRef: v1.Reference{Name: "t"}, Count: 2}}
+	ps, err := podsFor(pr, func(string, string) (*apiv1.PodTemplate, error) { return tmpl, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 {
+		t.Fatalf("%d pods, want 2", len(ps))
+	}
+	for _, p := range ps {
+		if got := p.Spec.Containers[0].Resources.Requests[gpu]; got.Cmp(resource.MustParse("1")) != 0 {
+			t.Errorf("pod %s: gpu request %v, want the limit 1", p.Name, got.String())
+		}
+		if got := p.Spec.Resources.Requests[apiv1.ResourceMemory]; got.Cmp(resource.MustParse("3Gi")) != 0 {
+			t.Errorf("pod %s: pod-level memory request %v, want the limit 3Gi", p.Name, got.String())
+		}
+	}
+	if tmpl.Template.Spec.Resources.Requests != nil {
+		t.Error("the cached PodTemplate was changed")
 	}
 }
 
@@ -117,7 +148,7 @@ type env struct {
 	m      *Manager
 	w      *Writer
 	events *record.FakeRecorder
-	dyn    *dynfake.FakeDynamicClient
+	api    *prfake.Clientset
 	kube   *fake.Clientset
 }
 
@@ -126,21 +157,15 @@ func newEnv(t *testing.T, prs ...*v1.ProvisioningRequest) *env {
 	var objs []runtime.Object
 	var kobjs []runtime.Object
 	for _, pr := range prs {
-		pr.APIVersion, pr.Kind = v1.SchemeGroupVersion.String(), v1.Kind
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: u})
+		objs = append(objs, pr)
 		kobjs = append(kobjs, &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: pr.Spec.PodSets[0].PodTemplateRef.Name, Namespace: "ns"},
 			Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c",
 				Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1")}}}}}}})
 	}
-	scheme := runtime.NewScheme()
-	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schemaGVR]string{v1.Resource: "ProvisioningRequestList"}, objs...)
+	api := prfake.NewSimpleClientset(objs...)
 	kube := fake.NewClientset(kobjs...)
 	f := informers.NewSharedInformerFactory(kube, 0)
-	c := NewClient(dyn, f, time.Second)
+	c := NewClient(api, f, time.Second)
 	podLister := f.Core().V1().Pods().Lister()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -150,7 +175,7 @@ func newEnv(t *testing.T, prs ...*v1.ProvisioningRequest) *env {
 		t.Fatal(err)
 	}
 	m := NewManager(c, podLister, Options{InitialBackoff: time.Minute, MaxBackoff: 10 * time.Minute, BackoffCacheSize: 10})
-	return &env{m: m, w: NewWriter(c), events: record.NewFakeRecorder(100), dyn: dyn, kube: kube}
+	return &env{m: m, w: NewWriter(c), events: record.NewFakeRecorder(100), api: api, kube: kube}
 }
 
 // write applies what the manager decided, as the loop does after its
@@ -194,6 +219,36 @@ func TestBookingLifetime(t *testing.T) {
 	out, _ = e.m.Process(&pods.Context{Now: t0.Add(BookingTime + 2*time.Second)}, []*apiv1.Pod{real})
 	if len(out) != 1 {
 		t.Fatalf("after expiry %d pods hold room, want none", len(out)-1)
+	}
+}
+
+// The client's List returns the cache's own objects; the manager sets
+// conditions on copies. A status write that fails leaves the cache as the
+// API server has it, so the next iteration still sees the booking and
+// tries again.
+func TestFailedStatusWriteLeavesTheCache(t *testing.T) {
+	pr := withCondition(request("job-prov-1", v1.ProvisioningClassCheckCapacity, nil), v1.Provisioned, metav1.ConditionTrue, t0)
+	e := newEnv(t, pr)
+	writes := 0
+	e.api.PrependReactor("update", "provisioningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		writes++
+		return true, nil, apierrors.NewConflict(v1.Resource("provisioningrequests"), "job-prov-1", errors.New("changed"))
+	})
+	after := t0.Add(BookingTime + time.Second)
+	for i := 1; i <= 2; i++ {
+		if _, err := e.m.Process(&pods.Context{Now: after}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if writes != i {
+			t.Fatalf("iteration %d: %d status writes, want %d (BookingExpired tried again)", i, writes, i)
+		}
+		cached, err := e.m.client.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := findCondition(cached[0], v1.BookingExpired); c != nil {
+			t.Fatalf("iteration %d: the cache shows %+v, which the API server refused", i, c)
+		}
 	}
 }
 
@@ -245,7 +300,60 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-type schemaGVR = schema.GroupVersionResource
+// setCondition stamps every write, a status kept included (upstream's
+// rule, which the backoff above and the week-long TTL count from), and
+// leaves the other conditions as they were.
+func TestSetCondition(t *testing.T) {
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+	cases := []struct {
+		name   string
+		status metav1.ConditionStatus
+	}{
+		{"status kept: stamped anew", metav1.ConditionFalse},
+		{"status changed: stamped", metav1.ConditionTrue},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := request("r", v1.ProvisioningClassCheckCapacity, nil)
+			pr.Generation = 4
+			setCondition(pr, v1.Accepted, metav1.ConditionTrue, AcceptedReason, AcceptedMsg, at(0))
+			setCondition(pr, v1.Provisioned, metav1.ConditionFalse, CapacityIsNotFoundReason, CapacityIsNotFoundMsg, at(0))
+			setCondition(pr, v1.Provisioned, tc.status, "Retried", "m", at(time.Minute))
+			if n := len(pr.Status.Conditions); n != 2 {
+				t.Fatalf("%d conditions, want 2 (Accepted, Provisioned)", n)
+			}
+			c := findCondition(pr, v1.Provisioned)
+			if want := at(time.Minute); c.Status != tc.status || c.Reason != "Retried" || c.Message != "m" || !c.LastTransitionTime.Equal(&want) || c.ObservedGeneration != 4 {
+				t.Errorf("Provisioned = %+v, want %s/Retried stamped %v, generation 4", c, tc.status, want)
+			}
+			if a, want := findCondition(pr, v1.Accepted), at(0); a.Status != metav1.ConditionTrue || !a.LastTransitionTime.Equal(&want) {
+				t.Errorf("Accepted changed: %+v", a)
+			}
+		})
+	}
+}
+
+// A request still not fitting at its retry is tried again a backoff after
+// that retry, not after its first try.
+func TestBackoffCountsFromTheLastTry(t *testing.T) {
+	pr := withCondition(request("r", v1.ProvisioningClassCheckCapacity, nil), v1.Provisioned, metav1.ConditionFalse, t0)
+	e := newEnv(t, pr)
+	if !e.m.available(pr, t0.Add(61*time.Second)) {
+		t.Fatal("not available after the initial backoff")
+	}
+	retry := t0.Add(61 * time.Second)
+	setCondition(pr, v1.Provisioned, metav1.ConditionFalse, CapacityIsNotFoundReason, CapacityIsNotFoundMsg, metav1.NewTime(retry))
+	// The backoff is now 2 minutes, from the retry: available after
+	// retry+2m only (counted from t0 it would be at t0+2m).
+	for _, tc := range []struct {
+		at   time.Time
+		want bool
+	}{{t0.Add(121 * time.Second), false}, {retry.Add(119 * time.Second), false}, {retry.Add(121 * time.Second), true}} {
+		if got := e.m.available(pr, tc.at); got != tc.want {
+			t.Errorf("at +%v available = %v, want %v", tc.at.Sub(t0), got, tc.want)
+		}
+	}
+}
 
 func everything() labels.Selector { return labels.Everything() }
 
@@ -256,12 +364,8 @@ func findCondition(pr *v1.ProvisioningRequest, typ string) *metav1.Condition {
 // status reads a request from the (fake) API server.
 func (e *env) status(t *testing.T, name string) *v1.ProvisioningRequest {
 	t.Helper()
-	u, err := e.dyn.Resource(v1.Resource).Namespace("ns").Get(context.Background(), name, metav1.GetOptions{})
+	pr, err := e.api.AutoscalingV1().ProvisioningRequests("ns").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	pr := &v1.ProvisioningRequest{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pr); err != nil {
 		t.Fatal(err)
 	}
 	return pr

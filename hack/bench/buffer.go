@@ -135,7 +135,7 @@ func createBuffer(ctx context.Context, sb *sandbox.Sandbox, name, app string) er
 	if err != nil {
 		return err
 	}
-	_, err = dyn.Resource(v1beta1.Resource).Namespace("bench").Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	_, err = dyn.Resource(v1beta1.CapacityBuffersResource).Namespace("bench").Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 	return err
 }
 

@@ -37,24 +37,33 @@ func MarkFake(p *apiv1.Pod) {
 	p.Annotations[FakePodAnnotationKey] = FakePodAnnotationValue
 }
 
-// RequestsFromLimits gives each container of spec a request for every
-// resource it only has a limit for, as the API server defaults a real pod
-// (and upstream's fake pods, through SetDefaults_Pod): a template asking
-// for nvidia.com/gpu as a limit alone needs a GPU in the simulation too.
+// RequestsFromLimits gives spec a request for every resource it only has a
+// limit for, in each container and at pod level (spec.resources), as the
+// API server defaults a real pod (and upstream's fake pods, through
+// SetDefaults_Pod), so that a fake pod takes the room the real one would: a
+// template asking for nvidia.com/gpu as a limit alone needs a GPU in the
+// simulation too. CapacityBuffers and ProvisioningRequests both make their
+// fake pods' templates with it.
 func RequestsFromLimits(spec *apiv1.PodSpec) {
 	for _, cs := range [][]apiv1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
-			r := &cs[i].Resources
-			for name, limit := range r.Limits {
-				if _, ok := r.Requests[name]; ok {
-					continue
-				}
-				if r.Requests == nil {
-					r.Requests = apiv1.ResourceList{}
-				}
-				r.Requests[name] = limit.DeepCopy()
-			}
+			requestsFromLimits(&cs[i].Resources)
 		}
+	}
+	if spec.Resources != nil {
+		requestsFromLimits(spec.Resources)
+	}
+}
+
+func requestsFromLimits(r *apiv1.ResourceRequirements) {
+	for name, limit := range r.Limits {
+		if _, ok := r.Requests[name]; ok {
+			continue
+		}
+		if r.Requests == nil {
+			r.Requests = apiv1.ResourceList{}
+		}
+		r.Requests[name] = limit.DeepCopy()
 	}
 }
 

@@ -70,26 +70,44 @@ func TestFakePodEventsGoToTheOwner(t *testing.T) {
 	}
 }
 
-// A resource given only as a limit is requested, as the API server
-// defaults a real pod; explicit requests stay.
+// A resource given only as a limit is requested, in containers and at pod
+// level, as the API server defaults a real pod; explicit requests stay.
 func TestRequestsFromLimits(t *testing.T) {
 	gpu := apiv1.ResourceName("nvidia.com/gpu")
+	q := resource.MustParse
 	spec := apiv1.PodSpec{
 		InitContainers: []apiv1.Container{{Name: "init", Resources: apiv1.ResourceRequirements{
-			Limits: apiv1.ResourceList{apiv1.ResourceMemory: resource.MustParse("1Gi")}}}},
+			Limits: apiv1.ResourceList{apiv1.ResourceMemory: q("1Gi")}}}},
 		Containers: []apiv1.Container{{Name: "train", Resources: apiv1.ResourceRequirements{
-			Limits:   apiv1.ResourceList{gpu: resource.MustParse("8"), apiv1.ResourceCPU: resource.MustParse("4")},
-			Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("2")}}}},
+			Limits:   apiv1.ResourceList{gpu: q("8"), apiv1.ResourceCPU: q("4")},
+			Requests: apiv1.ResourceList{apiv1.ResourceCPU: q("2")}}}},
+		Resources: &apiv1.ResourceRequirements{
+			Limits:   apiv1.ResourceList{apiv1.ResourceCPU: q("6"), apiv1.ResourceMemory: q("8Gi")},
+			Requests: apiv1.ResourceList{apiv1.ResourceMemory: q("4Gi")}},
 	}
 	RequestsFromLimits(&spec)
-	got := spec.Containers[0].Resources.Requests
-	if q := got[gpu]; q.Cmp(resource.MustParse("8")) != 0 {
-		t.Errorf("gpu request %v, want the limit 8", q.String())
+	cases := []struct {
+		name string
+		got  apiv1.ResourceList
+		res  apiv1.ResourceName
+		want string
+	}{
+		{"container gpu from its limit", spec.Containers[0].Resources.Requests, gpu, "8"},
+		{"container cpu explicit", spec.Containers[0].Resources.Requests, apiv1.ResourceCPU, "2"},
+		{"init container memory from its limit", spec.InitContainers[0].Resources.Requests, apiv1.ResourceMemory, "1Gi"},
+		{"pod-level cpu from its limit", spec.Resources.Requests, apiv1.ResourceCPU, "6"},
+		{"pod-level memory explicit", spec.Resources.Requests, apiv1.ResourceMemory, "4Gi"},
 	}
-	if q := got[apiv1.ResourceCPU]; q.Cmp(resource.MustParse("2")) != 0 {
-		t.Errorf("cpu request %v, want the explicit 2", q.String())
+	for _, tc := range cases {
+		if got, ok := tc.got[tc.res]; !ok || got.Cmp(q(tc.want)) != 0 {
+			t.Errorf("%s: request %v, want %s", tc.name, got.String(), tc.want)
+		}
 	}
-	if q := spec.InitContainers[0].Resources.Requests[apiv1.ResourceMemory]; q.Cmp(resource.MustParse("1Gi")) != 0 {
-		t.Errorf("init container memory request %v, want the limit 1Gi", q.String())
+
+	// A spec without pod-level resources gets none.
+	bare := apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c"}}}
+	RequestsFromLimits(&bare)
+	if bare.Resources != nil {
+		t.Errorf("pod-level resources %+v made up", bare.Resources)
 	}
 }

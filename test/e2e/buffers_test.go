@@ -44,7 +44,9 @@ func (s *scenario) getInto(ri dynamic.ResourceInterface, name string, out any) {
 	}
 }
 
-func (s *scenario) buffers() dynamic.ResourceInterface { return s.resource(v1beta1.Resource) }
+func (s *scenario) buffers() dynamic.ResourceInterface {
+	return s.resource(v1beta1.CapacityBuffersResource)
+}
 
 func (s *scenario) buffer(name string) *v1beta1.CapacityBuffer {
 	s.t.Helper()

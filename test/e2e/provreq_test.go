@@ -40,7 +40,9 @@ const (
 	provreqPodSet   = "main"
 )
 
-func (s *scenario) provisioningRequests() dynamic.ResourceInterface { return s.resource(v1.Resource) }
+func (s *scenario) provisioningRequests() dynamic.ResourceInterface {
+	return s.resource(v1.ProvisioningRequestsResource)
+}
 
 func (s *scenario) provisioningRequest(name string) *v1.ProvisioningRequest {
 	s.t.Helper()

@@ -17,13 +17,19 @@ const (
 // SchemeGroupVersion is the group and version of these types.
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: Version}
 
-// Resource is the buffers' REST resource.
-var Resource = SchemeGroupVersion.WithResource(Plural)
+// CapacityBuffersResource is the buffers' REST resource (for dynamic clients).
+var CapacityBuffersResource = SchemeGroupVersion.WithResource(Plural)
 
 // APIVersion is the apiVersion field of these objects.
 var APIVersion = SchemeGroupVersion.String()
 
-// AddToScheme registers the types (for typed clients and event references).
+// Resource qualifies a resource name with the group (the generated listers
+// name it in their not-found errors).
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
+// AddToScheme registers the types (for the typed client and event references).
 func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(SchemeGroupVersion, &CapacityBuffer{}, &CapacityBufferList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)

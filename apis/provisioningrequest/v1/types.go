@@ -1,65 +1,108 @@
-// Package v1 holds the ProvisioningRequest API (autoscaling.x-k8s.io/v1),
-// defined from upstream cluster-autoscaler's CRD: field names, condition
-// types, class names and annotation keys are upstream's, so Kueue's
-// ProvisioningRequest admission check works unchanged. Objects are read and
-// written as JSON through client-go's dynamic client (client.go).
 package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Group and version of the API; Resource is the plural the API server
-// serves it under.
-var (
-	SchemeGroupVersion = schema.GroupVersion{Group: "autoscaling.x-k8s.io", Version: "v1"}
-	Resource           = SchemeGroupVersion.WithResource("provisioningrequests")
-)
-
-// Kind of the object.
-const Kind = "ProvisioningRequest"
-
-// ProvisioningRequest asks for capacity for a set of pods.
+// ProvisioningRequest asks for capacity for a set of pods: the autoscaler
+// checks it exists (check-capacity) or creates it all or nothing
+// (best-effort-atomic-scale-up), says so in the conditions, and books it for
+// the pods that consume the request.
+//
+// +genclient
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=provisioningrequests,scope=Namespaced,shortName=provreq;provreqs
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 type ProvisioningRequest struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              ProvisioningRequestSpec   `json:"spec"`
-	Status            ProvisioningRequestStatus `json:"status,omitempty"`
+	// Spec is what is asked for. It cannot change: to ask for something
+	// else, delete the request and create another.
+	// +required
+	Spec ProvisioningRequestSpec `json:"spec"`
+	// Status is what the autoscaler found or did.
+	// +optional
+	Status ProvisioningRequestStatus `json:"status,omitempty"`
+}
+
+// ProvisioningRequestList is a list of requests.
+//
+// +kubebuilder:object:root=true
+type ProvisioningRequestList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProvisioningRequest `json:"items"`
 }
 
 // ProvisioningRequestSpec is immutable once created.
 type ProvisioningRequestSpec struct {
-	// PodSets: groups of pods to provision for (1 to 32).
+	// PodSets: the groups of pods to provision for (1 to 32).
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="Value is immutable"
 	PodSets []PodSet `json:"podSets"`
-	// ProvisioningClassName selects how the capacity is provided.
+	// ProvisioningClassName selects how the capacity is provided:
+	// check-capacity.autoscaling.x-k8s.io finds room in the cluster as it
+	// is; best-effort-atomic-scale-up.autoscaling.x-k8s.io adds nodes for
+	// every pod or none, retried until the ValidUntilSeconds parameter runs
+	// out. Other classes are left to other controllers.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="Value is immutable"
 	ProvisioningClassName string `json:"provisioningClassName"`
-	// Parameters the class may read (at most 100, values ≤ 255 chars).
+	// Parameters the class may read: ValidUntilSeconds
+	// (best-effort-atomic-scale-up), noRetry (check-capacity).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=100
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="Value is immutable"
 	Parameters map[string]Parameter `json:"parameters,omitempty"`
 }
 
-// Parameter is a class parameter's value.
+// Parameter is a class parameter's value, at most 255 characters.
+// +kubebuilder:validation:MaxLength=255
 type Parameter string
 
-// PodSet is Count pods like the PodTemplate PodTemplateRef names (same
-// namespace).
+// PodSet is Count pods like the PodTemplate PodTemplateRef names.
 type PodSet struct {
+	// PodTemplateRef names the PodTemplate (same namespace) of the pods that
+	// will consume the capacity; what the scheduler reads (node selector,
+	// tolerations) must match those pods.
+	// +required
 	PodTemplateRef Reference `json:"podTemplateRef"`
-	Count          int32     `json:"count"`
+	// Count is the number of pods.
+	// +kubebuilder:validation:Minimum=1
+	Count int32 `json:"count"`
 }
 
 // Reference names an object in the request's namespace.
 type Reference struct {
+	// Name of the object.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name,omitempty"`
 }
 
 // ProvisioningRequestStatus is what the autoscaler reports.
 type ProvisioningRequestStatus struct {
-	Conditions               []metav1.Condition `json:"conditions,omitempty"`
-	ProvisioningClassDetails map[string]Detail  `json:"provisioningClassDetails,omitempty"`
+	// Conditions: Accepted, Provisioned, Failed, BookingExpired,
+	// CapacityRevoked (see the constants below).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ProvisioningClassDetails are class-specific values for the user.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	ProvisioningClassDetails map[string]Detail `json:"provisioningClassDetails,omitempty"`
 }
 
-// Detail is a class-specific status value.
+// Detail is a class-specific status value, at most 32768 characters.
+// +kubebuilder:validation:MaxLength=32768
 type Detail string
 
 // Condition types.
