@@ -36,6 +36,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/builder"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core"
+	"github.com/doks-autoscaler/cluster-autoscaler/internal/informercache"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 	"github.com/doks-autoscaler/cluster-autoscaler/version"
@@ -251,6 +252,8 @@ func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
 	// its lifetime.
 	cfg.DisableCompression = true
 	cfg.UserAgent = componentName + "/" + version.Version
+	// No client may send a trimmed cache copy back (informercache).
+	cfg.Wrap(informercache.RefuseTrimmedWrites)
 	defaultLimits := rest.CopyConfig(cfg)
 	cfg.QPS = float32(opts.KubeClientQPS)
 	cfg.Burst = opts.KubeClientBurst
