@@ -39,6 +39,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/builder"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core"
+	"github.com/doks-autoscaler/cluster-autoscaler/internal/informercache"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 	"github.com/doks-autoscaler/cluster-autoscaler/version"
@@ -255,6 +256,8 @@ func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
 	// its lifetime.
 	cfg.DisableCompression = true
 	cfg.UserAgent = componentName + "/" + version.Version
+	// No client may send a trimmed cache copy back (informercache).
+	cfg.Wrap(informercache.RefuseTrimmedWrites)
 	defaultLimits := rest.CopyConfig(cfg)
 	cfg.QPS = float32(opts.KubeClientQPS)
 	cfg.Burst = opts.KubeClientBurst
@@ -292,7 +295,10 @@ func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
 // autoscaler serve ProvisioningRequests; their informer must sync before
 // Run (the CRD must be installed).
 func serveProvisioningRequests(ctx context.Context, opts config.AutoscalingOptions, a *core.Autoscaler, prs prclient.Interface) error {
-	client := provisioningrequest.NewClient(prs, a.Informers(), provisioningRequestTimeout)
+	client, err := provisioningrequest.NewClient(prs, a.Informers(), provisioningRequestTimeout)
+	if err != nil {
+		return err
+	}
 	if err := client.AddEventHandler(a.NotifyCapacityChange); err != nil {
 		return err
 	}

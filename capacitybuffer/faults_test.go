@@ -26,7 +26,7 @@ import (
 )
 
 // liveSpec is the template as its owner wrote it: what the caches trim
-// (core/cachetrim.go) is set, as a namespace enforcing the restricted Pod
+// (internal/informercache) is set, as a namespace enforcing the restricted Pod
 // Security Standard requires.
 func liveSpec(cpu string) apiv1.PodTemplateSpec {
 	t := podSpec(cpu, false)

@@ -15,7 +15,7 @@ import (
 // liveTemplate is a pod template read from the API server itself, never
 // from the autoscaler's caches: those drop from every cached pod template
 // what the simulation does not read (security contexts, env, command,
-// probes; core/cachetrim.go), and a pod made from such a template would be
+// probes; internal/informercache), and a pod made from such a template would be
 // judged by admission for fields its owner never removed (a namespace
 // enforcing the restricted Pod Security Standard refuses a pod without its
 // securityContext). The dry run takes this type only, and only readLive

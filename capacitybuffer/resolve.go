@@ -30,7 +30,7 @@ type Sources struct {
 type Resolved struct {
 	// Template of the buffer's pods, with requests defaulted from limits.
 	// It comes from the autoscaler's caches, which trim pod templates
-	// (core/cachetrim.go): it shapes fake pods in the simulation only and
+	// (internal/informercache): it shapes fake pods in the simulation only and
 	// is never sent to the API server (the dry run reads the live object,
 	// live.go).
 	Template *apiv1.PodTemplateSpec

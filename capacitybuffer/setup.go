@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/client/clientset/versioned"
+	"github.com/doks-autoscaler/cluster-autoscaler/internal/informercache"
 )
 
 // Config says which parts run (the three --capacity-buffer-* flags).
@@ -47,7 +48,13 @@ func New(cfg Config, kube kubernetes.Interface, buffers versioned.Interface, fac
 	rcs := factory.Core().V1().ReplicationControllers()
 	src := Sources{PodTemplates: pts.Lister(), Deployments: deps.Lister(), ReplicaSets: rss.Lister(),
 		StatefulSets: sss.Lister(), Jobs: jobs.Lister(), ReplicationControllers: rcs.Lister()}
-	informers := []cache.SharedIndexInformer{client.Informer(), pts.Informer(), deps.Informer(), rss.Informer(), sss.Informer(), jobs.Informer(), rcs.Informer()}
+	// The templates are read trimmed, as the autoscaler's are (the dry run
+	// reads the live object: live.go).
+	templateInformers := []cache.SharedIndexInformer{pts.Informer(), deps.Informer(), rss.Informer(), sss.Informer(), jobs.Informer(), rcs.Informer()}
+	if err := informercache.Templates(templateInformers...); err != nil {
+		return nil, fmt.Errorf("CapacityBuffer template caches: %w", err)
+	}
+	informers := append([]cache.SharedIndexInformer{client.Informer()}, templateInformers...)
 	c := &Components{client: client}
 	for _, inf := range informers {
 		c.synced = append(c.synced, inf.HasSynced)

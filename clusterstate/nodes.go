@@ -8,6 +8,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/utils/gpu"
 )
 
 // Taints the autoscaler puts on nodes it removes.
@@ -89,9 +90,6 @@ func NodeReadiness(node *apiv1.Node) (ready bool, since time.Time) {
 	return ready, since
 }
 
-// GPU resources a GPU node advertises once its device plugin runs.
-var gpuResources = []apiv1.ResourceName{"nvidia.com/gpu", "amd.com/gpu", "microsoft.com/directx"}
-
 // ResourceUnready tells a GPU node (one carrying gpuLabel) that advertises
 // no GPU yet: its device plugin is still starting, which takes up to 15
 // minutes after the node is Ready, or, on a cluster that runs a DRA driver
@@ -107,12 +105,8 @@ func ResourceUnready(node *apiv1.Node, gpuLabel string, publishesDevices bool) b
 	if _, ok := node.Labels[gpuLabel]; !ok {
 		return false
 	}
-	for _, r := range gpuResources {
-		if q, ok := node.Status.Allocatable[r]; ok && !q.IsZero() {
-			return false
-		}
-	}
-	return true
+	_, advertised := gpu.In(node.Status.Allocatable)
+	return !advertised
 }
 
 // NodeGroupOptions returns the group's autoscaling options: its own when the

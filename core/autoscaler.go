@@ -10,6 +10,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -46,6 +47,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/planner"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
+	"github.com/doks-autoscaler/cluster-autoscaler/internal/informercache"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
@@ -172,25 +174,29 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	a := &Autoscaler{opts: opts, kube: kube, statusKube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{},
 		groupDeleteBackoff: clusterstate.NewBackoff(groupDeleteBackoff, groupDeleteBackoffMax, groupDeleteBackoffReset)}
 
-	// Managed fields, and status fields of pods and nodes nothing here
-	// reads, are dropped from cached objects, and equal maps of pods and
-	// nodes shared: with tens of thousands of pods they are a large share
-	// of the cache's memory.
-	a.factory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(newSharedMaps().transform))
+	// What nothing here reads is dropped from cached objects, and what
+	// pods and nodes repeat is shared: with tens of thousands of pods they
+	// are a large share of the cache's memory. Each informer's trim is set
+	// where it is registered (informercache).
+	a.factory = informercache.NewFactory(kube)
 	a.nsFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace))
 
 	nodeInf := a.factory.Core().V1().Nodes()
 	podInf := a.factory.Core().V1().Pods()
 	pdbInf := a.factory.Policy().V1().PodDisruptionBudgets()
 	dsInf := a.factory.Apps().V1().DaemonSets()
-	cmInf := a.nsFactory.Core().V1().ConfigMaps()
-	a.nodes, a.pods, a.pdbs, a.dss = nodeInf.Lister(), podInf.Lister(), pdbInf.Lister(), dsInf.Lister()
 	// Controllers, for the drain rules' "controller exists" and
 	// --min-replica-count checks.
-	a.rss = a.factory.Apps().V1().ReplicaSets().Lister()
-	a.sss = a.factory.Apps().V1().StatefulSets().Lister()
-	a.rcs = a.factory.Core().V1().ReplicationControllers().Lister()
-	a.jobs = a.factory.Batch().V1().Jobs().Lister()
+	rsInf, ssInf := a.factory.Apps().V1().ReplicaSets(), a.factory.Apps().V1().StatefulSets()
+	rcInf, jobInf := a.factory.Core().V1().ReplicationControllers(), a.factory.Batch().V1().Jobs()
+	cached := informercache.New()
+	if err := errors.Join(cached.Nodes(nodeInf), cached.Pods(podInf), informercache.Templates(dsInf.Informer(),
+		rsInf.Informer(), ssInf.Informer(), rcInf.Informer(), jobInf.Informer())); err != nil {
+		return nil, fmt.Errorf("core: informer transforms: %w", err)
+	}
+	cmInf := a.nsFactory.Core().V1().ConfigMaps()
+	a.nodes, a.pods, a.pdbs, a.dss = nodeInf.Lister(), podInf.Lister(), pdbInf.Lister(), dsInf.Lister()
+	a.rss, a.sss, a.rcs, a.jobs = rsInf.Lister(), ssInf.Lister(), rcInf.Lister(), jobInf.Lister()
 	a.setDRAListers()
 	_ = cmInf.Informer()
 
@@ -505,7 +511,6 @@ func (a *Autoscaler) ExitCleanUp() {
 	}
 }
 
-// clusterObjects reads the informer caches.
 // clusterView is what an iteration reads from the informer caches.
 type clusterView struct {
 	nodes []*apiv1.Node
@@ -531,6 +536,7 @@ func (c clusterView) newDRA() *dra.Snapshot {
 	return dra.NewSnapshot(c.resourceSlices, c.resourceClaims, c.deviceClasses)
 }
 
+// clusterObjects reads the informer caches.
 func (a *Autoscaler) clusterObjects() (clusterView, error) {
 	var c clusterView
 	var err error

@@ -58,7 +58,7 @@ func TestScaleDownReusesUnchangedSimulations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The cache drops heartbeats (trimForCache): the update shows as the
+	// The cache drops heartbeats (internal/informercache): the update shows as the
 	// node's new resource version.
 	h.waitCache("heartbeat", func() bool {
 		n, err := h.a.nodes.Get("g1-n2")

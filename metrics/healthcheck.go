@@ -46,7 +46,7 @@ func (h *HealthCheck) StartMonitoring() {
 	if now.After(h.lastSuccessfulRun) {
 		h.lastSuccessfulRun = now
 	}
-	klog.V(1).Infof("Health check monitoring started (max inactivity %v, max failing time %v)", h.maxInactivity, h.maxFailing)
+	klog.V(1).InfoS("Health check monitoring started", "maxInactivity", h.maxInactivity, "maxFailingTime", h.maxFailing)
 }
 
 // UpdateLastActivity records that the loop ran (whatever its outcome).
@@ -92,7 +92,7 @@ func (h *HealthCheck) check() error {
 func (h *HealthCheck) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if err := h.check(); err != nil {
-		klog.Warningf("Health check failed: %v", err)
+		klog.ErrorS(err, "Health check failed")
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = fmt.Fprintf(w, "Error: %v", err)
 		return

@@ -225,20 +225,16 @@ var (
 var perNodeGroupEnabled atomic.Bool
 
 func baseCollectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		clusterSafeToAutoscale, nodesCount, nodeGroupsCount, unschedulablePodsCount,
 		maxNodesCount, clusterCPUCurrentCores, cpuLimitsCores, clusterMemoryCurrentBytes,
 		memoryLimitsBytes, lastActivity, functionDuration, functionDurationSummary,
 		scaledUpNodes, failedScaleUps, scaledDownNodes, evictedPods, errorsCount,
 		unneededNodesCount, scaleDownInCooldown, skippedScaleEvents,
 		failedNodeCreations, oldUnregisteredNodesRemoved,
-		unremovableNodesCount, pendingNodeDeletions, gpuScaledUpNodes, gpuFailedScaleUps,
-		gpuScaledDownNodes, overflowingControllersCount, createdNodeGroups, deletedNodeGroups,
-		nodeTaintsCount, inconsistentInstancesMigsCount, binpackingHeterogeneity,
-		maxNodeSkipEvalDurationSeconds, nodeRemovalLatency, draNodeTemplateResourcesMismatch,
 		doAPIRequests, doAPIRequestDuration, doAPIRateLimitRemaining, doAPIRateLimitLimit,
 		doAPIRateLimitReset, doNodePoolsRefused,
-	}
+	}, upstreamOnlyCollectors()...)
 }
 
 // collectorsFor lists what RegisterAll registers.
@@ -253,7 +249,7 @@ func collectorsFor(emitPerNodeGroupMetrics bool) []prometheus.Collector {
 
 func perNodeGroupCollectors() []prometheus.Collector {
 	return []prometheus.Collector{nodeGroupMinCount, nodeGroupMaxCount, nodeGroupTargetCount,
-		nodeGroupHealthiness, nodeGroupBackoffStatus}
+		nodeGroupHealthiness, nodeGroupBackoffStatus.vec}
 }
 
 // RegisterAll registers the autoscaler's collectors into reg. The per node
@@ -269,13 +265,13 @@ func RegisterAll(reg prometheus.Registerer, emitPerNodeGroupMetrics bool) {
 			if errors.As(err, &already) {
 				continue
 			}
-			klog.Errorf("Failed to register metric collector: %v", err)
+			klog.ErrorS(err, "Failed to register metric collector")
 		}
 	}
 	preCreate()
 	preCreateConsolidation()
 	nodeGroupsCount.WithLabelValues("autoprovisioned").Set(0)
-	klog.V(1).Infof("Registered cluster_autoscaler metrics (per node group metrics: %v)", emitPerNodeGroupMetrics)
+	klog.V(1).InfoS("Registered cluster_autoscaler metrics", "perNodeGroupMetrics", emitPerNodeGroupMetrics)
 }
 
 // UpdateDurationFromStart records the time since start for the labelled step.
@@ -288,7 +284,7 @@ func UpdateDuration(label FunctionLabel, d time.Duration) {
 	// A step slower than a scan interval is worth a log line: it delays every
 	// later decision.
 	if d > 10*time.Second {
-		klog.V(4).Infof("Function %s took %v to complete", label, d)
+		klog.V(4).InfoS("Function took long to complete", "function", label, "duration", d)
 	}
 	functionDuration.WithLabelValues(string(label)).Observe(d.Seconds())
 	functionDurationSummary.WithLabelValues(string(label)).Observe(d.Seconds())

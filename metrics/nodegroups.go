@@ -23,15 +23,46 @@ var (
 		Namespace: caNamespace, Name: "node_group_healthiness",
 		Help: "Whether or not node group is healthy enough for autoscaling. 1 if it is, 0 otherwise.",
 	}, []string{"node_group"})
-	nodeGroupBackoffStatus = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	nodeGroupBackoffStatus = newReasonGauge(prometheus.GaugeOpts{
 		Namespace: caNamespace, Name: "node_group_backoff_status",
 		Help: "Whether or not node group is backoff for not autoscaling. 1 if it is, 0 otherwise.",
-	}, []string{"node_group", "reason"})
+	})
 )
 
-// backoffReasons remembers the reason label last exported per group, so a
-// group whose backoff ended or changed reason does not keep a stale series.
-var backoffReasons sync.Map // node group → reason
+// reasonGauge is a gauge per node group and reason where a group has one
+// reason at a time: it remembers the reason it last exported per group, so
+// that a group whose backoff ended or changed reason keeps no stale series.
+type reasonGauge struct {
+	vec  *prometheus.GaugeVec
+	mu   sync.Mutex
+	last map[string]string // node group → reason
+}
+
+func newReasonGauge(opts prometheus.GaugeOpts) *reasonGauge {
+	return &reasonGauge{vec: prometheus.NewGaugeVec(opts, []string{"node_group", "reason"}), last: map[string]string{}}
+}
+
+// set exports v for the group under reason, and deletes the group's series
+// of another reason.
+func (g *reasonGauge) set(nodeGroup, reason string, v float64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if prev, ok := g.last[nodeGroup]; ok && prev != reason {
+		g.vec.DeleteLabelValues(nodeGroup, prev)
+	}
+	g.last[nodeGroup] = reason
+	g.vec.WithLabelValues(nodeGroup, reason).Set(v)
+}
+
+// delete removes the group's series.
+func (g *reasonGauge) delete(nodeGroup string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if prev, ok := g.last[nodeGroup]; ok {
+		g.vec.DeleteLabelValues(nodeGroup, prev)
+		delete(g.last, nodeGroup)
+	}
+}
 
 // RegisterFailedNodeCreations counts n nodes that a failed scale-up did not
 // bring (per node, where failed_scale_ups_total counts operations).
@@ -61,15 +92,10 @@ func UpdateNodeGroupHealth(nodeGroup string, healthy, backedOff bool, reason str
 	if !backedOff {
 		reason = ""
 	}
-	if prev, ok := backoffReasons.Swap(nodeGroup, reason); ok && prev.(string) != reason {
-		nodeGroupBackoffStatus.DeleteLabelValues(nodeGroup, prev.(string))
-	}
-	nodeGroupBackoffStatus.WithLabelValues(nodeGroup, reason).Set(boolToFloat(backedOff))
+	nodeGroupBackoffStatus.set(nodeGroup, reason, boolToFloat(backedOff))
 }
 
 func deleteNodeGroupHealth(nodeGroup string) {
 	nodeGroupHealthiness.DeleteLabelValues(nodeGroup)
-	if prev, ok := backoffReasons.LoadAndDelete(nodeGroup); ok {
-		nodeGroupBackoffStatus.DeleteLabelValues(nodeGroup, prev.(string))
-	}
+	nodeGroupBackoffStatus.delete(nodeGroup)
 }

@@ -25,7 +25,7 @@ func TestClusterStateMetricsUpstreamNames(t *testing.T) {
 
 func TestNodeGroupHealthAndBackoff(t *testing.T) {
 	reg := newRegistry(t, true)
-	backoffReasons.Clear()
+	clear(nodeGroupBackoffStatus.last)
 	p := "cluster_autoscaler_"
 	UpdateNodeGroupHealth("pool-1", true, false, "timeout")
 	fams := gather(t, reg)

@@ -73,6 +73,8 @@ var (
 	}, []string{"driver", "mismatch_type"})
 )
 
+// upstreamOnlyCollectors are the collectors declared above, which
+// baseCollectors registers with the others.
 func upstreamOnlyCollectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		unremovableNodesCount, pendingNodeDeletions, gpuScaledUpNodes, gpuFailedScaleUps,

@@ -17,6 +17,7 @@ import (
 	prinformers "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/informers/externalversions"
 	prlisters "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/listers/provisioningrequest/v1"
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
+	"github.com/doks-autoscaler/cluster-autoscaler/internal/informercache"
 )
 
 // Client reads ProvisioningRequests and PodTemplates from informer caches
@@ -33,14 +34,19 @@ type Client struct {
 }
 
 // NewClient registers the informers: ProvisioningRequests on a factory of
-// their own (Start starts it), PodTemplates on core's factory.
-func NewClient(client versioned.Interface, core informers.SharedInformerFactory, timeout time.Duration) *Client {
+// their own (Start starts it), PodTemplates on core's factory, trimmed as
+// the pods made from them are only simulated (informercache.Templates).
+func NewClient(client versioned.Interface, core informers.SharedInformerFactory, timeout time.Duration) (*Client, error) {
 	f := prinformers.NewSharedInformerFactory(client, 0)
 	inf := f.Autoscaling().V1().ProvisioningRequests()
+	templates := core.Core().V1().PodTemplates()
+	if err := informercache.Templates(templates.Informer()); err != nil {
+		return nil, fmt.Errorf("PodTemplate cache: %w", err)
+	}
 	return &Client{
 		client: client, factory: f, informer: inf.Informer(), requests: inf.Lister(),
-		templates: core.Core().V1().PodTemplates().Lister(), timeout: timeout,
-	}
+		templates: templates.Lister(), timeout: timeout,
+	}, nil
 }
 
 // AddEventHandler calls h on every change of a request (to wake the loop).

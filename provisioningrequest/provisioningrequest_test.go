@@ -165,7 +165,10 @@ func newEnv(t *testing.T, prs ...*v1.ProvisioningRequest) *env {
 	api := prfake.NewSimpleClientset(objs...)
 	kube := fake.NewClientset(kobjs...)
 	f := informers.NewSharedInformerFactory(kube, 0)
-	c := NewClient(api, f, time.Second)
+	c, err := NewClient(api, f, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
 	podLister := f.Core().V1().Pods().Lister()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

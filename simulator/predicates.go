@@ -80,10 +80,12 @@ type PredicateChecker struct {
 	plugins []string
 	// hints caches the removal simulation's pod hashes across loops.
 	hints hintHashes
-	// ctx is the context of plugin runs: they work in memory on the
-	// snapshot and return promptly, so nothing cancels them.
-	ctx context.Context
 }
+
+// pluginCtx is the context of plugin runs. The framework's methods take
+// one, but the plugins here work in memory on the snapshot and return
+// promptly: nothing has a reason to cancel them, and callers pass none.
+var pluginCtx = context.Background()
 
 // NewPredicateChecker builds a framework with BasePlugins. Plugins that read
 // cluster objects other than nodes and pods (InterPodAffinity reads
@@ -188,7 +190,7 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		return nil, fmt.Errorf("building scheduler framework: %w", err)
 	}
 	klog.V(1).InfoS("Scheduling simulation uses the kube-scheduler framework", "plugins", enabled)
-	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled), ctx: context.Background()}, nil
+	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled)}, nil
 }
 
 // reserve is the Reserve extension point: DynamicResources only, when it
@@ -222,7 +224,7 @@ func (c *PredicateChecker) reserveClaims(s *ClusterSnapshot, pf *preFilterOutcom
 		name := dra.SimulatedExtendedClaimName(pod.Name)
 		before := s.dra.Claim(pod.Namespace, name)
 		c.lister.snapshot = s
-		if st := c.fw.RunReservePluginsReserve(c.ctx, pf.state, pod, nodeName); !st.IsSuccess() {
+		if st := c.fw.RunReservePluginsReserve(pluginCtx, pf.state, pod, nodeName); !st.IsSuccess() {
 			return nil, fmt.Errorf("allocating the devices of pod %s on %s: %w", podKey(pod), nodeName, st.AsError())
 		}
 		if after := s.dra.Claim(pod.Namespace, name); after != nil && after != before {
@@ -351,7 +353,7 @@ func (c *PredicateChecker) preFilter(s *ClusterSnapshot, pod *apiv1.Pod) (*preFi
 	c.lister.snapshot = s
 	s.prepareForScheduling()
 	state := schedframework.NewCycleState()
-	result, st, restricting := c.fw.RunPreFilterPlugins(c.ctx, state, pod)
+	result, st, restricting := c.fw.RunPreFilterPlugins(pluginCtx, state, pod)
 	if !st.IsSuccess() {
 		return nil, statusToError(pod, "", st)
 	}
@@ -368,7 +370,7 @@ func (c *PredicateChecker) filter(pf *preFilterOutcome, pod *apiv1.Pod, info *sc
 		return &PredicateError{pod: pod, nodeName: name, plugin: pf.restrictedBy,
 			reasons: []string{fmt.Sprintf("node(s) didn't satisfy plugin(s) %s", pf.restrictedBy)}}
 	}
-	if st := c.fw.RunFilterPlugins(c.ctx, pf.state, pod, info); !st.IsSuccess() {
+	if st := c.fw.RunFilterPlugins(pluginCtx, pf.state, pod, info); !st.IsSuccess() {
 		perr := statusToError(pod, name, st)
 		c.nameClaims(perr, pod)
 		return perr

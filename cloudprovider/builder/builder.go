@@ -48,15 +48,6 @@ func AvailableProviders() []string {
 	return slices.Sorted(maps.Keys(factories))
 }
 
-// NewResourceLimiter builds the cluster-wide limits from --cores-total and
-// --memory-total (memory in bytes).
-func NewResourceLimiter(opts config.AutoscalingOptions) *cloudprovider.ResourceLimiter {
-	return cloudprovider.NewResourceLimiter(
-		map[string]int64{cloudprovider.ResourceNameCores: opts.MinCoresTotal, cloudprovider.ResourceNameMemory: opts.MinMemoryTotal},
-		map[string]int64{cloudprovider.ResourceNameCores: opts.MaxCoresTotal, cloudprovider.ResourceNameMemory: opts.MaxMemoryTotal},
-	)
-}
-
 // NewCloudProvider builds the provider named by opts.CloudProviderName
 // (DefaultCloudProvider when empty). An unknown name is an error listing
 // the providers this build offers.
@@ -75,9 +66,11 @@ func NewCloudProvider(opts config.AutoscalingOptions) (cloudprovider.CloudProvid
 		}
 		return nil, fmt.Errorf("unknown cloud provider %q: this build offers %s", name, strings.Join(available, ", "))
 	}
-	rl := NewResourceLimiter(opts)
-	klog.InfoS("Building cloud provider", "provider", name, "resourceLimits", rl.String())
-	provider, err := factory(opts, rl)
+	klog.InfoS("Building cloud provider", "provider", name)
+	// The limiter holds the provider's own limits, none to begin with:
+	// --cores-total and --memory-total are merged with them once, by
+	// resourcequotas.NewLimits.
+	provider, err := factory(opts, cloudprovider.NewResourceLimiter(nil, nil))
 	if err != nil {
 		return nil, fmt.Errorf("building cloud provider %s: %w", name, err)
 	}

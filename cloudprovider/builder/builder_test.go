@@ -39,13 +39,10 @@ func TestNewCloudProvider(t *testing.T) {
 	if _, ok := p.(fakeProvider); !ok || got == nil {
 		t.Fatalf("provider %T", p)
 	}
-	for _, c := range []struct {
-		res      string
-		min, max int64
-	}{{cloudprovider.ResourceNameCores, 2, 64}, {cloudprovider.ResourceNameMemory, 4 << 30, 256 << 30}} {
-		if got.GetMin(c.res) != c.min || got.GetMax(c.res) != c.max {
-			t.Errorf("%s limits %d..%d, want %d..%d", c.res, got.GetMin(c.res), got.GetMax(c.res), c.min, c.max)
-		}
+	// The flags are merged with the provider's limits once, by
+	// resourcequotas: the provider's limiter starts without them.
+	if res := got.GetResources(); len(res) != 0 {
+		t.Errorf("limits %s given to the provider, want none (the flags are resourcequotas')", got)
 	}
 
 	opts.CloudConfig = "fail"
@@ -82,9 +79,8 @@ func TestDigitalOceanIsTheDefault(t *testing.T) {
 	if p.Name() != "digitalocean" {
 		t.Errorf("name %q", p.Name())
 	}
-	rl, _ := p.GetResourceLimiter()
-	if rl.GetMax(cloudprovider.ResourceNameCores) != config.Defaults().MaxCoresTotal {
-		t.Errorf("limits not passed through: %s", rl)
+	if rl, err := p.GetResourceLimiter(); err != nil || rl == nil || len(rl.GetResources()) != 0 {
+		t.Errorf("provider limiter %s (%v), want one without the flags' limits", rl, err)
 	}
 }
 

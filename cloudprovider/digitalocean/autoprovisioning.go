@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
+	"github.com/doks-autoscaler/cluster-autoscaler/utils/gpu"
 )
 
 // TagAutoprovisioned marks a node pool this autoscaler created. Only pools
@@ -117,7 +118,7 @@ func parseAutoprovisioning(f *autoprovisioningFile) (*autoprovisioningConfig, er
 var (
 	reservedTaintNamespaces = []string{"kubernetes.io", "k8s.io", "digitalocean.com"}
 	reservedTaintKeys       = []string{"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler",
-		string(ResourceNvidiaGPU), string(ResourceAMDGPU)}
+		string(gpu.ResourceNvidiaGPU), string(gpu.ResourceAMDGPU)}
 )
 
 // checkTaintKey says why a key may not be an allowed taint key; nil if it may.

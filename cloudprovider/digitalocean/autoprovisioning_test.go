@@ -15,6 +15,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean/gpudriver"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
+	"github.com/doks-autoscaler/cluster-autoscaler/utils/gpu"
 )
 
 func TestAutoprovisioningConfigRules(t *testing.T) {
@@ -194,8 +195,8 @@ func TestPlannedGroupTemplateTaintsAndDevices(t *testing.T) {
 		extendedRemain apiv1.ResourceName
 	}{
 		{"s-2vcpu-4gb", []apiv1.Taint{other, sep}, []string{"dedicated=ml:NoSchedule"}, []string{"dedicated=ml:NoSchedule"}, "", ""},
-		{"gpu-h100x1-80gb", nil, []string{"nvidia.com/gpu:NoSchedule"}, nil, gpudriver.NVIDIA, ResourceNvidiaGPU},
-		{"gpu-mi300x1-192gb", []apiv1.Taint{sep}, []string{"amd.com/gpu:NoSchedule", "dedicated=ml:NoSchedule"}, []string{"dedicated=ml:NoSchedule"}, gpudriver.AMD, ResourceAMDGPU},
+		{"gpu-h100x1-80gb", nil, []string{"nvidia.com/gpu:NoSchedule"}, nil, gpudriver.NVIDIA, gpu.ResourceNvidiaGPU},
+		{"gpu-mi300x1-192gb", []apiv1.Taint{sep}, []string{"amd.com/gpu:NoSchedule", "dedicated=ml:NoSchedule"}, []string{"dedicated=ml:NoSchedule"}, gpudriver.AMD, gpu.ResourceAMDGPU},
 	} {
 		t.Run(c.size, func(t *testing.T) {
 			g, err := e.p.NewNodeGroup(c.size, map[string]string{"dedicated": "ml"}, nil, c.taints, nil)
@@ -289,7 +290,7 @@ func TestCreatedPoolIsAnOwnedNodeGroupAndIsDeletedOnlyWhenOwned(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := ni.Node()
-	if q := node.Status.Allocatable[ResourceNvidiaGPU]; q.Value() != 1 || node.Labels["team"] != "ml" ||
+	if q := node.Status.Allocatable[gpu.ResourceNvidiaGPU]; q.Value() != 1 || node.Labels["team"] != "ml" ||
 		node.Labels[apiv1.LabelInstanceTypeStable] != "gpu-h100x1-80gb" || len(node.Spec.Taints) != 2 {
 		t.Errorf("template from the size: labels %v allocatable %v taints %v", node.Labels, node.Status.Allocatable, node.Spec.Taints)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/utils/gpu"
 )
 
 // ProviderName is the --cloud-provider value.
@@ -180,13 +181,7 @@ func (p *CloudProvider) GetNodeGpuConfig(node *apiv1.Node) *cloudprovider.GpuCon
 			break
 		}
 	}
-	var resName apiv1.ResourceName
-	for _, r := range []apiv1.ResourceName{ResourceNvidiaGPU, ResourceAMDGPU} {
-		if q, ok := node.Status.Capacity[r]; ok && !q.IsZero() {
-			resName = r
-			break
-		}
-	}
+	resName, _ := gpu.In(node.Status.Capacity)
 	if label == "" && resName == "" {
 		return nil
 	}
@@ -199,7 +194,7 @@ func (p *CloudProvider) GetNodeGpuConfig(node *apiv1.Node) *cloudprovider.GpuCon
 	}
 	if label == "" {
 		label = p.gpuLabel
-		if resName == ResourceAMDGPU {
+		if resName == gpu.ResourceAMDGPU {
 			value = "amd"
 		} else {
 			value = "nvidia"

@@ -40,7 +40,11 @@ type templateEntry struct {
 type manager struct {
 	client *apiClient
 	o      clientOptions
-	// ctx is the context of every DigitalOcean call; stop (Cleanup) ends it.
+	// ctx is the context of every DigitalOcean call, for the provider's
+	// lifetime: the provider contract (upstream's CloudProvider and
+	// NodeGroup) passes none to Refresh, IncreaseSize or DeleteNodes, so
+	// the provider owns one, and stop (Cleanup) ends it, cancelling calls
+	// still retrying at shutdown.
 	ctx  context.Context
 	stop context.CancelFunc
 	// gpuLabel is the label marking GPU nodes (--gpu-label).

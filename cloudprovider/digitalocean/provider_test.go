@@ -18,6 +18,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
+	"github.com/doks-autoscaler/cluster-autoscaler/utils/gpu"
 	"github.com/doks-autoscaler/cluster-autoscaler/version"
 )
 
@@ -876,14 +877,14 @@ func TestTemplateNodeInfoFromSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	n = ni.Node()
-	gpus := n.Status.Allocatable[ResourceNvidiaGPU]
+	gpus := n.Status.Allocatable[gpu.ResourceNvidiaGPU]
 	if gpus.Value() != 1 || n.Labels[LabelGPUBrand] != "nvidia" || n.Labels[LabelGPUModel] != "nvidia_h100" || n.Labels[LabelGPUNodeUpstream] != "nvidia" {
 		t.Errorf("GPU template: gpus %s labels %v", gpus.String(), n.Labels)
 	}
 	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "nvidia.com/gpu" || n.Spec.Taints[0].Value != "" {
 		t.Errorf("taints %v", n.Spec.Taints)
 	}
-	if cfg := e.p.GetNodeGpuConfig(n); cfg == nil || cfg.ExtendedResourceName != ResourceNvidiaGPU || cfg.Label != LabelGPUNodeUpstream {
+	if cfg := e.p.GetNodeGpuConfig(n); cfg == nil || cfg.ExtendedResourceName != gpu.ResourceNvidiaGPU || cfg.Label != LabelGPUNodeUpstream {
 		t.Errorf("GPU config %+v", cfg)
 	}
 	if _, ok := e.p.GetAvailableGPUTypes()["nvidia_h100"]; !ok {

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/utils/gpu"
 )
 
 // GPU labels. DOKS GPU nodes carry the brand and model labels; upstream's
@@ -21,12 +23,6 @@ const (
 	LabelGPUNodeUpstream = "cloud.digitalocean.com/gpu-node"
 	// DefaultGPULabel is GPULabel() when --gpu-label is empty.
 	DefaultGPULabel = LabelGPUBrand
-)
-
-// GPU extended resources by vendor.
-const (
-	ResourceNvidiaGPU apiv1.ResourceName = "nvidia.com/gpu"
-	ResourceAMDGPU    apiv1.ResourceName = "amd.com/gpu"
 )
 
 // defaultPods is the kubelet's default, used when a template omits pods.
@@ -45,9 +41,9 @@ const (
 // gpuResourceForVendor returns the extended resource of a GPU vendor.
 func gpuResourceForVendor(vendor string) apiv1.ResourceName {
 	if strings.Contains(strings.ToLower(vendor), "amd") {
-		return ResourceAMDGPU
+		return gpu.ResourceAMDGPU
 	}
-	return ResourceNvidiaGPU
+	return gpu.ResourceNvidiaGPU
 }
 
 // resourceList converts a template's resources. CPU comes from

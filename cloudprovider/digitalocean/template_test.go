@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/utils/gpu"
 )
 
 func res(cpu, milli int64, mem string, pods int64) *godo.KubernetesNodePoolResources {
@@ -115,7 +116,7 @@ func TestBuildTemplateNode(t *testing.T) {
 			if n.Status.Allocatable.Pods().Value() != c.pods {
 				t.Errorf("pods %s, want %d", n.Status.Allocatable.Pods(), c.pods)
 			}
-			for _, r := range []apiv1.ResourceName{ResourceNvidiaGPU, ResourceAMDGPU} {
+			for _, r := range []apiv1.ResourceName{gpu.ResourceNvidiaGPU, gpu.ResourceAMDGPU} {
 				q, ok := n.Status.Allocatable[r]
 				want := int64(0)
 				if r == c.gpuRes {
@@ -184,11 +185,11 @@ func TestGetNodeGpuConfig(t *testing.T) {
 		res   apiv1.ResourceName
 	}{
 		{"cpu node", node(map[string]string{"team": "a"}, apiv1.ResourceList{apiv1.ResourceCPU: one}), "", "", ""},
-		{"gpu-brand nvidia", node(map[string]string{LabelGPUBrand: "nvidia"}, nil), LabelGPUBrand, "nvidia", ResourceNvidiaGPU},
-		{"gpu-brand amd", node(map[string]string{LabelGPUBrand: "amd"}, nil), LabelGPUBrand, "amd", ResourceAMDGPU},
-		{"upstream label", node(map[string]string{LabelGPUNodeUpstream: "true"}, nil), LabelGPUNodeUpstream, "true", ResourceNvidiaGPU},
-		{"resource only", node(nil, apiv1.ResourceList{ResourceAMDGPU: one}), DefaultGPULabel, "amd", ResourceAMDGPU},
-		{"resource beats brand", node(map[string]string{LabelGPUBrand: "nvidia"}, apiv1.ResourceList{ResourceAMDGPU: one}), LabelGPUBrand, "nvidia", ResourceAMDGPU},
+		{"gpu-brand nvidia", node(map[string]string{LabelGPUBrand: "nvidia"}, nil), LabelGPUBrand, "nvidia", gpu.ResourceNvidiaGPU},
+		{"gpu-brand amd", node(map[string]string{LabelGPUBrand: "amd"}, nil), LabelGPUBrand, "amd", gpu.ResourceAMDGPU},
+		{"upstream label", node(map[string]string{LabelGPUNodeUpstream: "true"}, nil), LabelGPUNodeUpstream, "true", gpu.ResourceNvidiaGPU},
+		{"resource only", node(nil, apiv1.ResourceList{gpu.ResourceAMDGPU: one}), DefaultGPULabel, "amd", gpu.ResourceAMDGPU},
+		{"resource beats brand", node(map[string]string{LabelGPUBrand: "nvidia"}, apiv1.ResourceList{gpu.ResourceAMDGPU: one}), LabelGPUBrand, "nvidia", gpu.ResourceAMDGPU},
 	}
 	for _, c := range cases {
 		got := p.GetNodeGpuConfig(c.node)

@@ -21,6 +21,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/estimator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
+	"github.com/doks-autoscaler/cluster-autoscaler/utils/gpu"
 )
 
 // Reasons node autoprovisioning gives in NotTriggerScaleUp events.
@@ -31,32 +32,22 @@ const (
 	ReasonCreationStopped      Reason = "node pool creation stopped by the cloud provider (see the status ConfigMap)"
 )
 
-// GPU resources a pod asks for by the device plugins DOKS installs.
-var gpuResources = []apiv1.ResourceName{"nvidia.com/gpu", "amd.com/gpu"}
-
 // wantsGPU reports whether the pod asks for a GPU: by a device plugin's
 // resource, or by a DRA claim.
 func wantsGPU(p *apiv1.Pod) bool {
 	if len(p.Spec.ResourceClaims) > 0 {
 		return true
 	}
-	req := framework.PodRequests(p)
-	for _, r := range gpuResources {
-		if q, ok := req[r]; ok && !q.IsZero() {
-			return true
-		}
-	}
-	return false
+	_, ok := gpu.In(framework.PodRequests(p))
+	return ok
 }
 
 // hasGPU reports whether a template offers a GPU: a device plugin's
 // resource, or devices a DRA driver publishes (the only devices DOKS nodes
 // have are GPUs).
 func hasGPU(ni *framework.NodeInfo) bool {
-	for _, r := range gpuResources {
-		if q, ok := ni.Node().Status.Allocatable[r]; ok && !q.IsZero() {
-			return true
-		}
+	if _, ok := gpu.In(ni.Node().Status.Allocatable); ok {
+		return true
 	}
 	for _, sl := range ni.ResourceSlices() {
 		if len(sl.Spec.Devices) > 0 {

@@ -49,9 +49,9 @@ func (f *filter) BestOptions(options []expander.Option) []expander.Option {
 		// the chain decide rather than failing the scale-up.
 		f.warned.Do(func() {
 			if errors.Is(err, cloudprovider.ErrNotImplemented) {
-				klog.Warningf("price expander: provider %s has no pricing; passing all options on", f.provider.Name())
+				klog.InfoS("Price expander: the provider has no pricing; passing all options on", "provider", f.provider.Name())
 			} else {
-				klog.Warningf("price expander: pricing unavailable (%v); passing all options on", err)
+				klog.ErrorS(err, "Price expander: pricing unavailable; passing all options on")
 			}
 		})
 		return options
@@ -62,10 +62,10 @@ func (f *filter) BestOptions(options []expander.Option) []expander.Option {
 	for _, o := range options {
 		s, err := score(model, o, start, end)
 		if err != nil {
-			klog.Warningf("price expander: cannot price group %s: %v", o.NodeGroup.Id(), err)
+			klog.ErrorS(err, "Price expander: cannot price node group", "nodeGroup", o.NodeGroup.Id())
 			continue
 		}
-		klog.V(5).Infof("price expander: group %s: %d nodes for %d pods, score %.4f", o.NodeGroup.Id(), o.NodeCount, len(o.Pods), s)
+		klog.V(5).InfoS("Price expander: option scored", "nodeGroup", o.NodeGroup.Id(), "nodes", o.NodeCount, "pods", len(o.Pods), "score", s)
 		all = append(all, scored{o, s})
 	}
 	if len(all) == 0 {

@@ -93,9 +93,9 @@ func (f *filter) reload() []level {
 	if err != nil {
 		if !f.missing {
 			if apierrors.IsNotFound(err) {
-				klog.Warningf("priority expander: ConfigMap %s not found; all node groups have equal priority", ConfigMapName)
+				klog.InfoS("Priority expander: ConfigMap not found; all node groups have equal priority", "configMap", ConfigMapName)
 			} else {
-				klog.Warningf("priority expander: cannot read ConfigMap %s: %v", ConfigMapName, err)
+				klog.ErrorS(err, "Priority expander: cannot read ConfigMap; all node groups have equal priority", "configMap", ConfigMapName)
 			}
 		}
 		f.missing, f.version, f.levels, f.parseErr = true, "", nil, nil
@@ -113,13 +113,13 @@ func (f *filter) reload() []level {
 		f.levels, f.parseErr = parse(data)
 	}
 	if f.parseErr != nil {
-		klog.Errorf("priority expander: ConfigMap %s (resourceVersion %s) ignored: %v", ConfigMapName, cm.ResourceVersion, f.parseErr)
+		klog.ErrorS(f.parseErr, "Priority expander: ConfigMap ignored", "configMap", ConfigMapName, "resourceVersion", cm.ResourceVersion)
 		if f.recorder != nil {
 			f.recorder.Eventf(cm, apiv1.EventTypeWarning, "PriorityConfigMapInvalid", "priority expander ignores this ConfigMap: %v", f.parseErr)
 		}
 		return nil
 	}
-	klog.Infof("priority expander: loaded %d priority levels from ConfigMap %s (resourceVersion %s)", len(f.levels), ConfigMapName, cm.ResourceVersion)
+	klog.InfoS("Priority expander: priority levels loaded", "levels", len(f.levels), "configMap", ConfigMapName, "resourceVersion", cm.ResourceVersion)
 	return f.levels
 }
 
@@ -145,10 +145,10 @@ func (f *filter) BestOptions(options []expander.Option) []expander.Option {
 		}
 	}
 	if !found {
-		klog.V(2).Infof("priority expander: no option matches a priority (%s); passing all on", expander.GroupIDs(options))
+		klog.V(2).InfoS("Priority expander: no option matches a priority; passing all on", "nodeGroups", expander.GroupIDs(options))
 		return options
 	}
-	klog.V(2).Infof("priority expander: priority %d keeps %s", best, expander.GroupIDs(out))
+	klog.V(2).InfoS("Priority expander: options kept", "priority", best, "nodeGroups", expander.GroupIDs(out))
 	return out
 }
 

@@ -28,7 +28,7 @@ func (filter) BestOptions(options []expander.Option) []expander.Option {
 		if !ok {
 			continue
 		}
-		klog.V(5).Infof("least-waste: group %s score %.4f (%d nodes, %d pods)", o.NodeGroup.Id(), s, o.NodeCount, len(o.Pods))
+		klog.V(5).InfoS("Least-waste expander: option scored", "nodeGroup", o.NodeGroup.Id(), "score", s, "nodes", o.NodeCount, "pods", len(o.Pods))
 		switch {
 		case s < best-tolerance:
 			best = s

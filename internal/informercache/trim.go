@@ -1,90 +1,126 @@
-package core
+package informercache
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 )
 
-// lastAppliedAnnotation is where kubectl apply keeps what it last applied.
+// lastAppliedAnnotation is where kubectl apply keeps what it last applied:
+// often the largest part of a workload, read by kubectl only.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// Which cached objects are trimmed, and who may send one back. The rule
-// (docs/DESIGN.md): nothing trimmed reaches the API server; a write reads
-// the live object. Every object loses its managedFields; besides:
+// What each kind loses, and who may send one back (the package doc has the
+// rule: nothing trimmed reaches the API server):
 //
-//   - Pods: containers' env, command, probes and security contexts, the
-//     pod's security context, projected volumes' sources, most of the
-//     status. Never written: evictions and deletions name the pod.
-//   - Nodes: status only (images, addresses, system info, most conditions).
-//     The one kind written back from the cache, by the taint updates, and
-//     safe: a Node update ignores the status, keeps the stored
-//     managedFields when the request has none, and the metadata and spec
-//     are kept whole (kubectl's last-applied copy included);
-//     TestTrimForCacheLeavesWhatANodeUpdateWrites fails if a trim reaches
-//     them.
-//   - PodTemplates and the templates of ReplicaSets, Deployments,
-//     StatefulSets, DaemonSets, Jobs and ReplicationControllers: as pods'
-//     specs. Never written; they become pods only in simulations. The
-//     CapacityBuffer dry run, the one place a template goes to the API
-//     server, reads the live object and accepts no other
-//     (capacitybuffer/live.go).
+//   - Every kind: managedFields and kubectl's last-applied copy (Default).
+//     Marked: an update without the annotation would delete it.
+//   - Pods: besides, containers' env, command, probes and security
+//     contexts, the pod's security context, projected volumes' sources,
+//     most of the status. Marked; never written: evictions and deletions
+//     name the pod.
+//   - Nodes: managedFields and status only (images, addresses, system info,
+//     most conditions). Not marked: the taint updates write cached nodes
+//     back, and safely, since a Node update ignores the status and keeps
+//     the stored managedFields when the request has none, and the metadata
+//     and spec (kubectl's last-applied copy included) stay whole.
+//   - PodTemplates and the templates of workloads (Templates): as pods'
+//     specs, the template's metadata marked too, so that a pod made from
+//     one carries the mark. The CapacityBuffer dry run, the one place a
+//     template goes to the API server, reads the live object.
 //
-// trimForCache is the informers' transform: it drops from objects entering
-// the caches what no code path of the autoscaler reads, so that a cluster's
-// pods, nodes and workloads cost less memory: managedFields of every object;
-// of pods and nodes, status fields a kubelet reports for people and other
-// controllers; of pods and pod templates, what only the kubelet reads of a
-// container (below). What stays is what the scheduler framework's Filter
-// plugins, the drain rules, utilization, the scale-up's pending-pod checks
-// and the status writer read.
-func trimForCache(obj interface{}) (interface{}, error) {
-	if acc, err := meta.Accessor(obj); err == nil {
-		if acc.GetManagedFields() != nil {
-			acc.SetManagedFields(nil)
-		}
-		// kubectl apply's copy of the whole object as last applied: often the
-		// largest part of a workload, read by kubectl only. Nodes keep it:
-		// the taint updates write a cached node back whole, and an update
-		// without the annotation would delete it.
-		if _, node := obj.(*apiv1.Node); !node {
-			if a := acc.GetAnnotations(); a[lastAppliedAnnotation] != "" {
-				delete(a, lastAppliedAnnotation)
-			}
-		}
-	}
+// What stays is what the scheduler framework's Filter plugins, the drain
+// rules, utilization, the scale-up's pending-pod checks and the status
+// writer read.
+
+// Default is the transform of every informer without one of its own: it
+// drops the managedFields and kubectl's last-applied copy, and marks the
+// object.
+func Default(obj any) (any, error) {
 	switch o := obj.(type) {
-	case *apiv1.Pod:
-		trimPodSpec(&o.Spec)
-		trimPodStatus(&o.Status, o.Spec.NodeName != "")
 	case *apiv1.Node:
-		trimNodeStatus(&o.Status)
-	// Pod templates become pods only in simulations (DaemonSet pods of new
-	// nodes, CapacityBuffers, ProvisioningRequests, the drain rules' owner
-	// lookups read replicas, not templates). A cluster keeps ten old
-	// ReplicaSets a Deployment, each with its template.
-	case *apiv1.PodTemplate:
-		trimPodSpec(&o.Template.Spec)
-	case *apiv1.ReplicationController:
-		if o.Spec.Template != nil {
-			trimPodSpec(&o.Spec.Template.Spec)
-		}
-	case *appsv1.ReplicaSet:
-		trimPodSpec(&o.Spec.Template.Spec)
-	case *appsv1.Deployment:
-		trimPodSpec(&o.Spec.Template.Spec)
-	case *appsv1.StatefulSet:
-		trimPodSpec(&o.Spec.Template.Spec)
-	case *appsv1.DaemonSet:
-		trimPodSpec(&o.Spec.Template.Spec)
-	case *batchv1.Job:
-		trimPodSpec(&o.Spec.Template.Spec)
+		// Written back by the taint updates, whoever registered the
+		// informer: only what a Node update keeps without it goes.
+		o.ManagedFields = nil
+	case metav1.Object:
+		trimMeta(o)
 	}
 	return obj, nil
+}
+
+// trimMeta drops managedFields and kubectl's last-applied copy, and marks
+// the object in their place.
+func trimMeta(o metav1.Object) {
+	if a := o.GetAnnotations(); a[lastAppliedAnnotation] != "" {
+		delete(a, lastAppliedAnnotation)
+	}
+	mark(o)
+}
+
+// template is the transform of PodTemplates' and workloads' informers.
+func template(obj any) (any, error) {
+	obj, _ = Default(obj)
+	var t *apiv1.PodTemplateSpec
+	switch o := obj.(type) {
+	case *apiv1.PodTemplate:
+		t = &o.Template
+	case *apiv1.ReplicationController:
+		t = o.Spec.Template
+	case *appsv1.ReplicaSet:
+		t = &o.Spec.Template
+	case *appsv1.Deployment:
+		t = &o.Spec.Template
+	case *appsv1.StatefulSet:
+		t = &o.Spec.Template
+	case *appsv1.DaemonSet:
+		t = &o.Spec.Template
+	case *batchv1.Job:
+		t = &o.Spec.Template
+	}
+	if t != nil {
+		mark(&t.ObjectMeta)
+		trimPodSpec(&t.Spec)
+	}
+	return obj, nil
+}
+
+// pod is the transform of the pods' informer.
+func (c *Cache) pod(obj any) (any, error) {
+	p, ok := obj.(*apiv1.Pod)
+	if !ok {
+		return Default(obj)
+	}
+	trimPod(p)
+	c.tables.sharePod(p)
+	return p, nil
+}
+
+// trimPod trims a pod: Default, then its spec and status.
+func trimPod(p *apiv1.Pod) {
+	trimMeta(p)
+	trimPodSpec(&p.Spec)
+	trimPodStatus(&p.Status, p.Spec.NodeName != "")
+}
+
+// node is the transform of the nodes' informer.
+func (c *Cache) node(obj any) (any, error) {
+	n, ok := obj.(*apiv1.Node)
+	if !ok {
+		return Default(obj)
+	}
+	trimNode(n)
+	c.tables.shareNode(n)
+	return n, nil
+}
+
+// trimNode drops a node's managedFields and status fields nothing reads,
+// and nothing else: see the header.
+func trimNode(n *apiv1.Node) {
+	n.ManagedFields = nil
+	trimNodeStatus(&n.Status)
 }
 
 // trimPodSpec trims every container of the spec (trimContainers), empties
@@ -114,9 +150,9 @@ func trimProjectedVolumes(vs []apiv1.Volume) {
 
 // trimContainers drops what only the kubelet reads of a container: its
 // environment, command, arguments, probes, lifecycle hooks and security
-// context, often most of a real pod's size. Resources (claims included), ports and restart
-// policy (sidecars' requests) are what the scheduler's Filter plugins read;
-// they stay, as does every other field.
+// context, often most of a real pod's size. Resources (claims included),
+// ports and restart policy (sidecars' requests) are what the scheduler's
+// Filter plugins read; they stay, as does every other field.
 func trimContainers(cs []apiv1.Container) {
 	for i := range cs {
 		c := &cs[i]
@@ -130,12 +166,10 @@ func trimContainers(cs []apiv1.Container) {
 // without its message (scale-up reads its status and reason; nothing reads
 // a bound pod's conditions, nor any pod's Ready, ContainersReady,
 // Initialized or others: a running pod's five cost about 750 bytes), the
-// nominated node
-// (preemption), the pod's and its containers' resources (the scheduler's
-// requests of a pod being resized in place come from them) and the claim
-// statuses (DRA). Gone: IPs, start time, the message, the QoS class and
-// each container's image, ID, state and readiness. (Pods are never written
-// back from the cache: evictions name them.)
+// nominated node (preemption), the pod's and its containers' resources (the
+// scheduler's requests of a pod being resized in place come from them) and
+// the claim statuses (DRA). Gone: IPs, start time, the message, the QoS
+// class and each container's image, ID, state and readiness.
 func trimPodStatus(s *apiv1.PodStatus, bound bool) {
 	s.Message = ""
 	s.HostIP, s.HostIPs, s.PodIP, s.PodIPs = "", nil, "", nil
@@ -182,8 +216,7 @@ func trimContainerStatuses(in []apiv1.ContainerStatus) []apiv1.ContainerStatus {
 // not run), the volumes attached and in use, the system info, addresses,
 // daemon endpoints and config, and the conditions readiness does not read
 // (below). Capacity, allocatable, phase, features and declared features
-// stay. The soft taint's update writes a cached node back, but a node's
-// update ignores its status (the status subresource owns it).
+// stay.
 func trimNodeStatus(s *apiv1.NodeStatus) {
 	s.Images = nil
 	s.VolumesAttached, s.VolumesInUse = nil, nil

@@ -1,4 +1,4 @@
-package core
+package informercache
 
 import (
 	"fmt"
@@ -14,14 +14,13 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 )
 
 // The cache keeps what the autoscaler reads of a pod: a pod being resized
 // in place is counted with the requests its containers' statuses report,
 // a pending pod is still unschedulable, a nominated one still nominated;
 // what it does not read is gone.
-func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
+func TestTrimKeepsWhatIsRead(t *testing.T) {
 	now := metav1.Now()
 	pod := test.BuildPendingPod("p", 500, 64*test.MiB, "rs")
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
@@ -55,7 +54,7 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
 	before := resourcehelper.PodRequests(pod, opts)
 
-	obj, err := trimForCache(pod.DeepCopy())
+	obj, err := transform(pod.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +62,7 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	if after := resourcehelper.PodRequests(got, opts); !after.Cpu().Equal(*before.Cpu()) || after.Cpu().MilliValue() != 800 {
 		t.Errorf("requests after trimming %v, before %v (want the resized 800m)", after.Cpu(), before.Cpu())
 	}
-	if !scaleup.IsUnschedulable(got) || got.Status.NominatedNodeName != "n1" || got.Status.Phase != apiv1.PodPending {
+	if !unschedulable(got) || got.Status.NominatedNodeName != "n1" || got.Status.Phase != apiv1.PodPending {
 		t.Errorf("pending pod's scheduling state lost: %+v", got.Status)
 	}
 	if c := got.Spec.Containers[0]; len(c.Ports) != 1 || c.Ports[0].HostPort != 8080 || c.Resources.Requests.Cpu().MilliValue() != 500 {
@@ -78,7 +77,7 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 		t.Errorf("projected sources kept: %+v", v[1].Projected)
 	}
 	cs := got.Status.ContainerStatuses[0]
-	if got.ManagedFields != nil || got.Status.PodIP != "" || got.Status.HostIP != "" || got.Status.StartTime != nil ||
+	if !IsTrimmed(got) || len(got.ManagedFields) != 1 || got.Status.PodIP != "" || got.Status.HostIP != "" || got.Status.StartTime != nil ||
 		got.Spec.Containers[0].Env != nil || got.Spec.Containers[0].Command != nil || got.Spec.Containers[0].ReadinessProbe != nil ||
 		got.Spec.SecurityContext != nil || got.Spec.Containers[0].SecurityContext != nil ||
 		len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Message != "" || cs.Image != "" || cs.ContainerID != "" || cs.State.Running != nil {
@@ -88,34 +87,34 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 
 // A bound pod keeps no conditions: scale-up reads PodScheduled of unbound
 // pods only, and the same pod unbound keeps it.
-func TestTrimForCacheDropsBoundPodsConditions(t *testing.T) {
+func TestTrimDropsBoundPodsConditions(t *testing.T) {
 	bound := test.BuildScheduledPod("p", 500, 64*test.MiB, "rs", "n1")
 	bound.Status.Conditions = []apiv1.PodCondition{
 		{Type: apiv1.PodScheduled, Status: apiv1.ConditionTrue},
 		{Type: apiv1.PodReady, Status: apiv1.ConditionTrue},
 	}
-	obj, err := trimForCache(bound.DeepCopy())
+	obj, err := transform(bound.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := obj.(*apiv1.Pod); got.Status.Conditions != nil || got.Spec.NodeName != "n1" || scaleup.IsUnschedulable(got) {
+	if got := obj.(*apiv1.Pod); got.Status.Conditions != nil || got.Spec.NodeName != "n1" || unschedulable(got) {
 		t.Errorf("bound pod after trimming: node %q, conditions %+v; want n1 and none", got.Spec.NodeName, got.Status.Conditions)
 	}
 	unbound := bound.DeepCopy()
 	unbound.Spec.NodeName = ""
 	unbound.Status.Conditions[0] = apiv1.PodCondition{Type: apiv1.PodScheduled, Status: apiv1.ConditionFalse, Reason: apiv1.PodReasonUnschedulable}
-	obj, err = trimForCache(unbound)
+	obj, err = transform(unbound)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := obj.(*apiv1.Pod); len(got.Status.Conditions) != 1 || !scaleup.IsUnschedulable(got) {
+	if got := obj.(*apiv1.Pod); len(got.Status.Conditions) != 1 || !unschedulable(got) {
 		t.Errorf("unbound pod's conditions after trimming %+v, want PodScheduled=False/Unschedulable", got.Status.Conditions)
 	}
 }
 
 // A node keeps what the simulation, readiness and templates read (capacity,
 // allocatable, conditions, declared features); its images and system info go.
-func TestTrimForCacheNode(t *testing.T) {
+func TestTrimNode(t *testing.T) {
 	node := test.BuildNode("n1", 2000, 4*test.GiB)
 	node.Status.Images = []apiv1.ContainerImage{{Names: []string{"registry/app:1"}, SizeBytes: 1 << 20}}
 	node.Status.NodeInfo = apiv1.NodeSystemInfo{KubeletVersion: "v1.35.0", OSImage: "Debian"}
@@ -131,7 +130,7 @@ func TestTrimForCacheNode(t *testing.T) {
 		apiv1.NodeCondition{Type: apiv1.NodeDiskPressure, Status: apiv1.ConditionTrue, Reason: "KubeletHasDiskPressure", Message: "kubelet has disk pressure"})
 	want := node.Status.DeepCopy()
 
-	obj, err := trimForCache(node.DeepCopy())
+	obj, err := transform(node.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +170,7 @@ func TestTrimForCacheNode(t *testing.T) {
 // The taint updates write cached nodes back whole: trimming leaves every
 // field such an update writes (all but the status, which a node update
 // ignores, and managedFields, which an update without them keeps).
-func TestTrimForCacheLeavesWhatANodeUpdateWrites(t *testing.T) {
+func TestNodeTrimLeavesWhatANodeUpdateWrites(t *testing.T) {
 	node := test.BuildNode("n1", 2000, 4*test.GiB)
 	node.Labels = map[string]string{"doks.digitalocean.com/node-pool": "web", apiv1.LabelHostname: "n1"}
 	node.Annotations = map[string]string{lastAppliedAnnotation: `{"kind":"Node"}`, "node.alpha.kubernetes.io/ttl": "0"}
@@ -183,9 +182,9 @@ func TestTrimForCacheLeavesWhatANodeUpdateWrites(t *testing.T) {
 		Unschedulable: true, Taints: []apiv1.Taint{{Key: "dedicated", Value: "gpu", Effect: apiv1.TaintEffectNoSchedule}},
 		ConfigSource: &apiv1.NodeConfigSource{}}
 	want := node.DeepCopy()
-	want.ManagedFields = nil
+	want.ManagedFields = nil // an update without them keeps the stored ones
 
-	obj, err := trimForCache(node.DeepCopy())
+	obj, err := transform(node.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +199,7 @@ func TestTrimForCacheLeavesWhatANodeUpdateWrites(t *testing.T) {
 
 // A pod not being resized keeps no container status at all; one being
 // resized keeps the statuses that carry resources.
-func TestTrimForCacheContainerStatuses(t *testing.T) {
+func TestTrimContainerStatuses(t *testing.T) {
 	running := apiv1.ContainerStatus{Name: "app", Image: "registry/app:1", Ready: true}
 	resized := apiv1.ContainerStatus{Name: "side", AllocatedResources: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("300m")}}
 	for _, tc := range []struct {
@@ -219,7 +218,7 @@ func TestTrimForCacheContainerStatuses(t *testing.T) {
 			pod.Status.ContainerStatuses = tc.statuses
 			opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
 			before := resourcehelper.PodRequests(pod, opts)
-			obj, _ := trimForCache(pod.DeepCopy())
+			obj, _ := transform(pod.DeepCopy())
 			got := obj.(*apiv1.Pod)
 			var names []string
 			for _, c := range got.Status.ContainerStatuses {
@@ -237,7 +236,7 @@ func TestTrimForCacheContainerStatuses(t *testing.T) {
 
 // Workloads' pod templates lose what only the kubelet reads of a container,
 // as pods do; what a simulated pod made from them needs stays.
-func TestTrimForCacheWorkloadTemplates(t *testing.T) {
+func TestTrimWorkloadTemplates(t *testing.T) {
 	spec := func() apiv1.PodTemplateSpec {
 		return apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{
 			InitContainers: []apiv1.Container{{Name: "init", Command: []string{"/init"}, Env: []apiv1.EnvVar{{Name: "A", Value: "1"}}}},
@@ -261,7 +260,7 @@ func TestTrimForCacheWorkloadTemplates(t *testing.T) {
 		{&apiv1.PodTemplate{Template: spec()}, func(o interface{}) apiv1.PodSpec { return o.(*apiv1.PodTemplate).Template.Spec }},
 	} {
 		t.Run(fmt.Sprintf("%T", tc.obj), func(t *testing.T) {
-			obj, err := trimForCache(tc.obj)
+			obj, err := transform(tc.obj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,4 +274,29 @@ func TestTrimForCacheWorkloadTemplates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// transform runs the transform the object's informer gets.
+func transform(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *apiv1.Pod:
+		return New().pod(o)
+	case *apiv1.Node:
+		return New().node(o)
+	}
+	return template(obj)
+}
+
+// unschedulable is how scale-up reads a pending pod (scaleup.IsUnschedulable):
+// unbound, PodScheduled false for the reason Unschedulable.
+func unschedulable(p *apiv1.Pod) bool {
+	if p.Spec.NodeName != "" {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == apiv1.PodScheduled {
+			return c.Status == apiv1.ConditionFalse && c.Reason == apiv1.PodReasonUnschedulable
+		}
+	}
+	return false
 }

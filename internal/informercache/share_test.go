@@ -1,4 +1,4 @@
-package core
+package informercache
 
 import (
 	"encoding/json"
@@ -21,8 +21,8 @@ func same(a, b any) bool {
 // Replicas decoded one by one share their labels and resource lists; a pod
 // with other requests or labels keeps its own; a StatefulSet's pods, whose
 // labels name them, keep theirs.
-func TestSharedMapsSharesEqualMapsOfPods(t *testing.T) {
-	s := newSharedMaps()
+func TestCacheSharesEqualMapsOfPods(t *testing.T) {
+	c := New()
 	pod := func(name, owner, kind, cpu string) *apiv1.Pod {
 		p := test.BuildScheduledPod(name, 0, 0, owner, "n1")
 		p.OwnerReferences[0].Kind = kind
@@ -31,7 +31,7 @@ func TestSharedMapsSharesEqualMapsOfPods(t *testing.T) {
 			Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu), apiv1.ResourceMemory: resource.MustParse("64Mi")},
 			Limits:   apiv1.ResourceList{apiv1.ResourceMemory: resource.MustParse("64Mi")},
 		}
-		obj, err := s.transform(p.DeepCopy())
+		obj, err := c.pod(p.DeepCopy())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,37 +62,41 @@ func TestSharedMapsSharesEqualMapsOfPods(t *testing.T) {
 }
 
 // Nodes of a size share their capacity and allocatable.
-func TestSharedMapsSharesNodesResourceLists(t *testing.T) {
-	s := newSharedMaps()
+func TestCacheSharesNodesResourceLists(t *testing.T) {
+	c := New()
 	node := func(name string, cpu int64) *apiv1.Node {
-		obj, _ := s.transform(test.BuildNode(name, cpu, 4*test.GiB))
+		obj, _ := c.node(test.BuildNode(name, cpu, 4*test.GiB))
 		return obj.(*apiv1.Node)
 	}
-	a, b, c := node("a", 2000), node("b", 2000), node("c", 4000)
+	a, b, big := node("a", 2000), node("b", 2000), node("c", 4000)
 	if !same(a.Status.Capacity, b.Status.Capacity) || !same(a.Status.Allocatable, b.Status.Allocatable) {
 		t.Errorf("equal nodes' resource lists not shared")
 	}
-	if same(a.Status.Capacity, c.Status.Capacity) || c.Status.Capacity.Cpu().MilliValue() != 4000 {
-		t.Errorf("a bigger node's capacity shared: %v", c.Status.Capacity)
+	if same(a.Status.Capacity, big.Status.Capacity) || big.Status.Capacity.Cpu().MilliValue() != 4000 {
+		t.Errorf("a bigger node's capacity shared: %v", big.Status.Capacity)
 	}
 }
 
 // A full table starts over: what it shared stays shared, what comes next
 // is shared anew, and the table never grows past its bound.
-func TestSharedMapsTableStartsOverWhenFull(t *testing.T) {
-	s := newSharedMaps()
-	first := s.labelSet(map[string]string{"app": "first"})
-	for i := 0; i < maxSharedMaps; i++ {
-		s.labelSet(map[string]string{"app": fmt.Sprint(i)})
+func TestShareTableStartsOverWhenFull(t *testing.T) {
+	table := map[string]map[string]string{}
+	labelSet := func(app string) map[string]string {
+		m := map[string]string{"app": app}
+		return share(table, labelsKey(m), m)
 	}
-	if len(s.labels) > maxSharedMaps {
-		t.Fatalf("%d label sets held, bound %d", len(s.labels), maxSharedMaps)
+	first := labelSet("first")
+	for i := 0; i < maxShared; i++ {
+		labelSet(fmt.Sprint(i))
 	}
-	again := s.labelSet(map[string]string{"app": "first"})
+	if len(table) > maxShared {
+		t.Fatalf("%d label sets held, bound %d", len(table), maxShared)
+	}
+	again := labelSet("first")
 	if same(again, first) || again["app"] != "first" {
 		t.Errorf("a label set from before the table started over is still looked up")
 	}
-	if !same(s.labelSet(map[string]string{"app": "first"}), again) {
+	if !same(labelSet("first"), again) {
 		t.Errorf("the new table does not share")
 	}
 }
@@ -100,13 +104,13 @@ func TestSharedMapsTableStartsOverWhenFull(t *testing.T) {
 // Pods with equal tolerations (the two DefaultTolerationSeconds adds to
 // nearly every pod) share one list; other seconds, or another order of
 // the same tolerations, keep their own.
-func TestSharedMapsSharesTolerations(t *testing.T) {
-	s := newSharedMaps()
+func TestCacheSharesTolerations(t *testing.T) {
+	c := New()
 	secs := func(n int64) *int64 { return &n }
 	pod := func(name string, ts ...apiv1.Toleration) *apiv1.Pod {
 		p := test.BuildScheduledPod(name, 100, 0, "web", "n1")
 		p.Spec.Tolerations = ts
-		obj, err := s.transform(p.DeepCopy())
+		obj, err := c.pod(p.DeepCopy())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,8 +159,8 @@ func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.String
 // nodes' label keys and values and taints, pods' namespace, owner, node,
 // scheduler and image. What each holds of its own (name, hostname label)
 // stays its own, and every value reads as decoded.
-func TestSharedMapsSharesRepeatedStrings(t *testing.T) {
-	s := newSharedMaps()
+func TestCacheSharesRepeatedStrings(t *testing.T) {
+	c := New()
 	// Through JSON, so that no two objects share a string to begin with.
 	decoded := func(obj any) any {
 		t.Helper()
@@ -166,7 +170,14 @@ func TestSharedMapsSharesRepeatedStrings(t *testing.T) {
 		case *apiv1.Pod:
 			obj = roundTrip(t, o)
 		}
-		out, err := s.transform(obj)
+		var out any
+		var err error
+		switch o := obj.(type) {
+		case *apiv1.Node:
+			out, err = c.node(o)
+		case *apiv1.Pod:
+			out, err = c.pod(o)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
