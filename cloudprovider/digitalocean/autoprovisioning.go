@@ -110,14 +110,14 @@ func parseAutoprovisioning(f *autoprovisioningFile) (*autoprovisioningConfig, er
 	return c, nil
 }
 
-// Taint keys a created pool never carries for workload separation: the
-// namespaces Kubernetes, the autoscaler and DOKS use for taints of their
-// own (node.kubernetes.io/not-ready, ToBeDeletedByClusterAutoscaler's
-// cluster-autoscaler.kubernetes.io kin, doks.digitalocean.com/...), and the
-// GPU taints DOKS puts on GPU pools itself.
+// Label and taint keys a created pool never carries for workload
+// separation: the namespaces Kubernetes, the autoscaler and DOKS use for
+// their own (node.kubernetes.io/not-ready, ToBeDeletedByClusterAutoscaler's
+// cluster-autoscaler.kubernetes.io kin, doks.digitalocean.com/node-pool),
+// and, for taints, the GPU taints DOKS puts on GPU pools itself.
 var (
-	reservedTaintNamespaces = []string{"kubernetes.io", "k8s.io", "digitalocean.com"}
-	reservedTaintKeys       = []string{"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler",
+	reservedNamespaces = []string{"kubernetes.io", "k8s.io", "digitalocean.com"}
+	reservedTaintKeys  = []string{"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler",
 		string(gpu.ResourceNvidiaGPU), string(gpu.ResourceAMDGPU)}
 )
 
@@ -129,14 +129,37 @@ func checkTaintKey(k string) error {
 	if slices.Contains(reservedTaintKeys, k) {
 		return errors.New("is a taint the autoscaler or DOKS sets itself")
 	}
-	if ns, _, found := strings.Cut(k, "/"); found {
-		for _, r := range reservedTaintNamespaces {
+	if r := reservedNamespace(k); r != "" {
+		return fmt.Errorf("is in the %s namespace, whose taints Kubernetes, the autoscaler or DOKS set", r)
+	}
+	return nil
+}
+
+// reservedNamespace is the reserved namespace key is in ("" if none).
+func reservedNamespace(key string) string {
+	if ns, _, found := strings.Cut(key, "/"); found {
+		for _, r := range reservedNamespaces {
 			if ns == r || strings.HasSuffix(ns, "."+r) {
-				return fmt.Errorf("is in the %s namespace, whose taints Kubernetes, the autoscaler or DOKS set", r)
+				return r
 			}
 		}
 	}
-	return nil
+	return ""
+}
+
+// poolLabels are the labels, of those asked for, that a created pool
+// carries: none in a reserved namespace, whose labels DOKS and Kubernetes
+// set on each node themselves (doks.digitalocean.com/node-pool is the
+// pool's name). The predicted template then lacks them, so a pod that
+// selects one is not offered the pool.
+func poolLabels(labels map[string]string) map[string]string {
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		if reservedNamespace(k) == "" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // allowedTaints are the taints, of those asked for, that a created pool
@@ -380,6 +403,7 @@ func (p *CloudProvider) NewNodeGroup(machineType string, labels map[string]strin
 	if err := checkLabels("labels", labels); err != nil {
 		return nil, err
 	}
+	labels = poolLabels(labels)
 	taints, err = p.m.autoprovisioning.allowedTaints(machineType, taints)
 	if err != nil {
 		return nil, err

@@ -354,3 +354,26 @@ func TestCreationRefusedAtTheDropletLimit(t *testing.T) {
 		t.Errorf("%d creation requests, want 1 (a refused POST is not retried)", got)
 	}
 }
+
+func TestNewPoolsCarryNoLabelsInDOKSNamespaces(t *testing.T) {
+	e := newEnv(t, doks.Options{}, withAutoprovisioning(napSection))
+	e.refresh()
+	plain, err := e.p.NewNodeGroup("s-2vcpu-4gb", map[string]string{"team": "ml"}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked, err := e.p.NewNodeGroup("s-2vcpu-4gb", map[string]string{"team": "ml", "doks.digitalocean.com/node-pool": "mine"}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked.Id() != plain.Id() {
+		t.Errorf("planned %s, want the pool planned without the DOKS label (%s)", asked.Id(), plain.Id())
+	}
+	ni, err := asked.TemplateNodeInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ni.Node().Labels["doks.digitalocean.com/node-pool"]; v == "mine" {
+		t.Errorf("the template carries the DOKS label a pool was asked for: %v", ni.Node().Labels)
+	}
+}

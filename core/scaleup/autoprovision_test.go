@@ -268,3 +268,27 @@ func TestNoNewPoolWhileCreationIsStopped(t *testing.T) {
 		t.Fatalf("options %d, not helped %v: want none, and the pod told creation is stopped", len(plan.Options), plan.NotHelped)
 	}
 }
+
+func TestRequiredLabelsLeaveKubernetesNamespacesOut(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		want bool // carried by a new pool
+	}{
+		{"team", true},
+		{"example.com/team", true},
+		{"kubernetes.io/arch", false},
+		{"node.kubernetes.io/instance-type", false},
+		{"topology.k8s.io/zone", false},
+		{"k8s.io/x", false},
+		// A namespace that only contains the reserved text is the operator's.
+		{"kubernetes.io.example.com/team", true},
+		{"notk8s.io/team", true},
+		// DigitalOcean's namespaces are the provider's to refuse.
+		{"doks.digitalocean.com/gpu-brand", true},
+	} {
+		p := &apiv1.Pod{Spec: apiv1.PodSpec{NodeSelector: map[string]string{c.key: "v"}}}
+		if _, got := requiredLabels(p)[c.key]; got != c.want {
+			t.Errorf("%s: carried %v, want %v", c.key, got, c.want)
+		}
+	}
+}

@@ -58,17 +58,33 @@ func hasGPU(ni *framework.NodeInfo) bool {
 }
 
 // requiredLabels are the labels a pod's nodeSelector asks for that a new
-// pool can carry: keys outside the kubernetes.io, k8s.io and DigitalOcean
-// namespaces, which nodes get from Kubernetes and DOKS, not from a pool.
+// pool may carry: keys outside the kubernetes.io and k8s.io namespaces
+// (and their subdomains), which nodes get from Kubernetes itself. What a
+// cloud reserves besides is the provider's to refuse (NewNodeGroup).
 func requiredLabels(p *apiv1.Pod) map[string]string {
 	out := map[string]string{}
 	for k, v := range p.Spec.NodeSelector {
-		if strings.Contains(k, "kubernetes.io/") || strings.Contains(k, "k8s.io/") || strings.Contains(k, "digitalocean.com/") {
+		if kubernetesLabel(k) {
 			continue
 		}
 		out[k] = v
 	}
 	return out
+}
+
+// kubernetesLabel reports whether key is in a namespace Kubernetes
+// reserves for itself: kubernetes.io or k8s.io, or a subdomain of either.
+func kubernetesLabel(key string) bool {
+	ns, _, found := strings.Cut(key, "/")
+	if !found {
+		return false
+	}
+	for _, r := range []string{"kubernetes.io", "k8s.io"} {
+		if ns == r || strings.HasSuffix(ns, "."+r) {
+			return true
+		}
+	}
+	return false
 }
 
 // separationTaints are the taints a new pool for the pod may carry, as
@@ -79,7 +95,7 @@ func requiredLabels(p *apiv1.Pod) map[string]string {
 // taint derived for it, and nothing is derived from a toleration that does
 // not name its key and value (operator Exists, as a DaemonSet's "tolerate
 // everything"), nor for keys requiredLabels leaves out (node.kubernetes.io
-// and the other Kubernetes and DOKS namespaces). The provider keeps only
+// and the other Kubernetes namespaces). The provider keeps only
 // those whose keys the operator allows.
 func separationTaints(p *apiv1.Pod, labels map[string]string) []apiv1.Taint {
 	var out []apiv1.Taint
