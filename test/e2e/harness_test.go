@@ -24,10 +24,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
+	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/controlplane"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
@@ -207,6 +211,15 @@ func (s *scenario) deleteNamespace() {
 	_ = s.kube.CoreV1().Namespaces().Delete(ctx, s.ns, metav1.DeleteOptions{})
 	// Pods on nodes about to vanish would hold the namespace in Terminating.
 	_ = s.kube.CoreV1().Pods(s.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{})
+	// The capacity objects go at once too: the next scenario's autoscaler
+	// watches every namespace, and a ProvisioningRequest left in a
+	// Terminating one would still book nodes on its pools (the CRDs may not
+	// be installed yet: errors are ignored).
+	if dyn, err := dynamic.NewForConfig(sharedCP.Config); err == nil {
+		for _, gvr := range []schema.GroupVersionResource{v1.ProvisioningRequestsResource, v1beta1.CapacityBuffersResource} {
+			_ = dyn.Resource(gvr).Namespace(s.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		}
+	}
 }
 
 // autoscaler is one run of the production binary.
