@@ -242,6 +242,7 @@ func TestFailedStatusWriteLeavesTheCache(t *testing.T) {
 		if _, err := e.m.Process(&pods.Context{Now: after}, nil); err != nil {
 			t.Fatal(err)
 		}
+		e.write()
 		if writes != i {
 			t.Fatalf("iteration %d: %d status writes, want %d (BookingExpired tried again)", i, writes, i)
 		}
