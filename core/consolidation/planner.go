@@ -70,26 +70,21 @@ type planner struct {
 	in Input
 }
 
-// multiNode searches prefixes of the candidates by size (binary search,
-// as Karpenter's multi-node consolidation: a set that fits usually means
-// its subsets fit), and returns, of the commands found, the one that
-// saves most: a larger set replaced by one big node may save less than a
-// smaller one replaced by a small node.
+// multiNode tries every prefix of the candidates from two nodes up to
+// the budget and returns the command that saves most. Unlike Karpenter's
+// multi-node consolidation it does not binary-search the prefix length:
+// the saving is not monotone in it (two nodes may fit one bigger node at
+// their own price and save nothing, where three save a third), so a
+// failed length says nothing of a longer one. The work is bounded by
+// maxMultiNode lengths, each a delete and at most one simulation per
+// replacement size.
 func (p *planner) multiNode() *Command {
 	hi := min(len(p.in.Candidates), p.in.MaxNodes, maxMultiNode)
-	lo := 2
 	var best *Command
-	for lo <= hi {
-		mid := (lo + hi) / 2
-		c := p.best(p.in.Candidates[:mid])
-		if c == nil {
-			hi = mid - 1
-			continue
-		}
-		if best == nil || c.Saving > best.Saving {
+	for n := 2; n <= hi; n++ {
+		if c := p.best(p.in.Candidates[:n]); c != nil && (best == nil || c.Saving > best.Saving) {
 			best = c
 		}
-		lo = mid + 1
 	}
 	return best
 }

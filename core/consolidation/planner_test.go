@@ -115,6 +115,12 @@ func TestPlan(t *testing.T) {
 			c.node("b", 4000, 4, 2500)
 			c.node("c", 4000, 4, 2500)
 		}, cands: []string{"a", "b", "c"}, max: 3, thr: 0.1, repl: []Replacement{small, large}, want: "replace:a,b,c->1xs-8vcpu"},
+		{name: "two nodes save nothing on a bigger node, three save a third", build: func(c *cluster) {
+			// DigitalOcean's prices: twice the size costs twice as much.
+			c.node("a", 4000, 4, 2200)
+			c.node("b", 4000, 4, 2200)
+			c.node("c", 4000, 4, 2200)
+		}, cands: []string{"a", "b", "c"}, max: 3, thr: 0.1, repl: []Replacement{replacement("s-8vcpu", 8000, 8)}, want: "replace:a,b,c->1xs-8vcpu"},
 		{name: "one node swapped for a cheaper size", build: func(c *cluster) {
 			c.node("big", 8000, 6, 1500)
 			c.node("full", 2000, 1, 2000)
