@@ -37,7 +37,8 @@ type Skipped struct {
 }
 
 // Candidates returns the nodes consolidation may remove, in the order it
-// tries them (fewest pods to move first, then the most expensive), and
+// tries them (nodes holding no pod created after the node first, then
+// fewest pods to move, then the most expensive), and
 // why the other nodes of consolidatable groups are not candidates. Nodes
 // and pods marked not to be disrupted are never candidates.
 func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
@@ -74,15 +75,25 @@ func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
 			skipped = append(skipped, Skipped{Node: n.Name, Why: why})
 			continue
 		}
-		moving := 0
+		moving, moved := 0, 0
 		for _, p := range pods {
-			if !drain.IsDaemonSetPod(p) && !drain.IsMirrorPod(p) {
-				moving++
+			if drain.IsDaemonSetPod(p) || drain.IsMirrorPod(p) {
+				continue
+			}
+			moving++
+			if p.CreationTimestamp.After(n.CreationTimestamp.Time) {
+				moved++
 			}
 		}
-		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: moving})
+		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: moving, Moved: moved})
 	}
 	slices.SortStableFunc(out, func(a, b Candidate) int {
+		if (a.Moved > 0) != (b.Moved > 0) {
+			if a.Moved > 0 {
+				return 1
+			}
+			return -1
+		}
 		if a.Pods != b.Pods {
 			return a.Pods - b.Pods
 		}

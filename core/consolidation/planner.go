@@ -60,7 +60,11 @@ func Plan(in Input) *Command {
 		return nil
 	}
 	p := planner{in: in}
-	if c := p.multiNode(); c != nil {
+	c := p.multiNode()
+	if step := p.towards(c); step != nil {
+		return step
+	}
+	if c != nil {
 		return c
 	}
 	return p.singleNode()
@@ -87,6 +91,35 @@ func (p *planner) multiNode() *Command {
 		}
 	}
 	return best
+}
+
+// towards is the first step of a merge larger than the budget allows:
+// when replacing more candidates than MaxNodes by one node saves more
+// than within, the command that replaces the first MaxNodes of them by
+// that node, if it saves enough on its own. The node is then bigger than
+// those candidates need; the later commands delete the others onto its
+// free room, so no pod moves twice (Candidates puts the nodes holding
+// moved pods last). within is the best command the budget allows, nil if
+// none.
+func (p *planner) towards(within *Command) *Command {
+	budget := min(p.in.MaxNodes, maxMultiNode)
+	if budget < 1 || len(p.in.Candidates) <= budget {
+		return nil
+	}
+	var target *Command
+	for n := budget + 1; n <= min(len(p.in.Candidates), maxMultiNode); n++ {
+		if c := p.best(p.in.Candidates[:n]); c != nil && (target == nil || c.Saving > target.Saving) {
+			target = c
+		}
+	}
+	if target == nil || target.Kind != Replace || (within != nil && target.Saving <= within.Saving) {
+		return nil
+	}
+	set := target.Remove[:budget]
+	if step := p.replace(set, target.Replacement); step != nil {
+		return step
+	}
+	return nil
 }
 
 // singleNode tries the candidates one by one.
@@ -117,16 +150,31 @@ func (p *planner) best(set []Candidate) *Command {
 		return &Command{Kind: Delete, Remove: set, RemovedPrice: removed, Saving: removed}
 	}
 	for i := range p.in.Replacements {
-		r := &p.in.Replacements[i]
-		saving := removed - r.Price
-		if r.Room < 1 || saving <= p.in.Threshold*removed {
-			continue
-		}
-		if ok, _ := p.fits(set, r); ok {
-			return &Command{Kind: Replace, Remove: set, Replacement: r, Count: 1, RemovedPrice: removed, Saving: saving}
+		if c := p.replace(set, &p.in.Replacements[i]); c != nil {
+			return c
 		}
 	}
 	return nil
+}
+
+// replace returns the command that replaces set by one node of r, nil
+// when it saves too little or set's pods do not fit.
+func (p *planner) replace(set []Candidate, r *Replacement) *Command {
+	if !p.withinMinSizes(set) {
+		return nil
+	}
+	removed := 0.0
+	for _, c := range set {
+		removed += c.Price
+	}
+	saving := removed - r.Price
+	if r.Room < 1 || saving <= p.in.Threshold*removed {
+		return nil
+	}
+	if ok, _ := p.fits(set, r); !ok {
+		return nil
+	}
+	return &Command{Kind: Replace, Remove: set, Replacement: r, Count: 1, RemovedPrice: removed, Saving: saving}
 }
 
 // withinMinSizes reports whether removing set leaves every group at or

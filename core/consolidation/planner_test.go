@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -121,6 +122,18 @@ func TestPlan(t *testing.T) {
 			c.node("b", 4000, 4, 2200)
 			c.node("c", 4000, 4, 2200)
 		}, cands: []string{"a", "b", "c"}, max: 3, thr: 0.1, repl: []Replacement{replacement("s-8vcpu", 8000, 8)}, want: "replace:a,b,c->1xs-8vcpu"},
+		{name: "a budget below the merge: the first nodes onto the node that holds them all", build: func(c *cluster) {
+			c.node("a", 4000, 4, 2200)
+			c.node("b", 4000, 4, 2200)
+			c.node("c", 4000, 4, 2200)
+			// Within the budget a,b on a 6-cpu node would save 2.5 (9.5 left);
+			// a,b on the 8-cpu node save 1 now and leave room for c's pod (7 left).
+		}, cands: []string{"a", "b", "c"}, max: 2, thr: 0.1, repl: []Replacement{replacement("s-6vcpu", 6000, 5.5), replacement("s-8vcpu", 8000, 7)}, want: "replace:a,b->1xs-8vcpu"},
+		{name: "a budget below the merge: the bigger node only if it saves enough now", build: func(c *cluster) {
+			c.node("a", 4000, 4, 2200)
+			c.node("b", 4000, 4, 2200)
+			c.node("c", 4000, 4, 2200)
+		}, cands: []string{"a", "b", "c"}, max: 2, thr: 0.1, repl: []Replacement{replacement("s-6vcpu", 6000, 5.5), replacement("s-8vcpu", 8000, 7.5)}, want: "replace:a,b->1xs-6vcpu"},
 		{name: "one node swapped for a cheaper size", build: func(c *cluster) {
 			c.node("big", 8000, 6, 1500)
 			c.node("full", 2000, 1, 2000)
@@ -170,6 +183,30 @@ func TestPlan(t *testing.T) {
 				t.Errorf("the snapshot changed: %v -> %v (fork depth %d)", before, after, in.Snapshot.ForkDepth())
 			}
 		})
+	}
+}
+
+// After the first step of a merge larger than the budget, the next
+// command deletes the remaining node onto the new node's free room and
+// leaves the pods already moved where they are.
+func TestPlanMergeContinuesOntoTheReplacement(t *testing.T) {
+	c := newCluster()
+	c.node("c", 4000, 4, 2200)
+	// The replacement, newer than c, holds a's and b's pods created after it.
+	c.node("new", 8000, 7)
+	c.nodes[1].CreationTimestamp.Time = c.nodes[0].CreationTimestamp.Add(time.Hour)
+	for i := range 2 {
+		p := test.BuildScheduledPod(fmt.Sprintf("moved-%d", i), 2200, 64*test.MiB, "rs-app", "new")
+		p.CreationTimestamp.Time = c.nodes[1].CreationTimestamp.Add(time.Minute)
+		c.pods = append(c.pods, p)
+	}
+	in := c.input(t, []string{"c", "new"}, 2, 0.1, replacement("s-2vcpu", 2000, 1), replacement("s-6vcpu", 6000, 5.5))
+	if got := in.Candidates; len(got) != 2 || got[0].Node.Name != "c" || got[1].Moved != 2 {
+		t.Fatalf("candidates %+v, want c first and new with 2 moved pods last", got)
+	}
+	got := Plan(in)
+	if got == nil || got.Key() != "delete:c" {
+		t.Fatalf("got %v, want delete:c", got)
 	}
 }
 
