@@ -2,6 +2,7 @@ package consolidation
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
@@ -52,8 +53,8 @@ type Input struct {
 // fit on the other nodes, or on them and one cheaper new node), else a
 // single-node one (a candidate whose pods fit on the others, or on one
 // cheaper new node). Every command is validated by the removal simulation
-// scale-down uses: the same drain rules, PDBs (disruptions spent across
-// the command's nodes), DRA claims and the room the snapshot's booked
+// scale-down uses: the same drain rules, PDBs (one allowing no disruption
+// blocks; see evictedInTurn), DRA claims and the room the snapshot's booked
 // pods hold.
 func Plan(in Input) *Command {
 	if in.MaxNodes <= 0 || len(in.Candidates) == 0 {
@@ -222,14 +223,34 @@ func Fits(snap *simulator.ClusterSnapshot, checker *simulator.PredicateChecker, 
 		}
 		dest[n.Node().Name] = true
 	}
+	pdbs = evictedInTurn(pdbs)
 	rs := simulator.NewRemovalSimulator(checker, snap, opts)
 	for _, c := range set {
-		removal, un := rs.SimulateNodeRemoval(c.Node.Name, dest, pdbs, now)
-		if un != nil {
+		if _, un := rs.SimulateNodeRemoval(c.Node.Name, dest, pdbs, now); un != nil {
 			klog.V(4).InfoS("Consolidation: simulation refused", "node", klog.KObj(c.Node), "why", un.String())
 			return false, un.String()
 		}
-		pdbs = drain.SpendDisruptions(pdbs, removal.PodsToReschedule)
 	}
 	return true, ""
+}
+
+// evictedInTurn returns pdbs with every budget that allows a disruption now
+// made unbounded. The drain evicts through the Eviction API, which refuses
+// what a budget does not allow, and retries a refusal until the evicted
+// pods' replacements are Ready (--max-pod-eviction-time): two pods of a
+// maxUnavailable 1 budget on the nodes of one command leave in turn. Only a
+// budget allowing no disruption now blocks, as in Karpenter; counting each
+// budget's allowance against all the command's pods at once would keep
+// any node holding two pods of one Deployment forever.
+func evictedInTurn(pdbs []*policyv1.PodDisruptionBudget) []*policyv1.PodDisruptionBudget {
+	out := make([]*policyv1.PodDisruptionBudget, len(pdbs))
+	for i, pdb := range pdbs {
+		out[i] = pdb
+		if pdb.Status.DisruptionsAllowed > 0 {
+			c := pdb.DeepCopy()
+			c.Status.DisruptionsAllowed = math.MaxInt32
+			out[i] = c
+		}
+	}
+	return out
 }

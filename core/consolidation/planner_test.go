@@ -151,12 +151,12 @@ func TestPlan(t *testing.T) {
 			c.node("b", 4000, 4, 1000)
 			c.pdb(0)
 		}, cands: []string{"a", "b"}, max: 2, thr: 0.1, repl: []Replacement{small}, want: ""},
-		{name: "a budget's disruptions are spent across the command's nodes", build: func(c *cluster) {
-			c.node("a", 4000, 4, 1000)
+		{name: "a PodDisruptionBudget that allows one disruption: its pods leave in turn", build: func(c *cluster) {
+			c.node("a", 4000, 4, 1000, 1000)
 			c.node("b", 4000, 4, 1000)
 			c.node("c", 4000, 4, 1000)
 			c.pdb(1)
-		}, cands: []string{"a", "b"}, max: 2, thr: 0.1, want: "delete:a"},
+		}, cands: []string{"a", "b"}, max: 2, thr: 0.1, want: "delete:a,b"},
 		{name: "a node not among the candidates stays", build: func(c *cluster) {
 			c.node("a", 4000, 4, 1000)
 			c.node("b", 4000, 4, 1000)
