@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 
@@ -29,6 +30,10 @@ type CandidateInput struct {
 	// Price is a node's hourly price in USD.
 	Price        func(*apiv1.Node) (float64, error)
 	BeingDeleted map[string]bool
+	// MovedSince is when consolidation first started a command (zero if
+	// never): a pod created after it, on a node created before the pod, may
+	// have been moved there by a command, and its node is no candidate.
+	MovedSince time.Time
 }
 
 // Skipped is a node of a consolidatable group that is no candidate, and why.
@@ -37,8 +42,7 @@ type Skipped struct {
 }
 
 // Candidates returns the nodes consolidation may remove, in the order it
-// tries them (nodes holding no pod created after the node first, then
-// fewest pods to move, then the most expensive), and
+// tries them (fewest pods to move first, then the most expensive), and
 // why the other nodes of consolidatable groups are not candidates. Nodes
 // and pods marked not to be disrupted are never candidates.
 func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
@@ -81,19 +85,17 @@ func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
 				continue
 			}
 			moving++
-			if p.CreationTimestamp.After(n.CreationTimestamp.Time) {
+			if !in.MovedSince.IsZero() && p.CreationTimestamp.After(in.MovedSince) && p.CreationTimestamp.After(n.CreationTimestamp.Time) {
 				moved++
 			}
 		}
-		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: moving, Moved: moved})
+		if moved > 0 {
+			skipped = append(skipped, Skipped{Node: n.Name, Why: fmt.Sprintf("holds %d pod(s) created since consolidation started moving pods: none is moved twice", moved)})
+			continue
+		}
+		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: moving})
 	}
 	slices.SortStableFunc(out, func(a, b Candidate) int {
-		if (a.Moved > 0) != (b.Moved > 0) {
-			if a.Moved > 0 {
-				return 1
-			}
-			return -1
-		}
 		if a.Pods != b.Pods {
 			return a.Pods - b.Pods
 		}

@@ -43,11 +43,6 @@ type Candidate struct {
 	// Pods are the pods that would have to move (for ordering and the
 	// quick fit check; the simulation decides).
 	Pods int
-	// Moved are those of Pods created after the node: pods an eviction
-	// moved there (or that found room there later). Nodes holding them are
-	// tried last, so a pod consolidation moved is not moved again while
-	// another node can go.
-	Moved int
 }
 
 // Replacement is a kind of node a command may add: a node group, existing

@@ -99,8 +99,8 @@ func (p *planner) multiNode() *Command {
 // than within, the command that replaces the first MaxNodes of them by
 // that node, if it saves enough on its own. The node is then bigger than
 // those candidates need; the later commands delete the others onto its
-// free room, so no pod moves twice (Candidates puts the nodes holding
-// moved pods last). within is the best command the budget allows, nil if
+// free room, so no pod moves twice (Candidates leaves out the nodes
+// holding pods a command moved). within is the best command the budget allows, nil if
 // none.
 func (p *planner) towards(within *Command) *Command {
 	budget := min(p.in.MaxNodes, maxMultiNode)

@@ -187,26 +187,47 @@ func TestPlan(t *testing.T) {
 }
 
 // After the first step of a merge larger than the budget, the next
-// command deletes the remaining node onto the new node's free room and
-// leaves the pods already moved where they are.
+// command deletes the remaining node onto the new node's free room; the
+// new node, holding pods a command moved, is no candidate.
 func TestPlanMergeContinuesOntoTheReplacement(t *testing.T) {
 	c := newCluster()
 	c.node("c", 4000, 4, 2200)
-	// The replacement, newer than c, holds a's and b's pods created after it.
 	c.node("new", 8000, 7)
-	c.nodes[1].CreationTimestamp.Time = c.nodes[0].CreationTimestamp.Add(time.Hour)
+	started := c.nodes[0].CreationTimestamp.Add(time.Hour)
+	c.nodes[1].CreationTimestamp.Time = started.Add(time.Minute)
 	for i := range 2 {
 		p := test.BuildScheduledPod(fmt.Sprintf("moved-%d", i), 2200, 64*test.MiB, "rs-app", "new")
-		p.CreationTimestamp.Time = c.nodes[1].CreationTimestamp.Add(time.Minute)
+		p.CreationTimestamp.Time = started.Add(2 * time.Minute)
 		c.pods = append(c.pods, p)
 	}
-	in := c.input(t, []string{"c", "new"}, 2, 0.1, replacement("s-2vcpu", 2000, 1), replacement("s-6vcpu", 6000, 5.5))
-	if got := in.Candidates; len(got) != 2 || got[0].Node.Name != "c" || got[1].Moved != 2 {
-		t.Fatalf("candidates %+v, want c first and new with 2 moved pods last", got)
+	in := c.input(t, nil, 2, 0.1, replacement("s-2vcpu", 2000, 1), replacement("s-6vcpu", 6000, 5.5))
+	byNode := map[string][]*apiv1.Pod{}
+	for _, p := range c.pods {
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
-	got := Plan(in)
-	if got == nil || got.Key() != "delete:c" {
+	cands, skipped := Candidates(CandidateInput{
+		Nodes: c.nodes, PodsByNode: byNode,
+		GroupOf:    func(string) (Group, bool) { return Group{ID: "g", Consolidate: true}, true },
+		Ready:      func(*apiv1.Node) bool { return true },
+		Price:      func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
+		MovedSince: started,
+	})
+	if len(cands) != 1 || cands[0].Node.Name != "c" || len(skipped) != 1 || !strings.Contains(skipped[0].Why, "holds 2 pod(s)") {
+		t.Fatalf("candidates %v, skipped %v: want c, and new skipped for its 2 moved pods", cands, skipped)
+	}
+	in.Candidates = cands
+	if got := Plan(in); got == nil || got.Key() != "delete:c" {
 		t.Fatalf("got %v, want delete:c", got)
+	}
+	// Before any command, pods created after their node (they found room
+	// there) do not keep it.
+	if cands, _ := Candidates(CandidateInput{
+		Nodes: c.nodes, PodsByNode: byNode,
+		GroupOf: func(string) (Group, bool) { return Group{ID: "g", Consolidate: true}, true },
+		Ready:   func(*apiv1.Node) bool { return true },
+		Price:   func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
+	}); len(cands) != 2 {
+		t.Errorf("without a command started, %d candidates, want 2", len(cands))
 	}
 }
 
