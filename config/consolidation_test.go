@@ -12,7 +12,7 @@ func TestConsolidationFlagDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := o.Consolidation
-	if c.Enabled || c.SavingsThreshold != 0.1 || c.StabilizationWindow != 5*time.Minute || c.MaxDisrupted != (DisruptionBudget{Count: 1}) || len(c.Windows) != 0 {
+	if c.Enabled || c.SavingsThreshold != 0.1 || c.StabilizationWindow != 5*time.Minute || c.MaxDisrupted != (DisruptionBudget{Percent: 10, IsPercent: true}) || len(c.Windows) != 0 {
 		t.Errorf("defaults: %+v", c)
 	}
 }

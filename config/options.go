@@ -278,7 +278,7 @@ func Defaults() AutoscalingOptions {
 		InitialNodeGroupBackoffDuration:              5 * time.Minute,
 		MaxNodeGroupBackoffDuration:                  30 * time.Minute,
 		NodeGroupBackoffResetTimeout:                 3 * time.Hour,
-		Consolidation:                                ConsolidationOptions{SavingsThreshold: 0.1, StabilizationWindow: 5 * time.Minute, MaxDisrupted: DisruptionBudget{Count: 1}},
+		Consolidation:                                ConsolidationOptions{SavingsThreshold: 0.1, StabilizationWindow: 5 * time.Minute, MaxDisrupted: DisruptionBudget{Percent: 10, IsPercent: true}},
 		ScaleDownEnabled:                             true,
 		ScaleDownDelayAfterAdd:                       10 * time.Minute,
 		ScaleDownDelayAfterDelete:                    0,

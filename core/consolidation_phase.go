@@ -37,6 +37,9 @@ type consolidationState struct {
 	lastResult string
 	// savings: the hourly saving of the commands that succeeded.
 	savings float64
+	// movedSince is when the first command started: a pod created after
+	// it on a node older than the pod may be one consolidation moved.
+	movedSince time.Time
 }
 
 // consolidator returns the consolidation state, built on first use.
@@ -113,6 +116,9 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim iterationSimula
 	// just before it acts.
 	cs.stab.Reset()
 	a.acted = true
+	if cs.movedSince.IsZero() {
+		cs.movedSince = now
+	}
 	cs.record(cs.exec.Start(ctx, *cmd, view))
 	if cur, phase, since := cs.exec.InFlight(); cur != nil {
 		cs.set(string(phase), since)
@@ -158,6 +164,7 @@ func (a *Autoscaler) planConsolidation(view consolidation.View, sim iterationSim
 	}
 	cands, skipped := consolidation.Candidates(consolidation.CandidateInput{
 		Nodes: c.nodes, PodsByNode: view.PodsByNode, GroupOf: groupOf, Ready: schedulableReady, Price: price, BeingDeleted: sim.beingDeleted,
+		MovedSince: a.consolidator().movedSince,
 	})
 	for _, s := range skipped {
 		klog.V(4).InfoS("Consolidation: not a candidate", "node", s.Node, "why", s.Why)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 
@@ -29,6 +30,10 @@ type CandidateInput struct {
 	// Price is a node's hourly price in USD.
 	Price        func(*apiv1.Node) (float64, error)
 	BeingDeleted map[string]bool
+	// MovedSince is when consolidation first started a command (zero if
+	// never): a pod created after it, on a node created before the pod, may
+	// have been moved there by a command, and its node is no candidate.
+	MovedSince time.Time
 }
 
 // Skipped is a node of a consolidatable group that is no candidate, and why.
@@ -74,11 +79,19 @@ func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
 			skipped = append(skipped, Skipped{Node: n.Name, Why: why})
 			continue
 		}
-		moving := 0
+		moving, moved := 0, 0
 		for _, p := range pods {
-			if !drain.IsDaemonSetPod(p) && !drain.IsMirrorPod(p) {
-				moving++
+			if drain.IsDaemonSetPod(p) || drain.IsMirrorPod(p) {
+				continue
 			}
+			moving++
+			if !in.MovedSince.IsZero() && p.CreationTimestamp.After(in.MovedSince) && p.CreationTimestamp.After(n.CreationTimestamp.Time) {
+				moved++
+			}
+		}
+		if moved > 0 {
+			skipped = append(skipped, Skipped{Node: n.Name, Why: fmt.Sprintf("holds %d pod(s) created since consolidation started moving pods: none is moved twice", moved)})
+			continue
 		}
 		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: moving})
 	}

@@ -2,6 +2,7 @@ package consolidation
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
@@ -52,15 +53,19 @@ type Input struct {
 // fit on the other nodes, or on them and one cheaper new node), else a
 // single-node one (a candidate whose pods fit on the others, or on one
 // cheaper new node). Every command is validated by the removal simulation
-// scale-down uses: the same drain rules, PDBs (disruptions spent across
-// the command's nodes), DRA claims and the room the snapshot's booked
+// scale-down uses: the same drain rules, PDBs (one allowing no disruption
+// blocks; see evictedInTurn), DRA claims and the room the snapshot's booked
 // pods hold.
 func Plan(in Input) *Command {
 	if in.MaxNodes <= 0 || len(in.Candidates) == 0 {
 		return nil
 	}
 	p := planner{in: in}
-	if c := p.multiNode(); c != nil {
+	c := p.multiNode()
+	if step := p.towards(c); step != nil {
+		return step
+	}
+	if c != nil {
 		return c
 	}
 	return p.singleNode()
@@ -70,28 +75,52 @@ type planner struct {
 	in Input
 }
 
-// multiNode searches prefixes of the candidates by size (binary search,
-// as Karpenter's multi-node consolidation: a set that fits usually means
-// its subsets fit), and returns, of the commands found, the one that
-// saves most: a larger set replaced by one big node may save less than a
-// smaller one replaced by a small node.
+// multiNode tries every prefix of the candidates from two nodes up to
+// the budget and returns the command that saves most. Unlike Karpenter's
+// multi-node consolidation it does not binary-search the prefix length:
+// the saving is not monotone in it (two nodes may fit one bigger node at
+// their own price and save nothing, where three save a third), so a
+// failed length says nothing of a longer one. The work is bounded by
+// maxMultiNode lengths, each a delete and at most one simulation per
+// replacement size.
 func (p *planner) multiNode() *Command {
 	hi := min(len(p.in.Candidates), p.in.MaxNodes, maxMultiNode)
-	lo := 2
 	var best *Command
-	for lo <= hi {
-		mid := (lo + hi) / 2
-		c := p.best(p.in.Candidates[:mid])
-		if c == nil {
-			hi = mid - 1
-			continue
-		}
-		if best == nil || c.Saving > best.Saving {
+	for n := 2; n <= hi; n++ {
+		if c := p.best(p.in.Candidates[:n]); c != nil && (best == nil || c.Saving > best.Saving) {
 			best = c
 		}
-		lo = mid + 1
 	}
 	return best
+}
+
+// towards is the first step of a merge larger than the budget allows:
+// when replacing more candidates than MaxNodes by one node saves more
+// than within, the command that replaces the first MaxNodes of them by
+// that node, if it saves enough on its own. The node is then bigger than
+// those candidates need; the later commands delete the others onto its
+// free room, so no pod moves twice (Candidates leaves out the nodes
+// holding pods a command moved). within is the best command the budget allows, nil if
+// none.
+func (p *planner) towards(within *Command) *Command {
+	budget := min(p.in.MaxNodes, maxMultiNode)
+	if budget < 1 || len(p.in.Candidates) <= budget {
+		return nil
+	}
+	var target *Command
+	for n := budget + 1; n <= min(len(p.in.Candidates), maxMultiNode); n++ {
+		if c := p.best(p.in.Candidates[:n]); c != nil && (target == nil || c.Saving > target.Saving) {
+			target = c
+		}
+	}
+	if target == nil || target.Kind != Replace || (within != nil && target.Saving <= within.Saving) {
+		return nil
+	}
+	set := target.Remove[:budget]
+	if step := p.replace(set, target.Replacement); step != nil {
+		return step
+	}
+	return nil
 }
 
 // singleNode tries the candidates one by one.
@@ -122,16 +151,31 @@ func (p *planner) best(set []Candidate) *Command {
 		return &Command{Kind: Delete, Remove: set, RemovedPrice: removed, Saving: removed}
 	}
 	for i := range p.in.Replacements {
-		r := &p.in.Replacements[i]
-		saving := removed - r.Price
-		if r.Room < 1 || saving <= p.in.Threshold*removed {
-			continue
-		}
-		if ok, _ := p.fits(set, r); ok {
-			return &Command{Kind: Replace, Remove: set, Replacement: r, Count: 1, RemovedPrice: removed, Saving: saving}
+		if c := p.replace(set, &p.in.Replacements[i]); c != nil {
+			return c
 		}
 	}
 	return nil
+}
+
+// replace returns the command that replaces set by one node of r, nil
+// when it saves too little or set's pods do not fit.
+func (p *planner) replace(set []Candidate, r *Replacement) *Command {
+	if !p.withinMinSizes(set) {
+		return nil
+	}
+	removed := 0.0
+	for _, c := range set {
+		removed += c.Price
+	}
+	saving := removed - r.Price
+	if r.Room < 1 || saving <= p.in.Threshold*removed {
+		return nil
+	}
+	if ok, _ := p.fits(set, r); !ok {
+		return nil
+	}
+	return &Command{Kind: Replace, Remove: set, Replacement: r, Count: 1, RemovedPrice: removed, Saving: saving}
 }
 
 // withinMinSizes reports whether removing set leaves every group at or
@@ -179,14 +223,34 @@ func Fits(snap *simulator.ClusterSnapshot, checker *simulator.PredicateChecker, 
 		}
 		dest[n.Node().Name] = true
 	}
+	pdbs = evictedInTurn(pdbs)
 	rs := simulator.NewRemovalSimulator(checker, snap, opts)
 	for _, c := range set {
-		removal, un := rs.SimulateNodeRemoval(c.Node.Name, dest, pdbs, now)
-		if un != nil {
+		if _, un := rs.SimulateNodeRemoval(c.Node.Name, dest, pdbs, now); un != nil {
 			klog.V(4).InfoS("Consolidation: simulation refused", "node", klog.KObj(c.Node), "why", un.String())
 			return false, un.String()
 		}
-		pdbs = drain.SpendDisruptions(pdbs, removal.PodsToReschedule)
 	}
 	return true, ""
+}
+
+// evictedInTurn returns pdbs with every budget that allows a disruption now
+// made unbounded. The drain evicts through the Eviction API, which refuses
+// what a budget does not allow, and retries a refusal until the evicted
+// pods' replacements are Ready (--max-pod-eviction-time): two pods of a
+// maxUnavailable 1 budget on the nodes of one command leave in turn. Only a
+// budget allowing no disruption now blocks, as in Karpenter; counting each
+// budget's allowance against all the command's pods at once would keep
+// any node holding two pods of one Deployment forever.
+func evictedInTurn(pdbs []*policyv1.PodDisruptionBudget) []*policyv1.PodDisruptionBudget {
+	out := make([]*policyv1.PodDisruptionBudget, len(pdbs))
+	for i, pdb := range pdbs {
+		out[i] = pdb
+		if pdb.Status.DisruptionsAllowed > 0 {
+			c := pdb.DeepCopy()
+			c.Status.DisruptionsAllowed = math.MaxInt32
+			out[i] = c
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -115,6 +116,24 @@ func TestPlan(t *testing.T) {
 			c.node("b", 4000, 4, 2500)
 			c.node("c", 4000, 4, 2500)
 		}, cands: []string{"a", "b", "c"}, max: 3, thr: 0.1, repl: []Replacement{small, large}, want: "replace:a,b,c->1xs-8vcpu"},
+		{name: "two nodes save nothing on a bigger node, three save a third", build: func(c *cluster) {
+			// DigitalOcean's prices: twice the size costs twice as much.
+			c.node("a", 4000, 4, 2200)
+			c.node("b", 4000, 4, 2200)
+			c.node("c", 4000, 4, 2200)
+		}, cands: []string{"a", "b", "c"}, max: 3, thr: 0.1, repl: []Replacement{replacement("s-8vcpu", 8000, 8)}, want: "replace:a,b,c->1xs-8vcpu"},
+		{name: "a budget below the merge: the first nodes onto the node that holds them all", build: func(c *cluster) {
+			c.node("a", 4000, 4, 2200)
+			c.node("b", 4000, 4, 2200)
+			c.node("c", 4000, 4, 2200)
+			// Within the budget a,b on a 6-cpu node would save 2.5 (9.5 left);
+			// a,b on the 8-cpu node save 1 now and leave room for c's pod (7 left).
+		}, cands: []string{"a", "b", "c"}, max: 2, thr: 0.1, repl: []Replacement{replacement("s-6vcpu", 6000, 5.5), replacement("s-8vcpu", 8000, 7)}, want: "replace:a,b->1xs-8vcpu"},
+		{name: "a budget below the merge: the bigger node only if it saves enough now", build: func(c *cluster) {
+			c.node("a", 4000, 4, 2200)
+			c.node("b", 4000, 4, 2200)
+			c.node("c", 4000, 4, 2200)
+		}, cands: []string{"a", "b", "c"}, max: 2, thr: 0.1, repl: []Replacement{replacement("s-6vcpu", 6000, 5.5), replacement("s-8vcpu", 8000, 7.5)}, want: "replace:a,b->1xs-6vcpu"},
 		{name: "one node swapped for a cheaper size", build: func(c *cluster) {
 			c.node("big", 8000, 6, 1500)
 			c.node("full", 2000, 1, 2000)
@@ -132,12 +151,12 @@ func TestPlan(t *testing.T) {
 			c.node("b", 4000, 4, 1000)
 			c.pdb(0)
 		}, cands: []string{"a", "b"}, max: 2, thr: 0.1, repl: []Replacement{small}, want: ""},
-		{name: "a budget's disruptions are spent across the command's nodes", build: func(c *cluster) {
-			c.node("a", 4000, 4, 1000)
+		{name: "a PodDisruptionBudget that allows one disruption: its pods leave in turn", build: func(c *cluster) {
+			c.node("a", 4000, 4, 1000, 1000)
 			c.node("b", 4000, 4, 1000)
 			c.node("c", 4000, 4, 1000)
 			c.pdb(1)
-		}, cands: []string{"a", "b"}, max: 2, thr: 0.1, want: "delete:a"},
+		}, cands: []string{"a", "b"}, max: 2, thr: 0.1, want: "delete:a,b"},
 		{name: "a node not among the candidates stays", build: func(c *cluster) {
 			c.node("a", 4000, 4, 1000)
 			c.node("b", 4000, 4, 1000)
@@ -164,6 +183,51 @@ func TestPlan(t *testing.T) {
 				t.Errorf("the snapshot changed: %v -> %v (fork depth %d)", before, after, in.Snapshot.ForkDepth())
 			}
 		})
+	}
+}
+
+// After the first step of a merge larger than the budget, the next
+// command deletes the remaining node onto the new node's free room; the
+// new node, holding pods a command moved, is no candidate.
+func TestPlanMergeContinuesOntoTheReplacement(t *testing.T) {
+	c := newCluster()
+	c.node("c", 4000, 4, 2200)
+	c.node("new", 8000, 7)
+	started := c.nodes[0].CreationTimestamp.Add(time.Hour)
+	c.nodes[1].CreationTimestamp.Time = started.Add(time.Minute)
+	for i := range 2 {
+		p := test.BuildScheduledPod(fmt.Sprintf("moved-%d", i), 2200, 64*test.MiB, "rs-app", "new")
+		p.CreationTimestamp.Time = started.Add(2 * time.Minute)
+		c.pods = append(c.pods, p)
+	}
+	in := c.input(t, nil, 2, 0.1, replacement("s-2vcpu", 2000, 1), replacement("s-6vcpu", 6000, 5.5))
+	byNode := map[string][]*apiv1.Pod{}
+	for _, p := range c.pods {
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+	cands, skipped := Candidates(CandidateInput{
+		Nodes: c.nodes, PodsByNode: byNode,
+		GroupOf:    func(string) (Group, bool) { return Group{ID: "g", Consolidate: true}, true },
+		Ready:      func(*apiv1.Node) bool { return true },
+		Price:      func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
+		MovedSince: started,
+	})
+	if len(cands) != 1 || cands[0].Node.Name != "c" || len(skipped) != 1 || !strings.Contains(skipped[0].Why, "holds 2 pod(s)") {
+		t.Fatalf("candidates %v, skipped %v: want c, and new skipped for its 2 moved pods", cands, skipped)
+	}
+	in.Candidates = cands
+	if got := Plan(in); got == nil || got.Key() != "delete:c" {
+		t.Fatalf("got %v, want delete:c", got)
+	}
+	// Before any command, pods created after their node (they found room
+	// there) do not keep it.
+	if cands, _ := Candidates(CandidateInput{
+		Nodes: c.nodes, PodsByNode: byNode,
+		GroupOf: func(string) (Group, bool) { return Group{ID: "g", Consolidate: true}, true },
+		Ready:   func(*apiv1.Node) bool { return true },
+		Price:   func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
+	}); len(cands) != 2 {
+		t.Errorf("without a command started, %d candidates, want 2", len(cands))
 	}
 }
 
