@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -244,15 +245,7 @@ func (a *Autoscaler) replacements(c clusterView, pm cloudprovider.PricingModel, 
 			add(g, tmpl, g.MaxSize())
 		}
 	}
-	slices.SortStableFunc(out, func(x, y consolidation.Replacement) int {
-		switch {
-		case x.Price < y.Price:
-			return -1
-		case x.Price > y.Price:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(x, y consolidation.Replacement) int { return cmp.Compare(x.Price, y.Price) })
 	return out
 }
 
