@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/digitalocean/godo"
@@ -326,6 +327,8 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 		return s, err
 	}
 	cpu0 := procCPU(ca.Cmd.Process.Pid)
+	mem := watchMem(ca.Cmd.Process.Pid)
+	defer mem.end() // on an early return
 	profDone := make(chan error, 1)
 	if c.profileDir != "" {
 		s.cpuProf = filepath.Join(c.profileDir, fmt.Sprintf("cpu-%d.pprof", nodes))
@@ -355,7 +358,9 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 			prev = m
 		}
 	}
-	if s.s1, err = alignedSnapshot(ctx, ca, sb, addr); err != nil {
+	s.s1, err = alignedSnapshot(ctx, ca, sb, addr)
+	s.mem = mem.end()
+	if err != nil {
 		s.s1 = s.s0
 		return s, err
 	}
@@ -365,7 +370,6 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 	if iters := int(s.s1.m.count - s.s0.m.count); iters > 0 {
 		s.cpuPerIter = (procCPU(ca.Cmd.Process.Pid) - cpu0) / time.Duration(iters)
 	}
-	s.mem = procMem(ca.Cmd.Process.Pid)
 	if err := <-profDone; err != nil {
 		return s, fmt.Errorf("cpu profile: %w", err)
 	}
@@ -663,12 +667,74 @@ func parseProcStatCPU(stat string) time.Duration {
 // memory is a process's resident memory, in bytes: VmRSS, VmHWM (its peak), and VmRSS's
 // two parts, RssAnon (heap, stacks: the process's own) and RssFile (pages of mapped
 // files, mostly the binary's code and read-only data: clean, shared with the page
-// cache, reclaimable).
-type memory struct{ rss, hwm, anon, file int64 }
+// cache, reclaimable). Over a window (memWatch), mean is VmRSS's mean and hwm the
+// peak within the window (since the start when the kernel refused its reset:
+// peakSinceStart).
+type memory struct {
+	rss, hwm, anon, file, mean int64
+	peakSinceStart             bool
+}
 
 // String is how the figures print it.
 func (m memory) String() string {
-	return fmt.Sprintf("%s (peak %s; anonymous %s, file-backed %s)", mib(m.rss), mib(m.hwm), mib(m.anon), mib(m.file))
+	if m.mean == 0 {
+		return fmt.Sprintf("%s (peak %s; anonymous %s, file-backed %s)", mib(m.rss), mib(m.hwm), mib(m.anon), mib(m.file))
+	}
+	peak := "peak"
+	if m.peakSinceStart {
+		peak = "peak since start"
+	}
+	return fmt.Sprintf("%s at the window's end (anonymous %s, file-backed %s); over the window mean %s, %s %s",
+		mib(m.rss), mib(m.anon), mib(m.file), mib(m.mean), peak, mib(m.hwm))
+}
+
+// memWatch samples a process's resident memory through a window, so that the figure
+// is what the process held over it and not only at its end, which comes just after an
+// iteration: VmRSS every 100 ms (reads of /proc, no work of the process's), and the
+// kernel's own peak (VmHWM, reset at the start through clear_refs), which sees a
+// spike between two samples.
+type memWatch struct {
+	pid       int
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
+	sum, n    int64
+	resetPeak bool
+}
+
+func watchMem(pid int) *memWatch {
+	w := &memWatch{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	w.resetPeak = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if m := procMem(pid); m.rss > 0 {
+				w.sum += m.rss
+				w.n++
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return w
+}
+
+// end stops the sampling and returns the memory at the window's end with the window's
+// mean and peak (the peak since the process started when it could not be reset).
+func (w *memWatch) end() memory {
+	w.once.Do(func() { close(w.stop) })
+	<-w.done
+	m := procMem(w.pid)
+	if w.n > 0 {
+		m.mean = w.sum / w.n
+	}
+	m.peakSinceStart = !w.resetPeak
+	return m
 }
 
 // procMem reads a process's memory from /proc/<pid>/status.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,29 @@ func TestParseProc(t *testing.T) {
 	if got, want := parseProcStatusMem(status), (memory{rss: 100 << 20, hwm: 200 << 20, anon: 64 << 20, file: 36 << 20}); got != want {
 		t.Errorf("memory %+v, want %+v", got, want)
 	}
+}
+
+// A window's memory is sampled through it: this process's own, read as the bench reads
+// the autoscaler's.
+func TestMemWatch(t *testing.T) {
+	w := watchMem(os.Getpid())
+	ballast := make([]byte, 32<<20)
+	for i := range ballast {
+		ballast[i] = 1 // resident
+	}
+	time.Sleep(250 * time.Millisecond)
+	m := w.end()
+	runtime.KeepAlive(ballast)
+	if m.mean <= 0 || m.rss <= 0 {
+		t.Fatalf("memory %+v: no samples", m)
+	}
+	if m.hwm < m.rss || m.hwm < 32<<20 {
+		t.Errorf("peak %d below the resident %d or the 32 MiB touched in the window", m.hwm, m.rss)
+	}
+	if got := m.String(); !strings.Contains(got, "over the window mean") {
+		t.Errorf("printed %q, want the window's mean", got)
+	}
+	w.end() // a second end (the deferred one) is harmless
 }
 
 func TestPercentileAndLatencySummary(t *testing.T) {
