@@ -25,8 +25,10 @@ type RemovalSimulator struct {
 	unbound apiv1.Pod
 }
 
-// NewRemovalSimulator returns a simulator working on s.
+// NewRemovalSimulator returns a simulator working on s: one pass of
+// simulations, which turns c's hint cache (hintHashes).
 func NewRemovalSimulator(c *PredicateChecker, s *ClusterSnapshot, opts drain.Options) *RemovalSimulator {
+	c.hints.turn()
 	return &RemovalSimulator{checker: c, snapshot: s, opts: opts}
 }
 
@@ -276,6 +278,12 @@ func (r *RemovalSimulator) replayable(replay *NodeToBeRemoved, toMove []*apiv1.P
 // a stale entry (a pod changed without a new resourceVersion, as only
 // hand-built pods are) costs Filter calls, never a wrong answer; grouping
 // pods as equivalent (GroupPods) does not use it.
+//
+// It keeps two generations, turned at each pass of simulations (each
+// RemovalSimulator): what the last two passes hashed, an entry moving on
+// while a pass uses it. Turned by a count instead (it was 65,536 entries),
+// a cluster whose pods come and go kept up to twice that of pods long
+// gone, and their strings with them.
 type hintHashes struct {
 	cur, prev map[hintID]uint64
 }
@@ -285,10 +293,10 @@ type hintID struct {
 	rv, node string
 }
 
-// hintHashesPerGeneration bounds the cache: when this many pods were hashed
-// since the last turn, the older generation goes (so about twice the pods
-// moved in a loop are kept).
-const hintHashesPerGeneration = 1 << 16
+// turn starts a pass: the last pass's entries become the older generation.
+func (c *hintHashes) turn() {
+	c.prev, c.cur = c.cur, make(map[hintID]uint64, len(c.cur))
+}
 
 func (c *hintHashes) hash(p *apiv1.Pod) uint64 {
 	if p.UID == "" {
@@ -302,8 +310,8 @@ func (c *hintHashes) hash(p *apiv1.Pod) uint64 {
 	if !ok {
 		h = schedulingHash(p)
 	}
-	if c.cur == nil || len(c.cur) >= hintHashesPerGeneration {
-		c.prev, c.cur = c.cur, make(map[hintID]uint64)
+	if c.cur == nil {
+		c.cur = make(map[hintID]uint64)
 	}
 	c.cur[id] = h
 	return h

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -241,5 +242,48 @@ func TestChainedRemovalsHoldNoPodCopies(t *testing.T) {
 	}
 	if pods[0].Spec.NodeName != "n1" || pods[2].Spec.NodeName != "n2" {
 		t.Errorf("the informer's pods changed: a on %q, c on %q", pods[0].Spec.NodeName, pods[2].Spec.NodeName)
+	}
+}
+
+// The hint cache keeps what the last two passes hashed: a cluster whose pods
+// come and go does not accumulate the pods that left.
+func TestHintHashesKeepTwoPasses(t *testing.T) {
+	c := testChecker(t)
+	now := time.Now()
+	nodes := []*apiv1.Node{Node("n1", 2000, 4*GiB), Node("n2", 2000, 4*GiB)}
+	pass := func(pod string) {
+		t.Helper()
+		p := rsPod(pod, 300, "n1")
+		p.UID, p.ResourceVersion = types.UID(pod), "1" // as the informer's pods
+		s := snapshotOf(t, nodes, []*apiv1.Pod{p})
+		if _, bad := NewRemovalSimulator(c, s, defaultDrain).SimulateNodeRemoval("n1", nil, nil, now); bad != nil {
+			t.Fatal(bad)
+		}
+	}
+	cached := func() int { // distinct pods in either generation
+		ids := map[hintID]bool{}
+		for id := range c.hints.cur {
+			ids[id] = true
+		}
+		for id := range c.hints.prev {
+			ids[id] = true
+		}
+		return len(ids)
+	}
+	for i := range 50 {
+		pass(fmt.Sprintf("gone-%d", i)) // a new pod each pass, as under churn
+	}
+	if got := cached(); got != 2 {
+		t.Errorf("after 50 passes each moving a new pod the cache holds %d hashes, want the last two passes' 2", got)
+	}
+	// A pod moved every pass keeps its entry across any number of passes.
+	for range 3 {
+		pass("stays")
+	}
+	if _, ok := c.hints.cur[hintID{uid: types.UID("stays"), rv: "1"}]; !ok {
+		t.Errorf("the pod moved every pass has no hash in the current pass's generation: %v", c.hints.cur)
+	}
+	if got := cached(); got != 1 {
+		t.Errorf("after passes moving one pod the cache holds %d hashes, want 1", got)
 	}
 }
