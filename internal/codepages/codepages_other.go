@@ -1,0 +1,5 @@
+//go:build !linux
+
+package codepages
+
+func release() (int64, error) { return 0, ErrUnsupported }
