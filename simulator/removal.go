@@ -25,10 +25,8 @@ type RemovalSimulator struct {
 	unbound apiv1.Pod
 }
 
-// NewRemovalSimulator returns a simulator working on s: one pass of
-// simulations, which turns c's hint cache (hintHashes).
+// NewRemovalSimulator returns a simulator working on s.
 func NewRemovalSimulator(c *PredicateChecker, s *ClusterSnapshot, opts drain.Options) *RemovalSimulator {
-	c.hints.turn()
 	return &RemovalSimulator{checker: c, snapshot: s, opts: opts}
 }
 
@@ -279,11 +277,11 @@ func (r *RemovalSimulator) replayable(replay *NodeToBeRemoved, toMove []*apiv1.P
 // hand-built pods are) costs Filter calls, never a wrong answer; grouping
 // pods as equivalent (GroupPods) does not use it.
 //
-// It keeps two generations, turned at each pass of simulations (each
-// RemovalSimulator): what the last two passes hashed, an entry moving on
-// while a pass uses it. Turned by a count instead (it was 65,536 entries),
-// a cluster whose pods come and go kept up to twice that of pods long
-// gone, and their strings with them.
+// It keeps two generations, turned by TurnHints once a loop (the
+// scale-down planner's pass): what the last two loops hashed, an entry
+// moving on while a loop uses it. Turned by a count instead (it was 65,536
+// entries), a cluster whose pods come and go kept up to twice that of pods
+// long gone, and their strings with them.
 type hintHashes struct {
 	cur, prev map[hintID]uint64
 }
@@ -293,9 +291,10 @@ type hintID struct {
 	rv, node string
 }
 
-// turn starts a pass: the last pass's entries become the older generation.
-func (c *hintHashes) turn() {
-	c.prev, c.cur = c.cur, make(map[hintID]uint64, len(c.cur))
+// TurnHints starts a loop's simulations: the hints' hashes the last loop
+// used become the older generation, and those no loop used since go.
+func (c *PredicateChecker) TurnHints() {
+	c.hints.prev, c.hints.cur = c.hints.cur, make(map[hintID]uint64, len(c.hints.cur))
 }
 
 func (c *hintHashes) hash(p *apiv1.Pod) uint64 {

@@ -245,7 +245,7 @@ func TestChainedRemovalsHoldNoPodCopies(t *testing.T) {
 	}
 }
 
-// The hint cache keeps what the last two passes hashed: a cluster whose pods
+// The hint cache keeps what the last two loops hashed: a cluster whose pods
 // come and go does not accumulate the pods that left.
 func TestHintHashesKeepTwoPasses(t *testing.T) {
 	c := testChecker(t)
@@ -256,8 +256,14 @@ func TestHintHashesKeepTwoPasses(t *testing.T) {
 		p := rsPod(pod, 300, "n1")
 		p.UID, p.ResourceVersion = types.UID(pod), "1" // as the informer's pods
 		s := snapshotOf(t, nodes, []*apiv1.Pod{p})
-		if _, bad := NewRemovalSimulator(c, s, defaultDrain).SimulateNodeRemoval("n1", nil, nil, now); bad != nil {
-			t.Fatal(bad)
+		c.TurnHints() // a loop
+		r := NewRemovalSimulator(c, s, defaultDrain)
+		for range 3 { // the same pod simulated more than once in a loop (consolidation's checks)
+			s.Fork()
+			if _, bad := r.SimulateNodeRemoval("n1", nil, nil, now); bad != nil {
+				t.Fatal(bad)
+			}
+			s.Revert()
 		}
 	}
 	cached := func() int { // distinct pods in either generation
@@ -274,16 +280,16 @@ func TestHintHashesKeepTwoPasses(t *testing.T) {
 		pass(fmt.Sprintf("gone-%d", i)) // a new pod each pass, as under churn
 	}
 	if got := cached(); got != 2 {
-		t.Errorf("after 50 passes each moving a new pod the cache holds %d hashes, want the last two passes' 2", got)
+		t.Errorf("after 50 loops each moving a new pod the cache holds %d hashes, want the last two loops' 2", got)
 	}
-	// A pod moved every pass keeps its entry across any number of passes.
+	// A pod moved every loop keeps its entry across any number of loops.
 	for range 3 {
 		pass("stays")
 	}
 	if _, ok := c.hints.cur[hintID{uid: types.UID("stays"), rv: "1"}]; !ok {
-		t.Errorf("the pod moved every pass has no hash in the current pass's generation: %v", c.hints.cur)
+		t.Errorf("the pod moved every loop has no hash in the current loop's generation: %v", c.hints.cur)
 	}
 	if got := cached(); got != 1 {
-		t.Errorf("after passes moving one pod the cache holds %d hashes, want 1", got)
+		t.Errorf("after loops moving one pod the cache holds %d hashes, want 1", got)
 	}
 }

@@ -178,6 +178,7 @@ func (p *Planner) simulate(cands []candidate, in scaledown.PlannerInput) (map[st
 	p.memo = simulationMemo{key: key, records: make(map[string]memoRecord, len(last))}
 	snap.Fork()
 	defer snap.Revert()
+	p.checker.TurnHints()
 	rs := simulator.NewRemovalSimulator(p.checker, snap, p.drainOpts)
 	budget := p.newCandidateBudget(len(in.Nodes))
 	// chained names the removals committed so far (see memoRecord).
