@@ -24,7 +24,7 @@ func TestReleaseCodePagesCadence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
-			a := &Autoscaler{releaseCode: func() (int64, error) { calls++; return 34 << 20, tc.err }}
+			a := &Autoscaler{releaseCode: func() (int64, error) { calls++; return 43 << 20, tc.err }}
 			for _, d := range iterations {
 				a.releaseCodePages(t0.Add(d))
 			}
