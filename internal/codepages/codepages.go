@@ -9,7 +9,10 @@
 // around each page read (fault-around). Unmapping them (MADV_DONTNEED) lets
 // the loop map back only what it uses, from the page cache, on its next
 // touch: a minor fault, no read from disk while the cache holds the file.
-// The pages themselves stay in the page cache, clean and reclaimable.
+// The pages themselves stay in the page cache, clean and reclaimable. (On a
+// private file mapping MADV_DONTNEED drops the process's view, and a later
+// fault reads the file again: madvise(2). ld.lld releases its read-only
+// input files the same way, LLVM D116366.)
 //
 // Only the segments no one writes are released: in a position-dependent
 // executable (ELF type EXEC, what CGO_ENABLED=0 go build makes on Linux)
