@@ -134,13 +134,7 @@ type Autoscaler struct {
 	// time; the loop wakes then rather than up to a scan interval later.
 	nextScaleDownAt time.Time
 	statusWritten   bool
-	// codePagesReleased is when the binary's code pages were last
-	// released (see releaseCodePages); codePagesUnsupported: this
-	// executable's cannot be.
-	codePagesReleased    time.Time
-	codePagesUnsupported bool
-	// releaseCode replaces codepages.Release in tests.
-	releaseCode func() (int64, error)
+	codePages       codePages
 	// statusCM is the status ConfigMap as the last write returned it (nil
 	// after a failed write: the next one reads it again).
 	statusCM *apiv1.ConfigMap
@@ -466,7 +460,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		if err := a.RunOnce(ctx, time.Now()); err != nil {
 			klog.ErrorS(err, "Iteration failed")
 		}
-		a.releaseCodePages(time.Now())
+		a.codePages.afterIteration(time.Now())
 		waitStart := time.Now()
 		reason := a.trigger.Wait(ctx, a.waitInterval(time.Now()), a.acted)
 		a.report.Took(metrics.LoopWait, waitStart)

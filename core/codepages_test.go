@@ -24,9 +24,9 @@ func TestReleaseCodePagesCadence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
-			a := &Autoscaler{releaseCode: func() (int64, error) { calls++; return 43 << 20, tc.err }}
+			c := &codePages{release: func() (int64, error) { calls++; return 43 << 20, tc.err }}
 			for _, d := range iterations {
-				a.releaseCodePages(t0.Add(d))
+				c.afterIteration(t0.Add(d))
 			}
 			if calls != tc.want {
 				t.Errorf("%d releases after iterations at %v, want %d", calls, iterations, tc.want)
