@@ -3,6 +3,7 @@ package doks
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -169,12 +170,53 @@ func (s *Server) wrap(op string, h handlerFunc) http.Handler {
 				return
 			}
 		}
+		if fault != nil && fault.ReplaceBody {
+			rw := &replacedBody{ResponseWriter: w}
+			defer func() {
+				klog.V(4).Infof("doks simulator: %s %s: injected %d with the body %q", r.Method, r.URL.Path, rw.statusOr200(), fault.Body)
+				rw.finish(fault.Body)
+			}()
+			w = rw
+		}
 		if c := r.PathValue("cluster"); c != "" && c != s.opts.ClusterID {
 			writeError(w, http.StatusNotFound, "not_found", "The resource you were accessing could not be found.", reqID)
 			return
 		}
 		h(w, r, reqID)
 	})
+}
+
+// replacedBody keeps the status and headers a handler answers with and
+// drops its body, for finish to send another (Fault.ReplaceBody).
+type replacedBody struct {
+	http.ResponseWriter
+	status int
+}
+
+func (b *replacedBody) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *replacedBody) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+
+func (b *replacedBody) statusOr200() int {
+	if b.status == 0 {
+		return http.StatusOK
+	}
+	return b.status
+}
+
+func (b *replacedBody) finish(body string) {
+	b.ResponseWriter.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	b.ResponseWriter.WriteHeader(b.statusOr200())
+	if _, err := io.WriteString(b.ResponseWriter, body); err != nil {
+		klog.V(4).Infof("doks simulator: write response: %v", err)
+	}
 }
 
 // discardResponse takes the answer of a request whose answer a fault loses.

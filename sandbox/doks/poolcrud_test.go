@@ -134,6 +134,64 @@ func TestCreatePoolRefusals(t *testing.T) {
 	}
 }
 
+// A ReplaceBody fault carries the write out and answers its own 2xx with
+// the body given: a create is answered 201 and an update 202 with "{}", an
+// empty body or a null pool, and the pool is made or resized all the same.
+func TestReplaceBodyAnswersTheStatusWithoutThePool(t *testing.T) {
+	s, c, _ := newTestServer(t, Options{BootDelay: -1})
+	ctx := context.Background()
+	path := "/v2/kubernetes/clusters/" + testCluster + "/node_pools"
+	one, two := 1, 2
+	byName := func(name string) *godo.KubernetesNodePool {
+		for _, p := range s.Pools() {
+			if p.Name == name {
+				return &p
+			}
+		}
+		return nil
+	}
+	for i, body := range []string{"{}", "", `{"node_pool":null}`} {
+		name := fmt.Sprintf("p-%d", i)
+		s.InjectFault(Fault{Operation: OpCreateNodePool, ReplaceBody: true, Body: body, Times: 1})
+		req, err := c.NewRequest(ctx, "POST", path, createPoolRequest{Name: name, Size: "s-2vcpu-4gb", Count: &one})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		resp, err := c.Do(ctx, req, &got)
+		if err != nil || resp.StatusCode != 201 || got.String() != body {
+			t.Fatalf("create answered with %q: status %v, body %q, error %v; want 201 and the body", body, resp, got.String(), err)
+		}
+		if p := byName(name); p == nil || p.Count != 1 {
+			t.Fatalf("create answered with %q: pool %+v, want it made with 1 node", body, p)
+		}
+
+		s.InjectFault(Fault{Operation: OpUpdateNodePool, ReplaceBody: true, Body: body, Times: 1})
+		req, err = c.NewRequest(ctx, "PUT", path+"/"+byName(name).ID, &godo.KubernetesNodePoolUpdateRequest{Count: &two})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Reset()
+		resp, err = c.Do(ctx, req, &got)
+		if err != nil || resp.StatusCode != 202 || got.String() != body {
+			t.Fatalf("update answered with %q: status %v, body %q, error %v; want 202 and the body", body, resp, got.String(), err)
+		}
+		if p := byName(name); p.Count != 2 {
+			t.Errorf("update answered with %q: count %d, want 2", body, p.Count)
+		}
+	}
+	// A refused create keeps its 422, without its body.
+	s.InjectFault(Fault{Operation: OpCreateNodePool, ReplaceBody: true, Body: "{}", Times: 1})
+	_, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{Name: "p-0", Size: "s-2vcpu-4gb", Count: 1})
+	var er *godo.ErrorResponse
+	if !errors.As(err, &er) || er.Response.StatusCode != 422 {
+		t.Errorf("a refused create: %v, want 422", err)
+	}
+	if n := s.RequestCount(OpCreateNodePool); n != 4 {
+		t.Errorf("%d creation requests, want 4", n)
+	}
+}
+
 // A deleted pool's droplets drain, then go, then the pool is forgotten.
 // Meanwhile the API lists the pool (count 0, its nodes draining) or, with
 // DeletedPoolsVanish, no longer shows it.

@@ -111,7 +111,8 @@ type PoolSpec struct {
 type Fault struct {
 	// Operation limits the fault to one operation; "" matches every one.
 	Operation string
-	// Status is the HTTP status to answer with; 0 only adds Latency.
+	// Status is the HTTP status to answer with; 0 only adds Latency (and
+	// ReplaceBody).
 	Status int
 	// Times is how many requests the fault applies to; 0 means until
 	// ClearFaults.
@@ -130,6 +131,14 @@ type Fault struct {
 	// Cut closes the connection without an answer (after applying the
 	// request when Applied is set) instead of answering Status.
 	Cut bool
+	// ReplaceBody carries the request out and answers with the
+	// operation's own status and headers (201 for a create, 202 for an
+	// update) but with Body in place of its body: "{}" or an empty Body
+	// is a 2xx that holds no pool, as from a proxy that drops or
+	// rewrites a good answer's body. A refused request keeps its 4xx
+	// status and loses its body too. Ignored when Status or Cut is set.
+	ReplaceBody bool
+	Body        string
 	// Fraction, between 0 and 1 exclusive, applies the fault to about that
 	// share of the matching requests only; the others go on to the next
 	// fault. Which ones is drawn from a generator seeded with Seed, so a
