@@ -24,6 +24,7 @@ import (
 const (
 	opListNodePools       = "ListNodePools"
 	opGetNodePoolTemplate = "GetNodePoolTemplate"
+	opGetNodePool         = "GetNodePool"
 	opUpdateNodePool      = "UpdateNodePool"
 	opDeleteNode          = "DeleteNode"
 	opCreateNodePool      = "CreateNodePool"
@@ -159,22 +160,30 @@ const (
 	// state (a PUT of an absolute count). Retried on 429, 5xx and lost
 	// answers.
 	repeatable callKind = iota
-	// once: creates and deletes. A 5xx, a timeout or a cut connection may
-	// hide a write that was applied (a load balancer's 504 after the
-	// backend acted), and sending it again would make a second pool or
-	// turn the deletion into a 404. Only a 429, which DigitalOcean answers
-	// before acting, is retried; an unclear answer is returned wrapped in
-	// errMaybeApplied, for the caller to resolve by listing.
+	// once: creates and deletes. A 5xx, a timeout, a cut connection or a
+	// 2xx whose body is unusable may hide a write that was applied (a
+	// load balancer's 504 after the backend acted), and sending it again
+	// would make a second pool or turn the deletion into a 404. Only a
+	// 429, which DigitalOcean answers before acting, is retried; an
+	// unclear answer is returned wrapped in errMaybeApplied, for the
+	// caller to resolve by listing.
 	once
 )
 
 // errMaybeApplied marks the failure of a create or delete whose answer was
-// lost or was a server error: the write may have been applied.
-var errMaybeApplied = errors.New("the request may have been applied: its answer was lost or a server error; the next listing tells")
+// lost, was a server error, or was a success that does not show the result
+// (errUnusableAnswer): the write may have been applied.
+var errMaybeApplied = errors.New("the request may have been applied: its answer was lost, a server error or a success without the result; the next listing tells")
 
 // maybeApplied reports whether err is a create or delete that may have
 // been applied all the same.
 func maybeApplied(err error) bool { return errors.Is(err, errMaybeApplied) }
+
+// errUnusableAnswer marks a 2xx answer whose body does not say what was
+// done: it is empty or does not decode, or it holds no pool ("{}",
+// {"node_pool":null}, a pool without an ID). DigitalOcean accepted the
+// write; only its answer is of no use.
+var errUnusableAnswer = errors.New("the answer is a success but its body does not show the result")
 
 // call runs fn, retrying what kind allows.
 func (c *apiClient) call(ctx context.Context, op string, kind callKind, fn func(ctx context.Context) (*godo.Response, error)) error {
@@ -205,6 +214,9 @@ func (c *apiClient) call(ctx context.Context, op string, kind callKind, fn func(
 			// godo drops the response when the body does not decode: the
 			// server answered, so this is not a transport failure to retry.
 			err = fmt.Errorf("decoding the %d answer: %w", answered, err)
+			if answered >= 200 && answered <= 299 {
+				err = fmt.Errorf("%w (%w)", err, errUnusableAnswer)
+			}
 			status = answered
 		default:
 			err = asAPIError(err)
@@ -507,6 +519,14 @@ func (c *apiClient) getCluster(ctx context.Context) (*godo.KubernetesCluster, er
 
 // updateNodePoolCount sets a pool's count. A PUT with an absolute count is
 // idempotent, so it is retried like a read.
+//
+// A 2xx whose body holds no pool (empty, undecodable, "{}") says the count
+// was accepted without showing the pool: the pool is read back (GET, a
+// read) and returned, so the caller sees the count DOKS holds rather than
+// a failure of a write that was applied (the core would back the group off
+// while its nodes come). The PUT is not sent again: its answer would be the
+// same, and the read tells what is needed. A read showing another count is
+// the caller's "asked for N but DigitalOcean answered M", as before.
 func (c *apiClient) updateNodePoolCount(ctx context.Context, poolID string, count int) (*godo.KubernetesNodePool, error) {
 	if err := checkPathID("node pool id", poolID); err != nil {
 		return nil, fmt.Errorf("%s: %w", opUpdateNodePool, err)
@@ -515,18 +535,51 @@ func (c *apiClient) updateNodePoolCount(ctx context.Context, poolID string, coun
 		return nil, fmt.Errorf("%s: refusing to set node pool %s to a negative count, %d", opUpdateNodePool, poolID, count)
 	}
 	var out *godo.KubernetesNodePool
+	var status int
 	err := c.call(ctx, opUpdateNodePool, repeatable, func(ctx context.Context) (*godo.Response, error) {
 		var resp *godo.Response
 		var err error
 		n := count
 		out, resp, err = c.godo.Kubernetes.UpdateNodePool(ctx, c.clusterID, poolID, &godo.KubernetesNodePoolUpdateRequest{Count: &n})
+		if resp != nil && resp.Response != nil {
+			status = resp.StatusCode
+		}
+		return resp, err
+	})
+	switch {
+	case errors.Is(err, errUnusableAnswer):
+	case err != nil:
+		return nil, err
+	case out == nil || out.ID == "":
+		err = fmt.Errorf("%s: the %d answer for node pool %s holds no pool (%w)", opUpdateNodePool, status, poolID, errUnusableAnswer)
+	default:
+		return out, nil
+	}
+	klog.ErrorS(err, "DigitalOcean accepted a node pool count but its answer does not show the pool: reading the pool back", "nodePool", poolID, "count", count)
+	got, gerr := c.getNodePool(ctx, poolID)
+	if gerr != nil {
+		return nil, fmt.Errorf("%w; reading the pool back: %w", err, gerr)
+	}
+	return got, nil
+}
+
+// getNodePool reads one pool.
+func (c *apiClient) getNodePool(ctx context.Context, poolID string) (*godo.KubernetesNodePool, error) {
+	if err := checkPathID("node pool id", poolID); err != nil {
+		return nil, fmt.Errorf("%s: %w", opGetNodePool, err)
+	}
+	var out *godo.KubernetesNodePool
+	err := c.call(ctx, opGetNodePool, repeatable, func(ctx context.Context) (*godo.Response, error) {
+		var resp *godo.Response
+		var err error
+		out, resp, err = c.godo.Kubernetes.GetNodePool(ctx, c.clusterID, poolID)
 		return resp, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if out == nil {
-		return nil, fmt.Errorf("%s: empty answer for node pool %s", opUpdateNodePool, poolID)
+	if out == nil || out.ID == "" {
+		return nil, fmt.Errorf("%s: the answer for node pool %s holds no pool (%w)", opGetNodePool, poolID, errUnusableAnswer)
 	}
 	return out, nil
 }
@@ -547,24 +600,38 @@ func (c *apiClient) deleteNode(ctx context.Context, poolID, nodeID string) error
 // createNodePool creates a pool. A POST is not idempotent: it is never
 // repeated after an unclear answer (a second pool would be made); the error
 // then satisfies maybeApplied and the caller looks for the pool by name.
+// A 2xx (DigitalOcean answers 201) whose body holds no pool is such an
+// answer: the status says the pool was made, the body cannot say which,
+// so it is reconciled by name like a 504 after applying, never taken for
+// a refusal (which would leave the pool made and unknown).
 func (c *apiClient) createNodePool(ctx context.Context, req *godo.KubernetesNodePoolCreateRequest) (*godo.KubernetesNodePool, error) {
 	if err := checkPathID("node pool name", req.Name); err != nil {
 		return nil, fmt.Errorf("%s: %w", opCreateNodePool, err)
 	}
 	var out *godo.KubernetesNodePool
+	var status int
 	err := c.call(ctx, opCreateNodePool, once, func(ctx context.Context) (*godo.Response, error) {
 		var resp *godo.Response
 		var err error
 		out, resp, err = c.godo.Kubernetes.CreateNodePool(ctx, c.clusterID, req)
+		if resp != nil && resp.Response != nil {
+			status = resp.StatusCode
+		}
 		return resp, err
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errUnusableAnswer):
+		// An empty or undecodable 2xx: call has marked it maybeApplied.
+	case err != nil:
 		return nil, err
+	case out == nil || out.ID == "":
+		err = fmt.Errorf("%s: the %d answer for node pool %q holds no pool (%w) (%w)", opCreateNodePool, status, req.Name, errUnusableAnswer, errMaybeApplied)
+	default:
+		return out, nil
 	}
-	if out == nil || out.ID == "" {
-		return nil, fmt.Errorf("%s: the answer for node pool %q holds no pool", opCreateNodePool, req.Name)
-	}
-	return out, nil
+	klog.ErrorS(err, "DigitalOcean accepted a node pool creation but its answer does not show the pool: it is looked for by name in the listings, as after a lost answer",
+		"name", req.Name)
+	return nil, err
 }
 
 // deleteNodePool deletes a pool; DOKS then drains and deletes its nodes.

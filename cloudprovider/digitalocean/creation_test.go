@@ -31,9 +31,10 @@ func (e *testEnv) targets() map[string]int {
 }
 
 // A create whose answer is lost (a 504 or a cut connection after DOKS made
-// the pool) is not an error and is never sent again: the pool counts as a
-// node group of its name with the nodes asked for (upcoming to the core)
-// while the listings lag, and the listed pool takes its place.
+// the pool, or a 201 whose body holds no pool) is not an error and is
+// never sent again: the pool counts as a node group of its name with the
+// nodes asked for (upcoming to the core) while the listings lag, and the
+// listed pool takes its place.
 func TestUnclearCreateIsAdoptedFromTheListing(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -41,6 +42,12 @@ func TestUnclearCreateIsAdoptedFromTheListing(t *testing.T) {
 	}{
 		{"504 after applying", doks.Fault{Status: 504, Applied: true}},
 		{"cut connection after applying", doks.Fault{Cut: true, Applied: true}},
+		// A 201 whose body holds no pool: DigitalOcean made it, the
+		// answer cannot say which.
+		{"201 with {}", doks.Fault{ReplaceBody: true, Body: "{}"}},
+		{"201 with an empty body", doks.Fault{ReplaceBody: true}},
+		{"201 with a null pool", doks.Fault{ReplaceBody: true, Body: `{"node_pool":null}`}},
+		{"201 with a pool without an ID", doks.Fault{ReplaceBody: true, Body: `{"node_pool":{"name":"x"}}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, doks.Options{BootDelay: -1}, withAutoprovisioning(napSection))

@@ -318,6 +318,40 @@ func TestIncreaseSizeErrorsKeepCache(t *testing.T) {
 	}
 }
 
+// A 202 whose body holds no pool ("{}", empty, a null pool) accepted the
+// count: the pool is read back and the increase succeeds, not failing a
+// write DOKS applied (which would back the group off while its nodes
+// come). The PUT is sent once.
+func TestIncreaseSizeAnsweredWithoutThePool(t *testing.T) {
+	for _, body := range []string{"{}", "", `{"node_pool":null}`} {
+		t.Run(fmt.Sprintf("%q", body), func(t *testing.T) {
+			e := newEnv(t, doks.Options{BootDelay: -1})
+			p := e.pool(autoscaled("a", 1, 1, 4))
+			e.refresh()
+			g := e.group(p.ID)
+			e.sim.InjectFault(doks.Fault{Operation: doks.OpUpdateNodePool, ReplaceBody: true, Body: body, Times: 1})
+			if err := g.IncreaseSize(2); err != nil {
+				t.Fatalf("IncreaseSize answered 202 %q: %v, want success", body, err)
+			}
+			if sz, _ := g.TargetSize(); sz != 3 {
+				t.Errorf("target %d, want 3", sz)
+			}
+			if inst, _ := g.Nodes(); len(inst) != 3 {
+				t.Errorf("%d instances, want the 3 the pool read back holds", len(inst))
+			}
+			if got := e.simPool(p.ID).Count; got != 3 {
+				t.Errorf("DOKS count %d, want 3", got)
+			}
+			if n := e.sim.RequestCount(doks.OpUpdateNodePool); n != 1 {
+				t.Errorf("%d UpdateNodePool requests, want 1", n)
+			}
+			if n := e.sim.RequestCount(doks.OpGetNodePool); n != 1 {
+				t.Errorf("%d GetNodePool requests, want 1 (the pool read back)", n)
+			}
+		})
+	}
+}
+
 func TestDecreaseTargetSize(t *testing.T) {
 	e := newEnv(t, doks.Options{BootDelay: -1})
 	p := e.pool(autoscaled("a", 2, 1, 6))
