@@ -41,6 +41,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core"
 	"github.com/doks-autoscaler/cluster-autoscaler/internal/informercache"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
+	"github.com/doks-autoscaler/cluster-autoscaler/preflight"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 	"github.com/doks-autoscaler/cluster-autoscaler/version"
 )
@@ -54,6 +55,9 @@ func main() {
 // run returns the process exit code: 0 after a clean shutdown, 1 when the
 // autoscaler cannot start or stops on an error, 2 for bad flags.
 func run(args []string) int {
+	if len(args) > 0 && args[0] == preflight.Command {
+		return preflight.Main(args[1:], os.Stdout, os.Stderr) // docs/preflight.md
+	}
 	opts, code := parseFlags(args)
 	if code >= 0 {
 		return code
