@@ -178,6 +178,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 
 	fs.BoolVar(&o.WriteStatusConfigMap, "write-status-configmap", d.WriteStatusConfigMap, "Write the status ConfigMap.")
 	fs.StringVar(&o.StatusConfigMapName, "status-config-map-name", d.StatusConfigMapName, "Name of the status ConfigMap.")
+	fs.BoolVar(&o.Shadow, "shadow", d.Shadow, "(not in upstream) Shadow mode: decide and record every scale-up, scale-down and consolidation as usual (events with the message prefixed [shadow], the status ConfigMap, metrics), but change nothing: no DigitalOcean write is sent, and Kubernetes writes to nodes and pods (taints, evictions) go with dryRun=All. Leases, Events and the status ConfigMap are still written (docs/shadow-mode.md).")
 	fs.BoolVar(&o.EmitPerNodeGroupMetrics, "emit-per-nodegroup-metrics", d.EmitPerNodeGroupMetrics, "Export min, max and target size gauges per node group.")
 	fs.BoolVar(&o.RecordDuplicatedEvents, "record-duplicated-events", d.RecordDuplicatedEvents, "Record similar events again within 5 minutes instead of aggregating them.")
 	fs.BoolVar(&o.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", d.DebuggingSnapshotEnabled, "Serve upstream's debugging snapshot on /snapshotz.")

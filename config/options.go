@@ -198,6 +198,10 @@ type AutoscalingOptions struct {
 	RecordDuplicatedEvents   bool
 	DebuggingSnapshotEnabled bool
 
+	// Shadow (--shadow, this project's own): decide and record, change
+	// nothing (docs/shadow-mode.md).
+	Shadow bool
+
 	LeaderElect              bool
 	LeaderElectLeaseDuration time.Duration
 	LeaderElectRenewDeadline time.Duration
