@@ -1,6 +1,8 @@
 # DOKS Cluster Autoscaler.
 #   make build                 binary for this machine's arch (BUILD_TAGS, GOARCH, LDFLAGS honoured)
 #   make test                  everything CI runs: verify, unit tests, end-to-end tests
+#                              (the first run builds the pinned helm, promtool, actionlint
+#                              and kueue into bin/: hack/tools.mk)
 #   make generate              deep copies, clientsets, listers, informers and CRDs from apis/
 #   make demo                  local sandbox walk-through, no DigitalOcean account needed
 #   make bench [UPSTREAM_CA=path]  benchmark figures, with upstream's beside them when given
@@ -41,6 +43,12 @@ UPSTREAM_CA  ?=
 # CHAOS_DURATION: how long make chaos churns the workloads (1m for a smoke run).
 CHAOS_DURATION ?= 10m
 
+# helm, promtool, actionlint and kueue: pinned in hack/tools.mk, built into bin/
+# on first use. bin/ comes first on PATH for every recipe, so that the tests
+# and scripts, which look the tools up on PATH, run the pinned ones.
+include hack/tools.mk
+export PATH := $(CURDIR)/bin:$(PATH)
+
 .PHONY: build generate test verify unit e2e bench chaos consolidation demo sandbox image push-image build-in-docker make-image push-docker-image clean fmt vet
 
 build:
@@ -52,8 +60,9 @@ test: verify unit e2e demo
 generate:
 	hack/update-codegen.sh
 
-verify:
+verify: $(ACTIONLINT)
 	hack/verify-gofmt.sh
+	hack/verify-tools.sh
 	hack/verify-codegen.sh
 	go vet ./...
 	go vet -C hack/image ./...
@@ -61,11 +70,13 @@ verify:
 	hack/verify-workflows.sh
 
 # hack/image is its own module: go test ./... does not reach it.
-unit:
+# The chart tests (charts/) render with helm and test the alerts with promtool.
+unit: $(HELM) $(PROMTOOL)
 	go test -count=1 $(UNIT_PKGS)
 	go test -C hack/image -count=1 ./...
 
-e2e: build
+# The e2e tests install the chart with helm and run Kueue's controller.
+e2e: build $(HELM) $(KUEUE)
 	CA_BINARY=$(CURDIR)/$(BINARY) go test -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/
 
 bench: build

@@ -245,8 +245,8 @@ func TestChartDashboardNamesExportedMetrics(t *testing.T) {
 	}
 }
 
-// promtoolPath is Prometheus's promtool: $PROMTOOL, else on PATH or in
-// $GOPATH/bin (where .ci/run installs it).
+// promtoolPath is Prometheus's promtool: $PROMTOOL, else on PATH (make puts
+// bin/, with the promtool hack/tools.mk pins, first on it) or in $GOPATH/bin.
 var promtoolPath = sync.OnceValue(func() string { return toolBinary("PROMTOOL", "promtool") })
 
 // promtoolBinary is promtool; without it the alert tests fail rather than
@@ -254,7 +254,7 @@ var promtoolPath = sync.OnceValue(func() string { return toolBinary("PROMTOOL", 
 func promtoolBinary(t *testing.T) string {
 	t.Helper()
 	if promtoolPath() == "" {
-		t.Fatal("promtool not found: the alerts are tested by Prometheus's own rule tester (go install -tags remove_all_sd github.com/prometheus/prometheus/cmd/promtool@v0.316.0, or set PROMTOOL)")
+		t.Fatal("promtool not found: the alerts are tested by Prometheus's own rule tester (make bin/promtool builds the pinned one: put bin/ on PATH, or set PROMTOOL)")
 	}
 	return promtoolPath()
 }

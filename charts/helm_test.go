@@ -16,9 +16,10 @@ import (
 
 const chartDir = "cluster-autoscaler-digitalocean"
 
-// helmPath is the helm command: $HELM, else helm on PATH or in
-// $GOPATH/bin (where .ci/run installs it). The chart is rendered only by helm
-// itself, so that every check holds for `helm install`.
+// helmPath is the helm command: $HELM, else helm on PATH (make puts bin/,
+// with the helm hack/tools.mk pins, first on it) or in $GOPATH/bin. The
+// chart is rendered only by helm itself, so that every check holds for
+// `helm install`.
 var helmPath = sync.OnceValue(func() string { return toolBinary("HELM", "helm") })
 
 // helmBinary is helm; without it the chart tests fail rather than pass
@@ -26,7 +27,7 @@ var helmPath = sync.OnceValue(func() string { return toolBinary("HELM", "helm") 
 func helmBinary(t *testing.T) string {
 	t.Helper()
 	if helmPath() == "" {
-		t.Fatal("helm not found: the chart is rendered by helm itself (go install helm.sh/helm/v4/cmd/helm@v4.3.2, or set HELM)")
+		t.Fatal("helm not found: the chart is rendered by helm itself (make bin/helm builds the pinned one: put bin/ on PATH, or set HELM)")
 	}
 	return helmPath()
 }

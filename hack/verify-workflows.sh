@@ -3,9 +3,10 @@
 # inputs, and the shell of run: steps when shellcheck is installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-actionlint=$(command -v actionlint || echo "$(go env GOPATH)/bin/actionlint")
+# make verify puts bin/ first on PATH, with the actionlint hack/tools.mk pins.
+actionlint=$(command -v actionlint || echo "$PWD/bin/actionlint")
 if [[ ! -x "$actionlint" ]]; then
-  echo "verify-workflows: actionlint not found: go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 (as .ci/run does)" >&2
+  echo "verify-workflows: actionlint not found: make bin/actionlint builds the pinned one (make verify does)" >&2
   exit 1
 fi
 "$actionlint" -no-color
