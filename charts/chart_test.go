@@ -563,7 +563,10 @@ func TestChartRefusesRenamedAndForeignValues(t *testing.T) {
 		{map[string]interface{}{"service": map[string]interface{}{"enabled": true}}, "value service.enabled is now service.create"},
 		{map[string]interface{}{"cloudProvider": "aws"}, `cloudProvider "aws": this chart runs only the digitalocean provider`},
 		{map[string]interface{}{"autoscalingGroups": []interface{}{map[string]interface{}{"name": "a", "minSize": 1, "maxSize": 3}}}, "autoscalingGroups: DOKS node pools are found through the DigitalOcean API"},
-		{map[string]interface{}{"autoDiscovery": map[string]interface{}{"clusterName": "c"}}, "autoDiscovery: DOKS node pools"},
+		{map[string]interface{}{"autoDiscovery": map[string]interface{}{"clusterName": "c"}}, "autoDiscovery (clusterName): DOKS node pools"},
+		{map[string]interface{}{"autoDiscovery": map[string]interface{}{"tags": []interface{}{"k8s.io/cluster-autoscaler/enabled"}}}, "autoDiscovery (tags): DOKS node pools"},
+		{map[string]interface{}{"kwokConfigMapName": "kwok-config"}, "kwokConfigMapName is an upstream chart value for another cloud provider"},
+		{map[string]interface{}{"clusterAPIMode": "kubeconfig-incluster"}, "clusterAPIMode is an upstream chart value for another cloud provider"},
 		{map[string]interface{}{"serviceMonitor": map[string]interface{}{"enabled": true}, "service": map[string]interface{}{"create": false}}, "serviceMonitor.enabled needs service.create"},
 		// Upstream values this chart does not implement.
 		{map[string]interface{}{"customArgs": []interface{}{"--scale-down-delay-after-add=5m"}}, "customArgs is an upstream chart value this chart does not support: put each flag in extraArgs"},
@@ -747,9 +750,10 @@ func TestChartNodePoolSelection(t *testing.T) {
 	}{
 		{"tags", "tags", ""},
 		{"auto_scale", "auto_scale", ""},
-		{"Tags", "", `nodePoolSelection "Tags" is not valid`},
-		{"", "", `nodePoolSelection "" is not valid`},
-		{"auto-scale", "", `nodePoolSelection "auto-scale" is not valid`},
+		// values.schema.json's enum refuses them before the templates.
+		{"Tags", "", `at '/nodePoolSelection': value must be one of 'tags', 'auto_scale'`},
+		{"", "", `at '/nodePoolSelection': value must be one of 'tags', 'auto_scale'`},
+		{"auto-scale", "", `at '/nodePoolSelection': value must be one of 'tags', 'auto_scale'`},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.value), func(t *testing.T) {

@@ -59,9 +59,21 @@ silently ignored.
 {{- if and .Values.cloudProvider (ne (toString .Values.cloudProvider) "digitalocean") }}
 {{- fail (printf "cloudProvider %q: this chart runs only the digitalocean provider" (toString .Values.cloudProvider)) }}
 {{- end }}
-{{- range $v := list "autoscalingGroups" "autoscalingGroupsnamePrefix" "autoDiscovery" }}
+{{- range $v := list "autoscalingGroups" "autoscalingGroupsnamePrefix" }}
 {{- if index $.Values $v }}
 {{- fail (printf "%s: DOKS node pools are found through the DigitalOcean API; choose them with nodePoolSelection (tags or auto_scale)" $v) }}
+{{- end }}
+{{- end }}
+{{- /* autoDiscovery as upstream's values.yaml has it (no cluster name, its
+default tags and roles) discovers nothing there either: accepted. */ -}}
+{{- with .Values.autoDiscovery }}
+{{- $upstream := dict "tags" (list "k8s.io/cluster-autoscaler/enabled" "k8s.io/cluster-autoscaler/{{ .Values.autoDiscovery.clusterName }}") "roles" (list "worker") -}}
+{{- $set := list }}
+{{- range $k, $v := . }}
+{{- if and $v (ne (toJson $v) (toJson (get $upstream $k))) }}{{ $set = append $set $k }}{{ end }}
+{{- end }}
+{{- if $set }}
+{{- fail (printf "autoDiscovery (%s): DOKS node pools are found through the DigitalOcean API; choose them with nodePoolSelection (tags or auto_scale)" (join ", " (sortAlpha $set))) }}
 {{- end }}
 {{- end }}
 {{- if and .Values.cloudConfigPath (ne (toString .Values.cloudConfigPath) "/etc/do/cloud.json") }}
@@ -97,7 +109,6 @@ dropped. values.schema.json refuses every other unknown key.
   "deployment" "the Deployment's annotations and selector are the chart's own"
   "vpa" "the autoscaler's requests are set with resources"
   "secretKeyRefNameOverride" "the token Secret is named by cloudConfig.tokenSecretName"
-  "kwokConfigMapName" "this chart runs only the digitalocean provider"
   "kubeTargetVersionOverride" "the chart renders the same objects on every Kubernetes version it supports"
 -}}
 {{- range $key, $reason := $why }}
@@ -113,10 +124,21 @@ dropped. values.schema.json refuses every other unknown key.
 {{- fail (printf "%s %v: an upstream chart value this chart does not support (only upstream's default %s is accepted; docs/helm-chart.md lists every upstream value)" $key (index $.Values $key) $default) }}
 {{- end }}
 {{- end }}
-{{- range $key, $_ := .Values }}
-{{- if regexMatch "^(aws|azure|civo|magnum|clusterAPI)" $key }}
-{{- if and (index $.Values $key) (ne (toString (index $.Values $key)) "false") }}
-{{- fail (printf "%s is an upstream chart value for another cloud provider: this chart runs only the digitalocean provider" $key) }}
+{{- /* Other providers' values: accepted empty, false or at upstream's
+default (upstream's values.yaml sets these to non-empty defaults). */ -}}
+{{- $providerDefaults := dict
+  "azureVMType" "vmss"
+  "civoApiUrl" "https://api.civo.com"
+  "clusterAPICloudConfigPath" "/etc/kubernetes/mgmt-kubeconfig"
+  "clusterAPIMode" "incluster-incluster"
+  "clusterAPIWorkloadKubeconfigPath" "/etc/kubernetes/value"
+  "magnumCABundlePath" "/etc/kubernetes/ca-bundle.crt"
+  "kwokConfigMapName" "kwok-provider-config"
+-}}
+{{- range $key, $value := .Values }}
+{{- if regexMatch "^(aws|azure|civo|magnum|clusterAPI|kwok)" $key }}
+{{- if and $value (ne (toString $value) "false") (ne (toString $value) (get $providerDefaults $key)) }}
+{{- fail (printf "%s is an upstream chart value for another cloud provider: this chart runs only the digitalocean provider (only upstream's default is accepted)" $key) }}
 {{- end }}
 {{- end }}
 {{- end }}
