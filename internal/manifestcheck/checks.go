@@ -588,7 +588,7 @@ func printInt64(p *int64) string {
 
 // clusterWriteAllowed are the only cluster-wide writes the autoscaler makes.
 var clusterWriteAllowed = map[string][]string{
-	"/nodes":         {"update", "patch"},
+	"/nodes":         {"update"},
 	"/pods/eviction": {"create"},
 	"/events":        {"create", "patch"},
 	// CapacityBuffer conditions (docs/capacity-buffers.md).
