@@ -78,6 +78,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
 	}
+	provider = shadowProvider(opts, provider)
 
 	clients, err := newKubeClients(opts)
 	if err != nil {
@@ -114,7 +115,7 @@ func run(args []string) int {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients.events.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, apiv1.EventSource{Component: componentName})
+	recorder := shadowEvents(opts, broadcaster.NewRecorder(scheme.Scheme, apiv1.EventSource{Component: componentName}))
 
 	// runCtx ends on shutdown or, under leader election, when the Lease is
 	// lost; only a shutdown cleans up (a new leader owns the status by then).
@@ -263,6 +264,7 @@ func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
 	// No client may send a trimmed cache copy back (informercache).
 	cfg.Wrap(informercache.RefuseTrimmedWrites)
 	defaultLimits := rest.CopyConfig(cfg)
+	shadowTransport(opts, cfg) // the main client's and the CRDs' writes only
 	cfg.QPS = float32(opts.KubeClientQPS)
 	cfg.Burst = opts.KubeClientBurst
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
@@ -274,6 +276,7 @@ func newKubeClients(opts config.AutoscalingOptions) (kubeClients, error) {
 	if c.status, err = kubernetes.NewForConfig(defaultLimits); err != nil {
 		return c, fmt.Errorf("kubernetes status client: %v", err)
 	}
+	c.status = shadowStatus(opts, c.status)
 	// One cheap call, so an unreachable or unauthorised API server is reported
 	// at start-up rather than as informers that never sync.
 	if _, err := c.kube.Discovery().ServerVersion(); err != nil {
