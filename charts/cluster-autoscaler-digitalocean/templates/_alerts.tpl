@@ -11,6 +11,15 @@ $labels in annotations is Prometheus's templating, kept literal here.
 {{- $for := $d.pendingPodsFor | default "15m" -}}
 {{- $runbook := "https://github.com/doks-autoscaler/cluster-autoscaler/blob/main/docs/troubleshooting.md" -}}
 {{- $labels := $d.labels | default dict -}}
+{{- /*
+Only the leader runs the loop; the standby serves /metrics too, with its plain
+gauges (cluster_safe_to_autoscale, the rate-limit gauges, ...) at their zero
+value. The leader, and only it, exports last_activity{activity="main"} (a
+replica that loses the Lease exits and restarts as a standby), so a plain
+gauge is read from the leader with $leader: the same target's series, matched
+on every label but activity.
+*/ -}}
+{{- $leader := printf "and ignoring (activity) cluster_autoscaler_last_activity{%sactivity=\"main\"}" $sel -}}
 - alert: ClusterAutoscalerDown
   # Only the leader runs the loop and exports last_activity; no series
   # means no replica holds the Lease, or none is scraped.
@@ -53,7 +62,20 @@ $labels in annotations is Prometheus's templating, kept literal here.
     description: '{{ "{{" }} $value {{ "}}" }} unschedulable pods; their NotTriggerScaleUp events say why no pool could take them.'
     runbook_url: {{ $runbook }}#pods-pending-with-no-scale-up
 - alert: ClusterAutoscalerScaleUpFailed
-  expr: sum by (reason) (increase(cluster_autoscaler_failed_scale_ups_total{ {{- $s }}}[30m])) > 0
+  # increase() misses the first failure of a series created by it (a GPU
+  # or DRA pool's labels are not exported before its first failure): a series
+  # born in the last 30 minutes counts whole, provided the leader was scraped
+  # 30 minutes ago (else after a gap in Prometheus's data every series would
+  # look new). for: keeps one evaluation over a partial scrape from paging.
+  expr: |-
+    sum by (reason) (
+      (
+        (cluster_autoscaler_failed_scale_ups_total{ {{- $s }}} unless cluster_autoscaler_failed_scale_ups_total{ {{- $s }}} offset 30m)
+        and on () count(cluster_autoscaler_last_activity{ {{- $sel }}activity="main"} offset 30m)
+      )
+      or increase(cluster_autoscaler_failed_scale_ups_total{ {{- $s }}}[30m])
+    ) > 0
+  for: 5m
   labels:
     severity: warning
     {{- with $labels }}{{ toYaml . | nindent 4 }}{{ end }}
@@ -72,12 +94,28 @@ $labels in annotations is Prometheus's templating, kept literal here.
     description: The autoscaler does not grow this pool after failed scale-ups; the status ConfigMap and its events name the failure.
     runbook_url: {{ $runbook }}#pods-pending-with-no-scale-up
 - alert: ClusterAutoscalerDigitalOceanForbidden
-  expr: sum by (operation, code) (increase(cluster_autoscaler_digitalocean_api_requests_total{ {{- $sel }}code=~"401|403"}[10m])) > 0
+  # A rotated token draws 401s until the kubelet refreshes the mounted
+  # Secret, and a later success shows the token works: a 401 counts while no
+  # call at all has succeeded for 5 minutes, a 403 (a scope this operation
+  # lacks) while that operation has not succeeded for 15. Warning: a token
+  # refused everywhere also stops the loop, and ClusterAutoscalerNotSucceeding
+  # pages for that.
+  expr: |-
+    (
+      sum by (operation, code) (increase(cluster_autoscaler_digitalocean_api_requests_total{ {{- $sel }}code="401"}[15m])) > 0
+      unless on () sum(increase(cluster_autoscaler_digitalocean_api_requests_total{ {{- $sel }}code=~"2.."}[5m])) > 0
+    )
+    or
+    (
+      sum by (operation, code) (increase(cluster_autoscaler_digitalocean_api_requests_total{ {{- $sel }}code="403"}[15m])) > 0
+      unless on (operation) sum by (operation) (increase(cluster_autoscaler_digitalocean_api_requests_total{ {{- $sel }}code=~"2.."}[15m])) > 0
+    )
+  for: 10m
   labels:
-    severity: critical
+    severity: warning
     {{- with $labels }}{{ toYaml . | nindent 4 }}{{ end }}
   annotations:
-    summary: 'DigitalOcean answers {{ "{{" }} $labels.code {{ "}}" }} to {{ "{{" }} $labels.operation {{ "}}" }}.'
+    summary: 'DigitalOcean has been answering {{ "{{" }} $labels.code {{ "}}" }} to {{ "{{" }} $labels.operation {{ "}}" }} for 10 minutes.'
     description: The API token is revoked, expired or lacks a scope this operation needs (docs/digitalocean.md lists them).
     runbook_url: {{ $runbook }}#403-or-401-from-digitalocean
 - alert: ClusterAutoscalerDigitalOceanRateLimited
@@ -103,7 +141,8 @@ $labels in annotations is Prometheus's templating, kept literal here.
     description: 'Calls are retried where safe; pool creations and deletions are reconciled by listing. Check https://status.digitalocean.com.'
     runbook_url: {{ $runbook }}#5xx-or-timeouts-from-digitalocean
 - alert: ClusterAutoscalerClusterUnsafe
-  expr: min(cluster_autoscaler_cluster_safe_to_autoscale{ {{- $s }}}) == 0
+  # The leader's verdict: the standby exports the gauge at 0.
+  expr: min(cluster_autoscaler_cluster_safe_to_autoscale{ {{- $s }}} {{ $leader }}) == 0
   for: 15m
   labels:
     severity: warning
