@@ -309,3 +309,83 @@ func TestChartAlertsPromtool(t *testing.T) {
 		}
 	}
 }
+
+// plainGauges are the metrics the binary registers as a Gauge without
+// labels: the standby replica serves them too, at 0.
+func plainGauges(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	metrics.RegisterAll(gaugeFinder{names: &names}, true)
+	if len(names) < 5 {
+		t.Fatalf("found %d plain gauges, want every one", len(names))
+	}
+	return names
+}
+
+// gaugeFinder is a Registerer that keeps the names of plain Gauges.
+type gaugeFinder struct{ names *[]string }
+
+func (g gaugeFinder) Register(c prometheus.Collector) error {
+	if _, ok := c.(prometheus.Gauge); ok {
+		ch := make(chan *prometheus.Desc, 1)
+		go func() { c.Describe(ch); close(ch) }()
+		for desc := range ch {
+			*g.names = append(*g.names, descName.FindStringSubmatch(desc.String())[1])
+		}
+	}
+	return nil
+}
+func (g gaugeFinder) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		_ = g.Register(c)
+	}
+}
+func (g gaugeFinder) Unregister(prometheus.Collector) bool { return false }
+
+// leaderOnly is how a query keeps the leader's series alone: the standby
+// exports no last_activity.
+var leaderOnly = regexp.MustCompile(`and ignoring \(activity\) cluster_autoscaler_last_activity\{[^}]*activity="main"\}`)
+
+// Every alert and dashboard query that reads a plain gauge reads the
+// leader's: with two replicas the standby's zeros would otherwise show as
+// "unsafe" or "no requests left".
+func TestChartMonitoringReadsPlainGaugesFromTheLeader(t *testing.T) {
+	t.Parallel()
+	gauges := plainGauges(t)
+	rules, _, dashboard, _ := monitoring(t, nil)
+	var exprs []string
+	for _, r := range rules {
+		exprs = append(exprs, r["expr"].(string))
+	}
+	raw, err := json.Marshal(dashboard["panels"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var panels []struct {
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal(raw, &panels); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range panels {
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	read := 0
+	for _, e := range exprs {
+		for _, g := range gauges {
+			if regexp.MustCompile(`\b` + g + `\b`).MatchString(e) {
+				read++
+				if !leaderOnly.MatchString(e) {
+					t.Errorf("query reads the standby's %s too: %s", g, e)
+				}
+			}
+		}
+	}
+	if read < 5 {
+		t.Errorf("%d queries read a plain gauge, want the stats, CPU, memory, saving and the unsafe alert", read)
+	}
+}
