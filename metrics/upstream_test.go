@@ -102,8 +102,9 @@ func TestRegisteredMetricsMatchUpstream(t *testing.T) {
 		for name := range got {
 			if _, ok := upstream[name]; !ok {
 				ours = append(ours, name)
-				if !strings.HasPrefix(name, caNamespace+"_digitalocean_") && !strings.HasPrefix(name, caNamespace+"_consolidation_") {
-					t.Errorf("%s is not upstream's and not a digitalocean_ or consolidation_ metric", name)
+				if !strings.HasPrefix(name, caNamespace+"_digitalocean_") && !strings.HasPrefix(name, caNamespace+"_consolidation_") &&
+					!strings.HasPrefix(name, caNamespace+"_shadow_") {
+					t.Errorf("%s is not upstream's and not a digitalocean_, consolidation_ or shadow_ metric", name)
 				}
 			}
 		}
