@@ -393,7 +393,7 @@ func TestKubernetesVerdicts(t *testing.T) {
 			says: map[string]string{"kube-api": "v1.37.2, as system:serviceaccount:kube-system:cluster-autoscaler", "kube-crd/provisioningrequests.autoscaling.x-k8s.io": "not needed"}},
 		{name: "node writes missing", allow: noNodeWrites, groups: []*metav1.APIResourceList{draGroup}, namespaces: []string{"kube-system"}, exit: 1,
 			want: map[string]Verdict{"kube-rbac/nodes": Fail, "kube-rbac": Fail},
-			says: map[string]string{"kube-rbac/nodes": "may not update, patch nodes cluster-wide"}},
+			says: map[string]string{"kube-rbac/nodes": "may not update"}},
 		{name: "status ConfigMap by name, in --namespace", allow: noStatusConfigMap, groups: []*metav1.APIResourceList{draGroup}, namespaces: []string{"autoscaling"},
 			args: []string{"--namespace=autoscaling", "--status-config-map-name=ca-status"}, exit: 1,
 			want: map[string]Verdict{"kube-rbac/autoscaling/configmaps:ca-status": Fail},
