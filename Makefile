@@ -46,6 +46,8 @@ CHAOS_DURATION ?= 10m
 # helm, promtool, actionlint and kueue: pinned in hack/tools.mk, built into bin/
 # on first use. bin/ comes first on PATH for every recipe, so that the tests
 # and scripts, which look the tools up on PATH, run the pinned ones.
+# build stays the default goal: the included rules come first in the file.
+.DEFAULT_GOAL := build
 include hack/tools.mk
 export PATH := $(CURDIR)/bin:$(PATH)
 
