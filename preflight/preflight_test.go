@@ -165,7 +165,7 @@ func TestDigitalOceanVerdicts(t *testing.T) {
 			exit:  0,
 			want: []want{
 				{"do-token", OK, []string{"accepted"}},
-				{"do-cluster", OK, []string{"region nyc1", clusterID}},
+				{"do-cluster", OK, []string{"region nyc1", clusterID, "Kubernetes " + doks.VersionSlug}},
 				{"do-scope-tag-read", OK, []string{"visible"}},
 				{"do-pool/workers", OK, []string{"is a node group by its tags, min 1, max 6, count 1"}},
 				{"do-pool/managed", OK, []string{"auto_scale on", "DOKS's managed autoscaler owns it"}},

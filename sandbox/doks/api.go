@@ -415,7 +415,7 @@ func (s *Server) handleGetCluster(w http.ResponseWriter, r *http.Request, _ stri
 	if region == "" {
 		region = DefaultRegion
 	}
-	c := godo.KubernetesCluster{ID: s.opts.ClusterID, Name: "sandbox", RegionSlug: region,
+	c := godo.KubernetesCluster{ID: s.opts.ClusterID, Name: "sandbox", RegionSlug: region, VersionSlug: VersionSlug,
 		Status: &godo.KubernetesClusterStatus{State: godo.KubernetesClusterStatusRunning}}
 	if s.caConfig != nil {
 		cp := *s.caConfig
@@ -430,6 +430,11 @@ func (s *Server) handleGetCluster(w http.ResponseWriter, r *http.Request, _ stri
 		Cluster clusterWithPools `json:"kubernetes_cluster"`
 	}{clusterWithPools{c, pools}})
 }
+
+// VersionSlug is the simulated cluster's DOKS version, in DOKS's form
+// (Kubernetes version, "-do.", DigitalOcean's revision), matching the
+// sandbox's control plane.
+const VersionSlug = "1.37.2-do.0"
 
 // clusterWithPools replaces godo's pool type in the cluster object with the
 // simulator's, which carries every field the real API sends.
