@@ -113,12 +113,17 @@ func checkDigitalOcean(ctx context.Context, o config.AutoscalingOptions) Report 
 	}
 	r = append(r, Result{Check: "do-scope-kubernetes-read", Verdict: OK, Detail: fmt.Sprintf("read the cluster and its %d node pools", len(pools))})
 	r = append(r, tagScope(pools, n, from))
-	r = append(r, Result{Check: "do-scope-writes", Verdict: Warn,
+	writes := Result{Check: "do-scope-writes", Verdict: Warn,
 		Detail: writeScopes(o) + "; a read-only check cannot prove a token has them (DigitalOcean answers 403 at the first write if not)",
-		Fix:    "make sure the token has " + scopeKubernetesUpdate + " (and " + scopeTagCreate + " with node autoprovisioning), or is a full-access token"})
+		Fix:    "make sure the token has " + scopeKubernetesUpdate + " (and " + scopeTagCreate + " with node autoprovisioning), or is a full-access token"}
+	if o.Shadow {
+		writes = Result{Check: "do-scope-writes", Verdict: OK,
+			Detail: "not used in shadow mode (--shadow sends no DigitalOcean write); once it acts, " + writeScopes(o)}
+	}
+	r = append(r, writes)
 	r = append(r, Result{Check: "do-scope-droplet-read", Verdict: OK,
 		Detail: "droplet:read is not needed: no feature reads /v2/account (the droplet limit is learnt from DigitalOcean's 422 answers)"})
-	r = append(r, checkPools(in.Selection(), pools, o.NodeAutoprovisioningEnabled)...)
+	r = append(r, checkPools(in.Selection(), pools, o.NodeAutoprovisioningEnabled, o.Shadow)...)
 
 	sizes, err := in.Sizes(ctx)
 	r = append(r, sizesScope(sizes, err, n, from))
@@ -237,7 +242,7 @@ func sizesScope(sizes []godo.Size, err error, n needs, from string) Result {
 }
 
 // checkPools gives every pool a line: a node group or not, and why.
-func checkPools(mode string, pools []*godo.KubernetesNodePool, autoprovisioning bool) Report {
+func checkPools(mode string, pools []*godo.KubernetesNodePool, autoprovisioning, shadow bool) Report {
 	var r Report
 	groups := 0
 	sorted := slices.Clone(pools)
@@ -246,7 +251,7 @@ func checkPools(mode string, pools []*godo.KubernetesNodePool, autoprovisioning 
 		if p == nil {
 			continue
 		}
-		res, group := poolResult(mode, p)
+		res, group := poolResult(mode, p, shadow)
 		if group {
 			groups++
 		}
@@ -266,7 +271,7 @@ func checkPools(mode string, pools []*godo.KubernetesNodePool, autoprovisioning 
 }
 
 // poolResult is one pool's line, and whether it is a node group.
-func poolResult(mode string, p *godo.KubernetesNodePool) (Result, bool) {
+func poolResult(mode string, p *godo.KubernetesNodePool, shadow bool) (Result, bool) {
 	sel := digitalocean.SelectPool(mode, p)
 	res := Result{Check: "do-pool/" + p.Name}
 	hasEnabledTag := slices.Contains(p.Tags, digitalocean.TagAutoscalerEnabled)
@@ -279,7 +284,10 @@ func poolResult(mode string, p *godo.KubernetesNodePool) (Result, bool) {
 			how = "by auto_scale on"
 		}
 		res.Detail = fmt.Sprintf("pool %s (%s, %s): is a node group %s, min %d, max %d, count %d", p.Name, p.ID, p.Size, how, sel.MinSize, sel.MaxSize, p.Count)
-		if p.AutoScale {
+		if p.AutoScale && shadow {
+			res.Detail += fmt.Sprintf("; DOKS auto-scale is on for it (min_nodes %d, max_nodes %d): DOKS's managed autoscaler acts on it, and in shadow mode (--shadow) this one only records what it would do, to compare (%s)",
+				p.MinNodes, p.MaxNodes, docMigration)
+		} else if p.AutoScale {
 			// Only auto_scale mode selects such a pool: DOKS's managed
 			// autoscaler acts on it too.
 			res.Verdict = Warn

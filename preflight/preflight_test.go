@@ -188,6 +188,16 @@ func TestDigitalOceanVerdicts(t *testing.T) {
 			},
 		},
 		{
+			name:  "auto_scale mode in shadow beside DOKS's autoscaler",
+			pools: []doks.PoolSpec{autoScaled},
+			args:  []string{"--shadow"},
+			exit:  0,
+			want: []want{
+				{"do-pool/managed", OK, []string{"node group by auto_scale on", "shadow mode (--shadow) this one only records"}},
+				{"do-scope-writes", OK, []string{"not used in shadow mode"}},
+			},
+		},
+		{
 			name:    "wrong cluster ID",
 			pools:   []doks.PoolSpec{tagged("workers", 1, 6)},
 			cluster: otherID,
