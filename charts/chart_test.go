@@ -183,6 +183,11 @@ func TestChartDefaults(t *testing.T) {
 	if !strings.Contains(rendered["NOTES.txt"], "create secret generic digitalocean-token --from-literal=access-token=") {
 		t.Errorf("NOTES.txt does not say how to create the token Secret:\n%s", rendered["NOTES.txt"])
 	}
+	// /metrics from the leader's pod: a port-forward to the Deployment or
+	// the Service may land on the standby.
+	if !strings.Contains(rendered["NOTES.txt"], `port-forward "pod/$(kubectl -n kube-system get lease cluster-autoscaler`) {
+		t.Errorf("NOTES.txt does not say how to reach the leader's /metrics:\n%s", rendered["NOTES.txt"])
+	}
 }
 
 func service(objs []runtime.Object) *corev1.Service {
