@@ -23,9 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Dir is the repository's deploy/ directory. deploy/ holds only YAML (no Go
-// package to embed it), so the files are read from the source tree, found
-// from this file's own path: the checks run in tests, where the tree is there.
+// Dir is the repository's deploy/ directory. deploy/'s Go package embeds only
+// the RBAC files (for the preflight check), so the files are read from the
+// source tree, found from this file's own path: the checks run in tests, where
+// the tree is there.
 func Dir() string {
 	_, self, _, ok := runtime.Caller(0)
 	if !ok {
