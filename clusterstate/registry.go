@@ -428,6 +428,14 @@ const (
 	kindResourceUnready
 )
 
+// IsReady is the one rule for a node ready to run pods, which every phase
+// uses: Ready, not being deleted, no startup taint left (--startup-taint,
+// --startup-taint-prefix and the ignore-taint prefix; status taints do
+// not count, as upstream), and its GPUs or devices advertised.
+func (r *Registry) IsReady(n *apiv1.Node, now time.Time) bool {
+	return r.classify(n, now) == kindReady
+}
+
 // classify sorts a node by readiness (NodeReadiness). A Ready node still
 // holding a startup taint, or a GPU node whose GPU is not advertised yet, is
 // not ready: pods cannot use it yet, and counting it as not started, hence

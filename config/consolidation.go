@@ -24,6 +24,18 @@ type ConsolidationOptions struct {
 	// Windows are when consolidation may start a command (UTC); none
 	// means at any time.
 	Windows []Window
+	// SavingHorizon is the longest a command's saving is counted over when
+	// it is weighed against the disruption it causes; the horizon used is
+	// the shorter of this and how long savings have lasted in this cluster
+	// (the mean interval between its scale-ups).
+	SavingHorizon time.Duration
+	// EvictionCost is what one pod's eviction costs, in USD, on top of its
+	// restart (its share of its node's price for its own start-up time).
+	EvictionCost float64
+	// WorkloadCooldown: the pods of a workload (their controller, a
+	// Deployment for a ReplicaSet's pods) are moved by consolidation at
+	// most once within it.
+	WorkloadCooldown time.Duration
 }
 
 // DisruptionBudget is a number of nodes, or a percentage of the nodes of

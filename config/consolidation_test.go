@@ -54,6 +54,14 @@ func TestConsolidationFlags(t *testing.T) {
 		{name: "threshold 1", args: []string{"--consolidation-savings-threshold=1"}, wantErr: "--consolidation-savings-threshold must be"},
 		{name: "threshold negative", args: []string{"--consolidation-savings-threshold=-0.1"}, wantErr: "--consolidation-savings-threshold must be"},
 		{name: "window negative", args: []string{"--consolidation-stabilization-window=-1s"}, wantErr: "--consolidation-stabilization-window must not be negative"},
+		{name: "horizon zero", args: []string{"--consolidation-saving-horizon=0s"}, wantErr: "--consolidation-saving-horizon must be positive"},
+		{name: "eviction cost negative", args: []string{"--consolidation-eviction-cost=-0.01"}, wantErr: "--consolidation-eviction-cost must not be negative"},
+		{name: "workload cooldown negative", args: []string{"--consolidation-workload-cooldown=-1m"}, wantErr: "--consolidation-workload-cooldown must not be negative"},
+		{name: "cost model", args: []string{"--consolidation-saving-horizon=2h", "--consolidation-eviction-cost=0.02", "--consolidation-workload-cooldown=30m"}, check: func(t *testing.T, c ConsolidationOptions) {
+			if c.SavingHorizon != 2*time.Hour || c.EvictionCost != 0.02 || c.WorkloadCooldown != 30*time.Minute {
+				t.Errorf("got %+v", c)
+			}
+		}},
 		{name: "window without duration", args: []string{"--consolidation-windows=0 22 * * *"}, wantErr: "--consolidation-windows:"},
 		{name: "window four fields", args: []string{"--consolidation-windows=0 22 * *=1h"}, wantErr: "want 5 fields"},
 		{name: "window hour 24", args: []string{"--consolidation-windows=0 24 * * *=1h"}, wantErr: "hour field"},

@@ -80,6 +80,9 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.DurationVar(&o.Consolidation.StabilizationWindow, "consolidation-stabilization-window", d.Consolidation.StabilizationWindow, "(not in upstream) How long a consolidation must be proposed unchanged, with no scale-up, before it acts; it is simulated again just before.")
 	fs.StringVar(&f.consolidationMaxDisrupted, "consolidation-max-disrupted-nodes", d.Consolidation.MaxDisrupted.String(), "(not in upstream) Most nodes under consolidation at once: N, or N% of the consolidatable node groups' nodes (rounded up).")
 	fs.Var(&f.consolidationWindows, "consolidation-windows", "(not in upstream) When consolidation may start, as \"<minute> <hour> <day of month> <month> <day of week>=<duration>\" in UTC, e.g. \"0 22 * * *=8h\"; repeat the flag for several windows. None: at any time.")
+	fs.DurationVar(&o.Consolidation.SavingHorizon, "consolidation-saving-horizon", d.Consolidation.SavingHorizon, "(not in upstream) Longest time a consolidation's hourly saving is counted over when it is weighed against the disruption it causes; the shorter mean interval between this cluster's recent scale-ups is used when known. A command acts only when its saving over the horizon exceeds that cost.")
+	fs.Float64Var(&o.Consolidation.EvictionCost, "consolidation-eviction-cost", d.Consolidation.EvictionCost, "(not in upstream) Cost in USD counted for each pod a consolidation evicts, on top of its restart (its share of its node's price over 30 s).")
+	fs.DurationVar(&o.Consolidation.WorkloadCooldown, "consolidation-workload-cooldown", d.Consolidation.WorkloadCooldown, "(not in upstream) A workload's pods (by controller; a ReplicaSet's by its Deployment) are moved by consolidation at most once within this time.")
 	fs.BoolVar(&o.ScaleUpFromZero, "scale-up-from-zero", d.ScaleUpFromZero, "Scale up even when the cluster has no ready nodes.")
 	fs.BoolVar(&o.CapacityBufferControllerEnabled, "capacity-buffer-controller-enabled", d.CapacityBufferControllerEnabled, "Run the CapacityBuffer controller: resolve each buffer's pod template and replicas into its status.")
 	fs.BoolVar(&o.CapacityBufferPodInjectionEnabled, "capacity-buffer-pod-injection-enabled", d.CapacityBufferPodInjectionEnabled, "Add the replicas of each CapacityBuffer ready for provisioning as fake pending pods to scale-up, so their room is provisioned and kept. No pod is created.")
@@ -543,6 +546,15 @@ func (f *Flags) consolidationOptions(o *AutoscalingOptions) []error {
 	}
 	if c.StabilizationWindow < 0 {
 		errs = append(errs, fmt.Errorf("--consolidation-stabilization-window must not be negative, got %v", c.StabilizationWindow))
+	}
+	if c.SavingHorizon <= 0 {
+		errs = append(errs, fmt.Errorf("--consolidation-saving-horizon must be positive, got %v", c.SavingHorizon))
+	}
+	if c.EvictionCost < 0 {
+		errs = append(errs, fmt.Errorf("--consolidation-eviction-cost must not be negative, got %v", c.EvictionCost))
+	}
+	if c.WorkloadCooldown < 0 {
+		errs = append(errs, fmt.Errorf("--consolidation-workload-cooldown must not be negative, got %v", c.WorkloadCooldown))
 	}
 	return errs
 }

@@ -38,10 +38,21 @@ type consolidationState struct {
 	lastResult string
 	// savings: the hourly saving of the commands that succeeded.
 	savings float64
-	// movedSince is when the first command started: a pod created after
-	// it on a node older than the pod may be one consolidation moved.
-	movedSince time.Time
+	// moved: the workloads moved within --consolidation-workload-cooldown.
+	moved *consolidation.Ledger
+	// lifetimes: how long savings last here (the scale-ups' rhythm).
+	lifetimes consolidation.Lifetimes
+	// aborted: when each command (by Key) last aborted; it is not tried
+	// again within abortBackoff, so a replacement that never becomes
+	// usable is not bought again and again.
+	aborted map[string]time.Time
+	// unprofitable: the keys of the commands refused last loop for not
+	// paying, so each refusal is counted once while it lasts.
+	unprofitable map[string]bool
 }
+
+// abortBackoff is how long an aborted command is not tried again.
+const abortBackoff = time.Hour
 
 // consolidator returns the consolidation state, built on first use.
 func (a *Autoscaler) consolidator() *consolidationState {
@@ -52,9 +63,11 @@ func (a *Autoscaler) consolidator() *consolidationState {
 	// register and become ready.
 	timeout := a.opts.NodeGroupDefaults.MaxNodeProvisionTime + a.opts.MaxNodeStartupTime
 	cs := &consolidationState{
-		exec:   consolidation.NewExecutor(a.scaleUp, a.actuator, timeout),
-		stab:   consolidation.NewStabilizer(a.opts.Consolidation.StabilizationWindow),
-		report: a.report,
+		exec:    consolidation.NewExecutor(a.scaleUp, a.actuator, timeout),
+		stab:    consolidation.NewStabilizer(a.opts.Consolidation.StabilizationWindow),
+		report:  a.report,
+		moved:   consolidation.NewLedger(a.opts.Consolidation.WorkloadCooldown),
+		aborted: map[string]time.Time{},
 	}
 	// The ends of the old nodes' removals move a draining command on.
 	a.removals.AddListener(cs.exec.RemovalEnded)
@@ -66,12 +79,13 @@ func (a *Autoscaler) consolidator() *consolidationState {
 // flight on, or, when none is, plans one on this iteration's snapshot and
 // starts it once it has held for the stabilization window, inside the
 // windows, with no scale-up recent or in progress (docs/consolidation.md).
-func (a *Autoscaler) consolidationPhase(ctx context.Context, sim iterationSimulation, c clusterView, now time.Time) {
+func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimulation, c clusterView, now time.Time) {
 	if !a.opts.Consolidation.Enabled {
 		return
 	}
 	cs := a.consolidator()
 	cs.planned = nil
+	cs.prune(now)
 	defer cs.publish()
 	snap, err := sim.snapshot()
 	if err != nil {
@@ -79,10 +93,13 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim iterationSimula
 		return
 	}
 	view := consolidation.View{
-		Nodes: c.nodes, PodsByNode: podsByNode(sim.placed), Ready: schedulableReady, Snapshot: snap, Checker: a.checker,
+		Nodes: c.nodes, PodsByNode: podsByNode(sim.placed), Ready: a.usable(now), Snapshot: snap, Checker: a.checker,
 		DrainOptions: drain.NewOptions(a.opts, a.controllerReplicas), PDBs: c.pdbs, Now: now,
 	}
-	cs.record(cs.exec.Step(ctx, view))
+	if _, drains := a.removals.InFlight(); drains > 0 {
+		view.Busy = fmt.Sprintf("scale-down is draining %d node(s)", drains)
+	}
+	cs.record(cs.exec.Step(ctx, view), now)
 	if cmd, phase, since := cs.exec.InFlight(); cmd != nil {
 		cs.set(string(phase), since)
 		return
@@ -106,7 +123,7 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim iterationSimula
 	}
 	if isNew {
 		klog.InfoS("Consolidation: planned", "command", cmd.String(), "actsAfter", a.opts.Consolidation.StabilizationWindow)
-		cs.record([]consolidation.Outcome{{Command: *cmd, Result: consolidation.Planned}})
+		cs.record([]consolidation.Outcome{{Command: *cmd, Result: consolidation.Planned}}, now)
 	}
 	if !ready {
 		cs.planned = cmd
@@ -117,10 +134,7 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim iterationSimula
 	// just before it acts.
 	cs.stab.Reset()
 	a.acted = true
-	if cs.movedSince.IsZero() {
-		cs.movedSince = now
-	}
-	cs.record(cs.exec.Start(ctx, *cmd, view))
+	cs.record(cs.exec.Start(ctx, *cmd, view), now)
 	if cur, phase, since := cs.exec.InFlight(); cur != nil {
 		cs.set(string(phase), since)
 	} else {
@@ -149,7 +163,7 @@ func (a *Autoscaler) consolidationWait(now time.Time) string {
 
 // planConsolidation gathers the planner's input (candidates with their
 // prices, replacements, the budget) and plans.
-func (a *Autoscaler) planConsolidation(view consolidation.View, sim iterationSimulation, c clusterView, now time.Time) *consolidation.Command {
+func (a *Autoscaler) planConsolidation(view consolidation.View, sim *iterationSimulation, c clusterView, now time.Time) *consolidation.Command {
 	pm, err := a.provider.Pricing()
 	if err != nil {
 		klog.V(2).InfoS("Consolidation: the provider prices no node; skipped", "err", err)
@@ -163,9 +177,10 @@ func (a *Autoscaler) planConsolidation(view consolidation.View, sim iterationSim
 		}
 		return consolidation.Group{ID: gs.Group.Id(), Consolidate: gs.Options.Consolidate}, true
 	}
+	cs := a.consolidator()
 	cands, skipped := consolidation.Candidates(consolidation.CandidateInput{
-		Nodes: c.nodes, PodsByNode: view.PodsByNode, GroupOf: groupOf, Ready: schedulableReady, Price: price, BeingDeleted: sim.beingDeleted,
-		MovedSince: a.consolidator().movedSince,
+		Nodes: c.nodes, PodsByNode: view.PodsByNode, GroupOf: groupOf, Ready: view.Ready, Price: price, BeingDeleted: sim.beingDeleted,
+		Held: sim.held, Moved: func(p *apiv1.Pod) bool { return cs.moved.Recent(p, now) },
 	})
 	for _, s := range skipped {
 		klog.V(4).InfoS("Consolidation: not a candidate", "node", s.Node, "why", s.Why)
@@ -179,11 +194,17 @@ func (a *Autoscaler) planConsolidation(view consolidation.View, sim iterationSim
 		id := gs.Group.Id()
 		removable[id] = gs.Target - gs.Group.MinSize() - a.removals.DeletingInGroup(id)
 	}
-	return consolidation.Plan(consolidation.Input{
+	quotas := sim.quotas
+	co := a.opts.Consolidation
+	d := consolidation.Decide(consolidation.Input{
 		Snapshot: view.Snapshot, Checker: a.checker, DrainOptions: view.DrainOptions, PDBs: c.pdbs,
-		Candidates: cands, Replacements: a.replacements(c, pm, now), Removable: removable,
-		Threshold: a.opts.Consolidation.SavingsThreshold, MaxNodes: a.opts.Consolidation.MaxDisrupted.Nodes(fleet), Now: now,
+		Candidates: cands, Replacements: a.replacements(c, pm, now), Removable: removable, Quotas: &quotas,
+		Threshold: co.SavingsThreshold, MaxNodes: co.MaxDisrupted.Nodes(fleet), Now: now,
+		Cost:      consolidation.CostModel{Horizon: cs.lifetimes.Horizon(now, co.SavingHorizon), EvictionCost: co.EvictionCost},
+		BackedOff: func(key string) bool { at, ok := cs.aborted[key]; return ok && now.Sub(at) < abortBackoff },
 	})
+	cs.refused(d.Unprofitable)
+	return d.Command
 }
 
 // replacements lists the nodes a command may add, cheapest first: a node
@@ -249,23 +270,64 @@ func (a *Autoscaler) replacements(c clusterView, pm cloudprovider.PricingModel, 
 	return out
 }
 
-// schedulableReady tells a node that is Ready and not cordoned.
-func schedulableReady(n *apiv1.Node) bool {
-	ready, _ := clusterstate.NodeReadiness(n)
-	return ready && !n.Spec.Unschedulable
+// usable is the readiness rule consolidation shares with the cluster
+// state registry (Registry.IsReady: startup taints and devices included),
+// and not cordoned: a node pods can be moved to, or from which they may be
+// moved.
+func (a *Autoscaler) usable(now time.Time) func(*apiv1.Node) bool {
+	return func(n *apiv1.Node) bool { return !n.Spec.Unschedulable && a.registry.IsReady(n, now) }
 }
 
-// record hands outcomes to the reporter and keeps the last result and the
-// savings for the status section.
-func (cs *consolidationState) record(outcomes []consolidation.Outcome) {
+// noteScaleUp records a scale-up: consolidation's stabilization and
+// scale-down's delay count from it, and it is a sample of how long
+// savings last.
+func (a *Autoscaler) noteScaleUp(now time.Time) {
+	a.lastScaleUp = now
+	if a.opts.Consolidation.Enabled {
+		a.consolidator().lifetimes.ScaledUp(now)
+	}
+}
+
+// record hands outcomes to the reporter and keeps the last result, the
+// savings, the workloads moved and the commands aborted.
+func (cs *consolidationState) record(outcomes []consolidation.Outcome, now time.Time) {
 	for _, o := range outcomes {
 		cs.report.Consolidation(o)
 		switch o.Result {
+		case consolidation.DrainStarted:
+			cs.moved.Record(o.Evicted, now)
 		case consolidation.Succeeded:
 			cs.savings += o.Command.Saving
 			cs.lastResult = "succeeded: " + o.Command.String()
 		case consolidation.Aborted:
+			cs.aborted[o.Command.Key()] = now
 			cs.lastResult = "aborted: " + o.Command.String() + ": " + o.Reason
+		}
+	}
+}
+
+// refused reports the commands refused because they do not pay, each once
+// while it is refused loop after loop.
+func (cs *consolidationState) refused(cmds []consolidation.Command) {
+	seen := make(map[string]bool, len(cmds))
+	for _, c := range cmds {
+		k := c.Key()
+		seen[k] = true
+		if !cs.unprofitable[k] {
+			klog.V(2).InfoS("Consolidation: refused, the saving does not pay for the disruption", "command", c.String())
+			cs.report.Consolidation(consolidation.Outcome{Command: c, Result: consolidation.Unprofitable})
+		}
+	}
+	cs.unprofitable = seen
+}
+
+// prune forgets what is older than its window: the ledger's workloads and
+// the aborted commands past their backoff.
+func (cs *consolidationState) prune(now time.Time) {
+	cs.moved.Prune(now)
+	for k, at := range cs.aborted {
+		if now.Sub(at) >= abortBackoff {
+			delete(cs.aborted, k)
 		}
 	}
 }

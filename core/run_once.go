@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -66,15 +67,20 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	}
 	if scaledUp {
 		a.acted = true
-		a.lastScaleUp = now
+		a.noteScaleUp(now)
 		a.report.ScaledUp(now)
 		klog.V(1).InfoS("Scale-down skipped: this iteration scaled up")
 		return nil
 	}
-	if err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
+	started, err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
 		Snapshot: sim.snapshot, PodsByNode: podsByNode(sim.placed), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted,
-		Quotas: sim.quotas, Now: now, DRA: c.dra,
-	}); err != nil {
+		Held: sim.held, Quotas: sim.quotas, Now: now, DRA: c.dra,
+	})
+	if err != nil {
+		return err
+	}
+	// Consolidation plans on the cluster scale-down leaves.
+	if err := sim.remove(heldByScaleDown, started, c.nodes); err != nil {
 		return err
 	}
 	a.consolidationPhase(ctx, sim, c, now)
@@ -191,42 +197,103 @@ func (a *Autoscaler) healthCheck(now time.Time) (clusterstate.Readiness, bool) {
 // framework's bookkeeping) is the costliest part of an iteration; it is
 // built on first use, only when pending pods or scale-down candidates need
 // a simulation.
+//
+// It is the one view the loop's phases share: what a phase removes is
+// taken out of it (remove) before the next phase plans, and the nodes a
+// phase holds are listed in held, so no node is acted on by two phases
+// in one loop.
 type iterationSimulation struct {
 	beingDeleted map[string]bool
-	placed       []*apiv1.Pod
-	snapshot     func() (*simulator.ClusterSnapshot, error)
+	// held: node name to the phase that acted on it this loop or holds it
+	// (a consolidation command in flight).
+	held     map[string]string
+	placed   []*apiv1.Pod
+	snapshot func() (*simulator.ClusterSnapshot, error)
+	// built: the snapshot was built (its iteration layer is in use).
+	built bool
 	// quotas counts the live nodes against the cluster-wide limits.
 	quotas resourcequotas.Tracker
 }
 
-func (a *Autoscaler) newIterationSimulation(c clusterView) iterationSimulation {
-	sim := iterationSimulation{
+// The phases that hold nodes, as iterationSimulation.held names them.
+const (
+	heldByScaleDown     = "scale-down"
+	heldByConsolidation = "a consolidation command in flight"
+)
+
+func (a *Autoscaler) newIterationSimulation(c clusterView) *iterationSimulation {
+	sim := &iterationSimulation{
 		beingDeleted: a.removals.BeingDeleted(),
+		held:         map[string]string{},
 		placed:       drain.WithoutExpendable(c.pods, a.opts.ExpendablePodsPriorityCutoff),
+	}
+	if a.consolidation != nil {
+		for _, n := range a.consolidation.exec.Held(c.nodes) {
+			sim.held[n] = heldByConsolidation
+		}
 	}
 	sim.quotas = resourcequotas.NewTracker(c.limits, c.nodes, sim.beingDeleted)
 	a.report.Usage(sim.quotas)
-	live := resourcequotas.LiveNodes(c.nodes, sim.beingDeleted)
-	built := false
 	sim.snapshot = func() (*simulator.ClusterSnapshot, error) {
-		if !built {
+		if !sim.built {
+			live := resourcequotas.LiveNodes(c.nodes, sim.beingDeleted)
 			if err := a.sync.begin(live, sim.placed, c.newDRA()); err != nil {
 				a.sync.invalidate()
 				return nil, report.InternalError(fmt.Errorf("building cluster snapshot: %w", err))
 			}
-			built = true
+			sim.built = true
 		}
 		return a.snapshot, nil
 	}
 	return sim
 }
 
-// scaleDownPhase removes unneeded nodes (unless --scale-down-enabled=false).
-func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInput) error {
+// remove records that phase started removing the named nodes: the later
+// phases neither count them against the limits nor place pods on them,
+// and none acts on them.
+func (sim *iterationSimulation) remove(phase string, names []string, nodes []*apiv1.Node) error {
+	if len(names) == 0 {
+		return nil
+	}
+	sim.beingDeleted = maps.Clone(sim.beingDeleted)
+	if sim.beingDeleted == nil {
+		sim.beingDeleted = map[string]bool{}
+	}
+	gone := make(map[string]bool, len(names))
+	for _, name := range names {
+		sim.held[name] = phase
+		gone[name] = true
+	}
+	for _, n := range nodes {
+		if gone[n.Name] && !sim.beingDeleted[n.Name] {
+			sim.quotas.Remove(n)
+			sim.beingDeleted[n.Name] = true
+		}
+	}
+	if !sim.built {
+		return nil // built later without them
+	}
+	snap, err := sim.snapshot()
+	if err != nil {
+		return err
+	}
+	for name := range gone {
+		if snap.HasNode(name) {
+			if err := snap.RemoveNode(name); err != nil {
+				return report.InternalError(fmt.Errorf("taking node %s out of the snapshot: %w", name, err))
+			}
+		}
+	}
+	return nil
+}
+
+// scaleDownPhase removes unneeded nodes (unless --scale-down-enabled=false)
+// and returns the nodes whose removal it started.
+func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInput) ([]string, error) {
 	if !a.opts.ScaleDownEnabled {
 		klog.V(2).InfoS("Scale-down disabled", "scaleDownEnabled", false)
 		a.report.ScaleDownOff()
-		return nil
+		return nil, nil
 	}
 	// The removals it starts report their steps to the reporter as they
 	// happen; the pass's own result is recorded here.
@@ -236,7 +303,7 @@ func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInp
 	removals, _ := a.removals.InFlight()
 	a.report.PendingDeletions(removals)
 	if err != nil {
-		return report.InternalError(fmt.Errorf("scale-down: %w", err))
+		return nil, report.InternalError(fmt.Errorf("scale-down: %w", err))
 	}
 	// A removal started is no reason for a follow-up iteration: the end of
 	// each removal wakes the loop (RemovalDone), and the next unneeded node
@@ -245,7 +312,7 @@ func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInp
 	if res.Started() {
 		a.report.ScaleDownStarted(in.Now)
 	}
-	return nil
+	return append(slices.Clip(res.Empty), res.Drained...), nil
 }
 
 // minSizePhase, with --enforce-node-group-min-size, raises node groups whose
@@ -261,7 +328,7 @@ func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroup
 	}
 	if done := a.scaleUp.ScaleUpToMinSize(quotas, templates, now); len(done) > 0 {
 		a.acted = true
-		a.lastScaleUp = now
+		a.noteScaleUp(now)
 		a.report.ScaledUp(now)
 	}
 }
@@ -270,7 +337,7 @@ func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroup
 // upcoming nodes. Pods that fit existing nodes stay placed in the snapshot
 // (the scheduler will bind them there), so scale-down sees that load too;
 // so do the pods being evicted from nodes under drain.
-func (a *Autoscaler) scaleUpPhase(sim iterationSimulation, c clusterView, groups []clusterstate.NodeGroupState,
+func (a *Autoscaler) scaleUpPhase(sim *iterationSimulation, c clusterView, groups []clusterstate.NodeGroupState,
 	total clusterstate.Readiness, now time.Time) (bool, error) {
 	snapshot := sim.snapshot
 	pending := scaleup.FilterPendingPods(c.pods, a.opts, now, nodeNames(c.nodes))

@@ -7,7 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 var (
 	consolidationCommands = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: caNamespace, Name: "consolidation_commands_total",
-		Help: "Consolidation commands by kind (delete, replace) and result (planned, succeeded, aborted).",
+		Help: "Consolidation commands by kind (delete, replace) and result (planned, succeeded, aborted, unprofitable: refused because its saving over the horizon does not pay for its disruption).",
 	}, []string{"kind", "result"})
 	// A gauge, not a counter: its value is a rate in USD per hour (what
 	// the cluster costs less per hour thanks to the commands that
@@ -23,11 +23,21 @@ var (
 // Values of consolidation_commands_total's labels.
 var (
 	consolidationKinds   = []string{"delete", "replace"}
-	consolidationResults = []string{"planned", "succeeded", "aborted"}
+	consolidationResults = []string{"planned", "succeeded", "aborted", "unprofitable"}
 )
 
+var consolidationEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: caNamespace, Name: "consolidation_evictions_total",
+	Help: "Pods consolidation evicted, by the kind of their workload (Deployment, StatefulSet, Job, ...; \"\" for none).",
+}, []string{"owner_kind"})
+
 func consolidationCollectors() []prometheus.Collector {
-	return []prometheus.Collector{consolidationCommands, consolidationSavings}
+	return []prometheus.Collector{consolidationCommands, consolidationSavings, consolidationEvictions}
+}
+
+// RegisterConsolidationEviction counts a pod consolidation evicts.
+func RegisterConsolidationEviction(ownerKind string) {
+	consolidationEvictions.WithLabelValues(ownerKind).Inc()
 }
 
 // preCreateConsolidation exports every series at 0, so rate() and alerts

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 
@@ -30,10 +29,13 @@ type CandidateInput struct {
 	// Price is a node's hourly price in USD.
 	Price        func(*apiv1.Node) (float64, error)
 	BeingDeleted map[string]bool
-	// MovedSince is when consolidation first started a command (zero if
-	// never): a pod created after it, on a node created before the pod, may
-	// have been moved there by a command, and its node is no candidate.
-	MovedSince time.Time
+	// Held are the nodes another phase of this loop acted on or holds
+	// (node name to phase): never a candidate.
+	Held map[string]string
+	// Moved tells a pod whose workload consolidation moved within its
+	// cooldown (Ledger.Recent; nil: none): its node is no candidate, so
+	// no workload is disrupted twice within it.
+	Moved func(*apiv1.Pod) bool
 }
 
 // Skipped is a node of a consolidatable group that is no candidate, and why.
@@ -55,6 +57,8 @@ func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
 		}
 		why := ""
 		switch {
+		case in.Held[n.Name] != "":
+			why = "held by " + in.Held[n.Name] + " in this loop"
 		case in.BeingDeleted[n.Name] || clusterstate.HasToBeDeletedTaint(n):
 			why = "being removed"
 		case drain.NodeNotToDisrupt(n):
@@ -79,21 +83,18 @@ func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
 			skipped = append(skipped, Skipped{Node: n.Name, Why: why})
 			continue
 		}
-		moving, moved := 0, 0
-		for _, p := range pods {
-			if drain.IsDaemonSetPod(p) || drain.IsMirrorPod(p) {
-				continue
-			}
-			moving++
-			if !in.MovedSince.IsZero() && p.CreationTimestamp.After(in.MovedSince) && p.CreationTimestamp.After(n.CreationTimestamp.Time) {
+		moving := movable(pods)
+		moved := 0
+		for _, p := range moving {
+			if in.Moved != nil && in.Moved(p) {
 				moved++
 			}
 		}
 		if moved > 0 {
-			skipped = append(skipped, Skipped{Node: n.Name, Why: fmt.Sprintf("holds %d pod(s) created since consolidation started moving pods: none is moved twice", moved)})
+			skipped = append(skipped, Skipped{Node: n.Name, Why: fmt.Sprintf("holds %d pod(s) of workloads consolidation moved within --consolidation-workload-cooldown", moved)})
 			continue
 		}
-		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: moving})
+		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: len(moving), Moving: moving})
 	}
 	slices.SortStableFunc(out, func(a, b Candidate) int {
 		if a.Pods != b.Pods {

@@ -40,9 +40,11 @@ type Candidate struct {
 	GroupID string
 	// Price is the node's hourly price in USD.
 	Price float64
-	// Pods are the pods that would have to move (for ordering and the
-	// quick fit check; the simulation decides).
-	Pods int
+	// Pods counts the pods that would have to move (for ordering; the
+	// simulation decides where they go), Moving lists them (the drain
+	// evicts them; the cost model prices them).
+	Pods   int
+	Moving []*apiv1.Pod
 }
 
 // Replacement is a kind of node a command may add: a node group, existing
@@ -70,6 +72,8 @@ type Command struct {
 	// RemovedPrice is the hourly price of the nodes removed; Saving what
 	// the cluster costs less per hour once the command is done.
 	RemovedPrice, Saving float64
+	// Appraisal weighs the saving against the disruption (CostModel).
+	Appraisal Appraisal
 }
 
 // Key identifies a command across loops: the same kind on the same nodes
@@ -99,5 +103,9 @@ func (c Command) String() string {
 	if c.Replacement != nil {
 		s += fmt.Sprintf(" by %d %s", c.Count, c.Replacement.Size)
 	}
-	return s + fmt.Sprintf(", saving $%.4f/h of $%.4f/h", c.Saving, c.RemovedPrice)
+	s += fmt.Sprintf(", saving $%.4f/h of $%.4f/h", c.Saving, c.RemovedPrice)
+	if c.Appraisal.Horizon > 0 {
+		s += ": " + c.Appraisal.String()
+	}
+	return s
 }

@@ -39,11 +39,17 @@ const (
 	// Planned: proposed for the first time (it acts once it has held for
 	// the stabilization window).
 	Planned Result = "planned"
+	// DrainStarted: the old nodes were handed to the drain; Evicted lists
+	// the pods it evicts.
+	DrainStarted Result = "drain-started"
 	// Succeeded: every removed node was deleted.
 	Succeeded Result = "succeeded"
 	// Aborted: stopped before its end; what it did is left as ordinary
 	// nodes (see Executor).
 	Aborted Result = "aborted"
+	// Unprofitable: refused by the planner because its saving over the
+	// horizon does not pay for its disruption (see CostModel).
+	Unprofitable Result = "unprofitable"
 )
 
 // Outcome is what became of a command, for core/report.
@@ -52,6 +58,8 @@ type Outcome struct {
 	Result  Result
 	// Reason says why a command was aborted.
 	Reason string
+	// Evicted are the pods a Draining command evicts.
+	Evicted []*apiv1.Pod
 }
 
 // Phase is where a command in flight stands.
@@ -76,7 +84,11 @@ type View struct {
 	Checker      *simulator.PredicateChecker
 	DrainOptions drain.Options
 	PDBs         []*policyv1.PodDisruptionBudget
-	Now          time.Time
+	// Busy says why the old nodes must not be drained in this loop (""
+	// when they may): scale-down's drains are in flight, and their pods
+	// need room the simulation does not see.
+	Busy string
+	Now  time.Time
 }
 
 // Executor carries out one command at a time, make before break, across
@@ -161,8 +173,7 @@ func (e *Executor) Start(ctx context.Context, cmd Command, v View) []Outcome {
 	e.cur = &inFlight{cmd: cmd, since: v.Now, ended: map[string]deletiontracker.Outcome{}}
 	e.mu.Unlock()
 	if cmd.Kind == Delete {
-		e.drain(ctx, v)
-		return nil
+		return e.drain(ctx, v)
 	}
 	known := make(map[string]bool, len(v.Nodes))
 	for _, n := range v.Nodes {
@@ -208,12 +219,15 @@ func (e *Executor) stepProvisioning(ctx context.Context, cur *inFlight, v View) 
 	if why := stillDisruptable(cmd, v); why != "" {
 		return e.abort(why)
 	}
+	if v.Busy != "" {
+		klog.V(2).InfoS("Consolidation: the replacement is Ready; the drain waits", "command", cmd.String(), "why", v.Busy)
+		return nil
+	}
 	// The replacement is real now: the pods must fit the cluster as it is.
 	if ok, why := Fits(v.Snapshot, v.Checker, v.DrainOptions, v.PDBs, cmd.Remove, nil, v.Now); !ok {
 		return e.abort("the old nodes' pods no longer fit once the replacement is Ready: " + why)
 	}
-	e.drain(ctx, v)
-	return nil
+	return e.drain(ctx, v)
 }
 
 func (e *Executor) stepDraining(cur *inFlight) []Outcome {
@@ -238,12 +252,13 @@ func (e *Executor) stepDraining(cur *inFlight) []Outcome {
 }
 
 // drain hands the old nodes to the drain (taint, evict, delete).
-func (e *Executor) drain(ctx context.Context, v View) {
+func (e *Executor) drain(ctx context.Context, v View) []Outcome {
 	e.mu.Lock()
 	e.cur.phase, e.cur.since = Draining, v.Now
 	cmd := e.cur.cmd
 	e.mu.Unlock()
 	nodes := make([]*scaledown.UnneededNode, len(cmd.Remove))
+	var evicted []*apiv1.Pod
 	for i, c := range cmd.Remove {
 		n := c.Node
 		for _, cur := range v.Nodes {
@@ -252,9 +267,11 @@ func (e *Executor) drain(ctx context.Context, v View) {
 			}
 		}
 		nodes[i] = &scaledown.UnneededNode{Node: n, GroupID: c.GroupID, Since: v.Now, PodsToEvict: movable(v.PodsByNode[n.Name])}
+		evicted = append(evicted, nodes[i].PodsToEvict...)
 	}
-	klog.InfoS("Consolidation: draining the old nodes", "command", cmd.String())
+	klog.InfoS("Consolidation: draining the old nodes", "command", cmd.String(), "pods", len(evicted))
 	e.drainer.Drain(ctx, nodes)
+	return []Outcome{{Command: cmd, Result: DrainStarted, Evicted: evicted}}
 }
 
 func (e *Executor) abort(why string) []Outcome {
@@ -264,6 +281,28 @@ func (e *Executor) abort(why string) []Outcome {
 	e.mu.Unlock()
 	klog.InfoS("Consolidation: aborted before any pod moved", "command", cmd.String(), "why", why)
 	return []Outcome{{Command: cmd, Result: Aborted, Reason: why}}
+}
+
+// Held returns the nodes the command in flight holds, which no other
+// phase may act on: the nodes it removes and, for a Replace, the nodes
+// of the replacement's size that came since it was asked for (nil when
+// idle).
+func (e *Executor) Held(nodes []*apiv1.Node) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cur == nil {
+		return nil
+	}
+	out := e.cur.cmd.NodeNames()
+	if e.cur.cmd.Replacement != nil && e.cur.known != nil {
+		size := e.cur.cmd.Replacement.Template.Node().Labels[apiv1.LabelInstanceTypeStable]
+		for _, n := range nodes {
+			if !e.cur.known[n.Name] && (size == "" || n.Labels[apiv1.LabelInstanceTypeStable] == size) {
+				out = append(out, n.Name)
+			}
+		}
+	}
+	return out
 }
 
 // newReadyNodes counts the Ready nodes that were not there when the

@@ -113,8 +113,8 @@ func TestExecutorReplaceMakesBeforeBreak(t *testing.T) {
 	}
 	c.addReplacementNode("new-1")
 	dr.outcomes["big"] = deletiontracker.Deleted
-	if out := e.Step(ctx, c.view(t, t0.Add(4*time.Minute))); out != nil {
-		t.Fatalf("step with the new node: %v", out)
+	if out := e.Step(ctx, c.view(t, t0.Add(4*time.Minute))); len(out) != 1 || out[0].Result != DrainStarted || len(out[0].Evicted) != 1 {
+		t.Fatalf("step with the new node: %v, want the drain started with big's one pod", out)
 	}
 	if strings.Join(dr.drained, ",") != "big" {
 		t.Fatalf("drained %v, want big", dr.drained)
@@ -226,5 +226,35 @@ func TestExecutorDelete(t *testing.T) {
 				t.Fatalf("got %+v, want %s", out, tc.want)
 			}
 		})
+	}
+}
+
+// A command in flight holds its old nodes and the new nodes of its
+// replacement's size from the other phases, and does not drain while
+// scale-down's drains are in flight: their pods need room its simulation
+// does not see.
+func TestExecutorHoldsItsNodesAndWaitsForScaleDownDrains(t *testing.T) {
+	c, cmd := replaceSetup(t)
+	e, _, dr := newTestExecutor()
+	ctx := context.Background()
+	if held := e.Held(c.nodes); held != nil {
+		t.Fatalf("idle executor holds %v", held)
+	}
+	e.Start(ctx, cmd, c.view(t, sdtest.T0))
+	if held := e.Held(c.nodes); strings.Join(held, ",") != "big" {
+		t.Fatalf("while provisioning it holds %v, want big", held)
+	}
+	c.addReplacementNode("new-1")
+	c.node("other", 4000, 2) // another size: not the command's
+	if held := e.Held(c.nodes); strings.Join(held, ",") != "big,new-1" {
+		t.Fatalf("with the replacement registered it holds %v, want big,new-1", held)
+	}
+	v := c.view(t, sdtest.T0.Add(time.Minute))
+	v.Busy = "scale-down is draining 1 node(s)"
+	if out := e.Step(ctx, v); out != nil || len(dr.drained) != 0 {
+		t.Fatalf("drained %v (outcomes %v) while scale-down drains", dr.drained, out)
+	}
+	if out := e.Step(ctx, c.view(t, sdtest.T0.Add(2*time.Minute))); len(out) != 1 || out[0].Result != DrainStarted || strings.Join(dr.drained, ",") != "big" {
+		t.Fatalf("once scale-down's drains ended: %v, drained %v; want big drained", out, dr.drained)
 	}
 }

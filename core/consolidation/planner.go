@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
@@ -26,7 +27,8 @@ const maxSingleNode = 20
 type Input struct {
 	// Snapshot holds the registered nodes not being removed with their
 	// pods (and the pods the iteration placed: pending pods that fit,
-	// bookings). Plan forks it and leaves it as it found it.
+	// bookings), without the nodes the loop's other phases removed. Plan
+	// forks it and leaves it as it found it.
 	Snapshot *simulator.ClusterSnapshot
 	Checker  *simulator.PredicateChecker
 	// DrainOptions are scale-down's drain rules.
@@ -39,70 +41,121 @@ type Input struct {
 	// Removable is, per group, how many nodes may go before it reaches its
 	// min size.
 	Removable map[string]int
+	// Quotas counts the cluster against its limits (--max-nodes-total,
+	// --cores-total, --memory-total) as the loop's earlier phases left it;
+	// nil: no limits. A replacement is added before the nodes it replaces
+	// go, so it must fit under the maxima with them; what a command
+	// removes must leave the cluster at or above the minimums.
+	Quotas *resourcequotas.Tracker
 	// Threshold is the least saving, as a fraction of the removed nodes'
 	// price (--consolidation-savings-threshold).
 	Threshold float64
+	// Cost weighs each command's saving against its disruption.
+	Cost CostModel
+	// BackedOff tells a command (by Key) not to be tried again yet: one
+	// aborted recently (nil: none).
+	BackedOff func(key string) bool
 	// MaxNodes bounds the nodes one command removes (the disruption
 	// budget left).
 	MaxNodes int
 	Now      time.Time
 }
 
-// Plan proposes one command, nil when none saves enough: first a
-// multi-node command (the largest set of candidates, in order, whose pods
-// fit on the other nodes, or on them and one cheaper new node), else a
-// single-node one (a candidate whose pods fit on the others, or on one
-// cheaper new node). Every command is validated by the removal simulation
-// scale-down uses: the same drain rules, PDBs (one allowing no disruption
-// blocks; see evictedInTurn), DRA claims and the room the snapshot's booked
-// pods hold.
-func Plan(in Input) *Command {
+// Decision is what Plan chose, and the commands it refused because they
+// would not pay for their disruption.
+type Decision struct {
+	Command      *Command
+	Unprofitable []Command
+}
+
+// Plan proposes one command, nil when none saves enough and pays for its
+// disruption.
+func Plan(in Input) *Command { return Decide(in).Command }
+
+// Decide gathers every kind of command (see below), each validated by the
+// removal simulation scale-down uses (the same drain rules, PDBs with
+// evictedInTurn, DRA claims and the room the snapshot's booked pods hold)
+// and within the limits, and chooses by one measure, the appraisal's
+// value (saving over the horizon less the disruption's cost), whatever
+// their kind:
+//   - multi-node: each prefix of the candidates from two nodes up to the
+//     budget, deleted or replaced by one cheaper node;
+//   - single-node: each candidate alone;
+//   - beyond the budget: the first budget's worth of nodes of a larger
+//     merge, onto the node that would hold them all (see towards).
+//
+// A command whose appraisal does not pay is refused and listed.
+func Decide(in Input) Decision {
+	var d Decision
 	if in.MaxNodes <= 0 || len(in.Candidates) == 0 {
-		return nil
+		return d
 	}
 	p := planner{in: in}
-	c := p.multiNode()
-	if step := p.towards(c); step != nil {
-		return step
+	var options []*Command
+	options = append(options, p.multiNode()...)
+	options = append(options, p.singleNode()...)
+	options = append(options, p.towards())
+	for _, c := range options {
+		if c == nil {
+			continue
+		}
+		c.Appraisal = in.Cost.Appraise(c)
+		if !c.Appraisal.Pays() {
+			d.Unprofitable = append(d.Unprofitable, *c)
+			continue
+		}
+		if d.Command == nil || better(c, d.Command) {
+			d.Command = c
+		}
 	}
-	if c != nil {
-		return c
+	return d
+}
+
+// better orders commands by value, then by fewer evictions, then by key
+// (so that the same cluster gives the same command loop after loop, which
+// the stabilization window needs).
+func better(a, b *Command) bool {
+	if a.Appraisal.Value != b.Appraisal.Value {
+		return a.Appraisal.Value > b.Appraisal.Value
 	}
-	return p.singleNode()
+	if a.Appraisal.Evictions != b.Appraisal.Evictions {
+		return a.Appraisal.Evictions < b.Appraisal.Evictions
+	}
+	return a.Key() < b.Key()
 }
 
 type planner struct {
 	in Input
 }
 
-// multiNode tries every prefix of the candidates from two nodes up to
-// the budget and returns the command that saves most. Unlike Karpenter's
+// multiNode returns, for every prefix of the candidates from two nodes up
+// to the budget, the command that removes it. Unlike Karpenter's
 // multi-node consolidation it does not binary-search the prefix length:
 // the saving is not monotone in it (two nodes may fit one bigger node at
 // their own price and save nothing, where three save a third), so a
 // failed length says nothing of a longer one. The work is bounded by
 // maxMultiNode lengths, each a delete and at most one simulation per
 // replacement size.
-func (p *planner) multiNode() *Command {
+func (p *planner) multiNode() []*Command {
 	hi := min(len(p.in.Candidates), p.in.MaxNodes, maxMultiNode)
-	var best *Command
+	var out []*Command
 	for n := 2; n <= hi; n++ {
-		if c := p.best(p.in.Candidates[:n]); c != nil && (best == nil || c.Saving > best.Saving) {
-			best = c
-		}
+		out = append(out, p.best(p.in.Candidates[:n]))
 	}
-	return best
+	return out
 }
 
 // towards is the first step of a merge larger than the budget allows:
-// when replacing more candidates than MaxNodes by one node saves more
-// than within, the command that replaces the first MaxNodes of them by
-// that node, if it saves enough on its own. The node is then bigger than
-// those candidates need; the later commands delete the others onto its
-// free room, so no pod moves twice (Candidates leaves out the nodes
-// holding pods a command moved). within is the best command the budget allows, nil if
-// none.
-func (p *planner) towards(within *Command) *Command {
+// when replacing more candidates than MaxNodes by one node is possible,
+// the command that replaces the first MaxNodes of them by that node, if it
+// saves enough on its own. The node is then bigger than those candidates
+// need; later commands may delete the others onto its free room. It is
+// weighed by its own saving like every other command, never by the
+// saving of the merge it starts: a merge the budget does not allow may
+// never be finished (the load moves, a later command is refused), and a
+// cluster left half-way must not be dearer than the best command within
+// the budget would have left it.
+func (p *planner) towards() *Command {
 	budget := min(p.in.MaxNodes, maxMultiNode)
 	if budget < 1 || len(p.in.Candidates) <= budget {
 		return nil
@@ -113,42 +166,41 @@ func (p *planner) towards(within *Command) *Command {
 			target = c
 		}
 	}
-	if target == nil || target.Kind != Replace || (within != nil && target.Saving <= within.Saving) {
+	if target == nil || target.Kind != Replace {
 		return nil
 	}
-	set := target.Remove[:budget]
-	if step := p.replace(set, target.Replacement); step != nil {
-		return step
-	}
-	return nil
+	return p.replace(target.Remove[:budget], target.Replacement)
 }
 
-// singleNode tries the candidates one by one.
-func (p *planner) singleNode() *Command {
+// singleNode returns the command that removes each candidate alone (the
+// first maxSingleNode of them).
+func (p *planner) singleNode() []*Command {
+	var out []*Command
 	for i, c := range p.in.Candidates {
 		if i == maxSingleNode {
 			break
 		}
-		if cmd := p.best([]Candidate{c}); cmd != nil {
-			return cmd
-		}
+		out = append(out, p.best([]Candidate{c}))
 	}
-	return nil
+	return out
 }
 
 // best returns the command that removes set, deleting if the pods fit the
 // other nodes, else replacing by the cheapest replacement that saves
-// enough and holds them; nil when none.
+// enough, fits the limits and holds them; nil when none.
 func (p *planner) best(set []Candidate) *Command {
-	if !p.withinMinSizes(set) {
+	if !p.withinMinSizes(set) || p.belowMinimums(set) != "" {
 		return nil
 	}
 	removed := 0.0
 	for _, c := range set {
 		removed += c.Price
 	}
-	if ok, _ := p.fits(set, nil); ok {
-		return &Command{Kind: Delete, Remove: set, RemovedPrice: removed, Saving: removed}
+	del := &Command{Kind: Delete, Remove: set, RemovedPrice: removed, Saving: removed}
+	if !p.backedOff(del) {
+		if ok, _ := p.fits(set, nil); ok {
+			return del
+		}
 	}
 	for i := range p.in.Replacements {
 		if c := p.replace(set, &p.in.Replacements[i]); c != nil {
@@ -159,9 +211,9 @@ func (p *planner) best(set []Candidate) *Command {
 }
 
 // replace returns the command that replaces set by one node of r, nil
-// when it saves too little or set's pods do not fit.
+// when it saves too little, goes past a limit or set's pods do not fit.
 func (p *planner) replace(set []Candidate, r *Replacement) *Command {
-	if !p.withinMinSizes(set) {
+	if !p.withinMinSizes(set) || p.belowMinimums(set) != "" {
 		return nil
 	}
 	removed := 0.0
@@ -169,13 +221,49 @@ func (p *planner) replace(set []Candidate, r *Replacement) *Command {
 		removed += c.Price
 	}
 	saving := removed - r.Price
-	if r.Room < 1 || saving <= p.in.Threshold*removed {
+	if r.Room < 1 || saving <= p.in.Threshold*removed || !p.fitsMaxima(r) {
+		return nil
+	}
+	cmd := &Command{Kind: Replace, Remove: set, Replacement: r, Count: 1, RemovedPrice: removed, Saving: saving}
+	if p.backedOff(cmd) {
 		return nil
 	}
 	if ok, _ := p.fits(set, r); !ok {
 		return nil
 	}
-	return &Command{Kind: Replace, Remove: set, Replacement: r, Count: 1, RemovedPrice: removed, Saving: saving}
+	return cmd
+}
+
+func (p *planner) backedOff(c *Command) bool {
+	return p.in.BackedOff != nil && p.in.BackedOff(c.Key())
+}
+
+// fitsMaxima reports whether one node of r fits under the cluster-wide
+// maxima beside the nodes it replaces (make before break).
+func (p *planner) fitsMaxima(r *Replacement) bool {
+	if p.in.Quotas == nil {
+		return true
+	}
+	q := *p.in.Quotas
+	room, _ := q.Room(r.Template.Node(), 1)
+	return room >= 1
+}
+
+// belowMinimums names the cluster-wide minimum (cpu, memory) that
+// removing set would break, "" when none. A replacement adds back at
+// most what it removes, so deletes are checked without it, the safe side.
+func (p *planner) belowMinimums(set []Candidate) resourcequotas.Resource {
+	if p.in.Quotas == nil {
+		return ""
+	}
+	q := *p.in.Quotas
+	for _, c := range set {
+		if r := q.CheckRemoval(c.Node); r != "" {
+			return r
+		}
+		q.Remove(c.Node)
+	}
+	return ""
 }
 
 // withinMinSizes reports whether removing set leaves every group at or

@@ -122,13 +122,34 @@ func TestPlan(t *testing.T) {
 			c.node("b", 4000, 4, 2200)
 			c.node("c", 4000, 4, 2200)
 		}, cands: []string{"a", "b", "c"}, max: 3, thr: 0.1, repl: []Replacement{replacement("s-8vcpu", 8000, 8)}, want: "replace:a,b,c->1xs-8vcpu"},
-		{name: "a budget below the merge: the first nodes onto the node that holds them all", build: func(c *cluster) {
+		{name: "a budget below the merge: the step is weighed by its own saving", build: func(c *cluster) {
 			c.node("a", 4000, 4, 2200)
 			c.node("b", 4000, 4, 2200)
 			c.node("c", 4000, 4, 2200)
-			// Within the budget a,b on a 6-cpu node would save 2.5 (9.5 left);
-			// a,b on the 8-cpu node save 1 now and leave room for c's pod (7 left).
-		}, cands: []string{"a", "b", "c"}, max: 2, thr: 0.1, repl: []Replacement{replacement("s-6vcpu", 6000, 5.5), replacement("s-8vcpu", 8000, 7)}, want: "replace:a,b->1xs-8vcpu"},
+			// Within the budget a,b on a 6-cpu node save 2.5 now; a,b on the
+			// 8-cpu node save 1 now, and more only if a later command
+			// finishes the merge.
+		}, cands: []string{"a", "b", "c"}, max: 2, thr: 0.1, repl: []Replacement{replacement("s-6vcpu", 6000, 5.5), replacement("s-8vcpu", 8000, 7)}, want: "replace:a,b->1xs-6vcpu"},
+		{name: "a budget below the merge: the step when nothing within the budget saves", build: func(c *cluster) {
+			c.node("a", 4000, 4, 2200)
+			c.node("b", 4000, 4, 2200)
+			c.node("c", 4000, 4, 2200)
+		}, cands: []string{"a", "b", "c"}, max: 2, thr: 0.1, repl: []Replacement{replacement("s-8vcpu", 8000, 7)}, want: "replace:a,b->1xs-8vcpu"},
+		{name: "budget 1: deleting a node outright beats the first step of a merge", build: func(c *cluster) {
+			c.node("x", 4000, 8, 500)
+			c.node("a", 4000, 4, 2200)
+			c.node("b", 4000, 4, 2200)
+			c.node("c", 4000, 4, 2200)
+			// The merge of all four on the 8-cpu node saves 13; its first
+			// step (x onto it) saves 1 and buys a droplet; deleting x saves 8.
+		}, cands: []string{"x", "a", "b", "c"}, max: 1, thr: 0.1, repl: []Replacement{replacement("s-8vcpu", 8000, 7)}, want: "delete:x"},
+		{name: "budget 2: a single-node delete that saves more beats a multi-node replace", build: func(c *cluster) {
+			c.node("x", 4000, 8, 500)
+			c.node("a", 4000, 4, 2200)
+			c.node("b", 4000, 4, 2200)
+			c.node("c", 4000, 4, 2200)
+			// x,a onto a 4-cpu node save 6; deleting x alone saves 8.
+		}, cands: []string{"x", "a", "b", "c"}, max: 2, thr: 0.1, repl: []Replacement{replacement("s-4vcpu", 4000, 6), replacement("s-8vcpu", 8000, 7)}, want: "delete:x"},
 		{name: "a budget below the merge: the bigger node only if it saves enough now", build: func(c *cluster) {
 			c.node("a", 4000, 4, 2200)
 			c.node("b", 4000, 4, 2200)
@@ -188,30 +209,35 @@ func TestPlan(t *testing.T) {
 
 // After the first step of a merge larger than the budget, the next
 // command deletes the remaining node onto the new node's free room; the
-// new node, holding pods a command moved, is no candidate.
+// new node, holding pods of a workload a command moved within the
+// cooldown, is no candidate, and is one again once the cooldown is over.
 func TestPlanMergeContinuesOntoTheReplacement(t *testing.T) {
 	c := newCluster()
 	c.node("c", 4000, 4, 2200)
 	c.node("new", 8000, 7)
-	started := c.nodes[0].CreationTimestamp.Add(time.Hour)
-	c.nodes[1].CreationTimestamp.Time = started.Add(time.Minute)
+	var moved []*apiv1.Pod
 	for i := range 2 {
-		p := test.BuildScheduledPod(fmt.Sprintf("moved-%d", i), 2200, 64*test.MiB, "rs-app", "new")
-		p.CreationTimestamp.Time = started.Add(2 * time.Minute)
+		p := test.BuildScheduledPod(fmt.Sprintf("moved-%d", i), 2200, 64*test.MiB, "rs-moved", "new")
 		c.pods = append(c.pods, p)
+		moved = append(moved, p)
 	}
 	in := c.input(t, nil, 2, 0.1, replacement("s-2vcpu", 2000, 1), replacement("s-6vcpu", 6000, 5.5))
 	byNode := map[string][]*apiv1.Pod{}
 	for _, p := range c.pods {
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
-	cands, skipped := Candidates(CandidateInput{
-		Nodes: c.nodes, PodsByNode: byNode,
-		GroupOf:    func(string) (Group, bool) { return Group{ID: "g", Consolidate: true}, true },
-		Ready:      func(*apiv1.Node) bool { return true },
-		Price:      func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
-		MovedSince: started,
-	})
+	ledger := NewLedger(time.Hour)
+	ledger.Record(moved, sdtest.T0)
+	candidates := func(now time.Time) ([]Candidate, []Skipped) {
+		return Candidates(CandidateInput{
+			Nodes: c.nodes, PodsByNode: byNode,
+			GroupOf: func(string) (Group, bool) { return Group{ID: "g", Consolidate: true}, true },
+			Ready:   func(*apiv1.Node) bool { return true },
+			Price:   func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
+			Moved:   func(p *apiv1.Pod) bool { return ledger.Recent(p, now) },
+		})
+	}
+	cands, skipped := candidates(sdtest.T0.Add(59 * time.Minute))
 	if len(cands) != 1 || cands[0].Node.Name != "c" || len(skipped) != 1 || !strings.Contains(skipped[0].Why, "holds 2 pod(s)") {
 		t.Fatalf("candidates %v, skipped %v: want c, and new skipped for its 2 moved pods", cands, skipped)
 	}
@@ -219,15 +245,12 @@ func TestPlanMergeContinuesOntoTheReplacement(t *testing.T) {
 	if got := Plan(in); got == nil || got.Key() != "delete:c" {
 		t.Fatalf("got %v, want delete:c", got)
 	}
-	// Before any command, pods created after their node (they found room
-	// there) do not keep it.
-	if cands, _ := Candidates(CandidateInput{
-		Nodes: c.nodes, PodsByNode: byNode,
-		GroupOf: func(string) (Group, bool) { return Group{ID: "g", Consolidate: true}, true },
-		Ready:   func(*apiv1.Node) bool { return true },
-		Price:   func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
-	}); len(cands) != 2 {
-		t.Errorf("without a command started, %d candidates, want 2", len(cands))
+	if cands, _ := candidates(sdtest.T0.Add(time.Hour)); len(cands) != 2 {
+		t.Errorf("after the cooldown, %d candidates, want 2", len(cands))
+	}
+	ledger.Prune(sdtest.T0.Add(time.Hour))
+	if ledger.Len() != 0 {
+		t.Errorf("the ledger holds %d workloads after their cooldown, want 0", ledger.Len())
 	}
 }
 

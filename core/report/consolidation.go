@@ -31,6 +31,14 @@ func (r *Reporter) Consolidation(o consolidation.Outcome) {
 		metrics.AddConsolidationSavings(cmd.Saving)
 	case consolidation.Aborted:
 		typ, reason, msg = apiv1.EventTypeWarning, EventConsolidationAborted, "Consolidation aborted: "+cmd.String()+": "+o.Reason
+	case consolidation.DrainStarted:
+		for _, p := range o.Evicted {
+			metrics.RegisterConsolidationEviction(consolidation.WorkloadKind(p))
+		}
+		return
+	case consolidation.Unprofitable:
+		metrics.RegisterConsolidationCommand(string(cmd.Kind), string(o.Result))
+		return
 	default:
 		return
 	}

@@ -63,6 +63,10 @@ type PlannerInput struct {
 	PDBs       []*policyv1.PodDisruptionBudget
 	// BeingDeleted are the nodes being removed.
 	BeingDeleted map[string]bool
+	// Held are the nodes another phase holds (node name to phase: a
+	// consolidation command in flight): neither removed nor a place for
+	// the pods of nodes that are.
+	Held map[string]string
 	// Quotas counts the live nodes against the cluster-wide minimums.
 	Quotas resourcequotas.Tracker
 	Now    time.Time

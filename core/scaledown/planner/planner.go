@@ -122,12 +122,12 @@ func (p *Planner) sortCandidates(cands []candidate) {
 	})
 }
 
-// destinations are the nodes pods may move to: ready, schedulable and not
-// being removed.
+// destinations are the nodes pods may move to: ready, schedulable, not
+// being removed and not held by another phase.
 func destinations(in scaledown.PlannerInput) map[string]bool {
 	dest := map[string]bool{}
 	for _, n := range in.Nodes {
-		if in.BeingDeleted[n.Name] || clusterstate.HasToBeDeletedTaint(n) || n.Spec.Unschedulable {
+		if in.BeingDeleted[n.Name] || in.Held[n.Name] != "" || clusterstate.HasToBeDeletedTaint(n) || n.Spec.Unschedulable {
 			continue
 		}
 		if ready, _ := clusterstate.NodeReadiness(n); ready {
@@ -354,6 +354,10 @@ func (p *Planner) candidates(in scaledown.PlannerInput) []candidate {
 		}
 		if in.BeingDeleted[name] {
 			p.unremovable.add(name, simulator.CurrentlyBeingDeleted, "being removed")
+			continue
+		}
+		if phase := in.Held[name]; phase != "" {
+			p.unremovable.add(name, simulator.CurrentlyBeingDeleted, "held by "+phase)
 			continue
 		}
 		if clusterstate.HasToBeDeletedTaint(n) {
