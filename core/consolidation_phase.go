@@ -93,7 +93,7 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 		return
 	}
 	view := consolidation.View{
-		Nodes: c.nodes, PodsByNode: podsByNode(sim.placed), Ready: a.usable(now), Snapshot: snap, Checker: a.checker,
+		Nodes: c.nodes, PodsByNode: podsByNode(sim.placed), Ready: a.usable(now), GroupOf: a.registry.NodeGroupIDForNode, Snapshot: snap, Checker: a.checker,
 		DrainOptions: drain.NewOptions(a.opts, a.controllerReplicas), PDBs: c.pdbs, Now: now,
 	}
 	if _, drains := a.removals.InFlight(); drains > 0 {

@@ -79,6 +79,8 @@ type View struct {
 	PodsByNode map[string][]*apiv1.Pod
 	// Ready tells a node registered and ready to run pods.
 	Ready func(*apiv1.Node) bool
+	// GroupOf returns a node's node group ID ("" for none, or nil).
+	GroupOf func(node string) string
 	// For the simulation run again before the old nodes are drained.
 	Snapshot     *simulator.ClusterSnapshot
 	Checker      *simulator.PredicateChecker
@@ -285,9 +287,8 @@ func (e *Executor) abort(why string) []Outcome {
 
 // Held returns the nodes the command in flight holds, which no other
 // phase may act on: the nodes it removes and, for a Replace, the nodes
-// of the replacement's size that came since it was asked for (nil when
-// idle).
-func (e *Executor) Held(nodes []*apiv1.Node) []string {
+// of its replacement that came since it was asked for (nil when idle).
+func (e *Executor) Held(nodes []*apiv1.Node, groupOf func(string) string) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.cur == nil {
@@ -295,9 +296,8 @@ func (e *Executor) Held(nodes []*apiv1.Node) []string {
 	}
 	out := e.cur.cmd.NodeNames()
 	if e.cur.cmd.Replacement != nil && e.cur.known != nil {
-		size := e.cur.cmd.Replacement.Template.Node().Labels[apiv1.LabelInstanceTypeStable]
 		for _, n := range nodes {
-			if !e.cur.known[n.Name] && (size == "" || n.Labels[apiv1.LabelInstanceTypeStable] == size) {
+			if !e.cur.known[n.Name] && ofReplacement(n, e.cur.cmd.Replacement, groupOf) {
 				out = append(out, n.Name)
 			}
 		}
@@ -305,21 +305,25 @@ func (e *Executor) Held(nodes []*apiv1.Node) []string {
 	return out
 }
 
-// newReadyNodes counts the Ready nodes that were not there when the
-// replacement was asked for and are of its size (its instance type
-// label). They are found by size, not by group ID: a node pool created
-// with its answer lost is known by name until a listing shows its ID.
-func newReadyNodes(known map[string]bool, r *Replacement, v View) int {
+// ofReplacement tells a node of r: of its group, or of its size (its
+// instance type label): a node pool created with its answer lost is known
+// by name until a listing shows its ID, so its nodes have no group yet.
+func ofReplacement(n *apiv1.Node, r *Replacement, groupOf func(string) string) bool {
+	if groupOf != nil && r.Group != nil && groupOf(n.Name) == r.Group.Id() {
+		return true
+	}
 	size := r.Template.Node().Labels[apiv1.LabelInstanceTypeStable]
+	return size != "" && n.Labels[apiv1.LabelInstanceTypeStable] == size
+}
+
+// newReadyNodes counts the Ready nodes of the replacement (ofReplacement)
+// that were not there when it was asked for.
+func newReadyNodes(known map[string]bool, r *Replacement, v View) int {
 	n := 0
 	for _, node := range v.Nodes {
-		if known[node.Name] || !v.Ready(node) {
-			continue
+		if !known[node.Name] && v.Ready(node) && ofReplacement(node, r, v.GroupOf) {
+			n++
 		}
-		if size != "" && node.Labels[apiv1.LabelInstanceTypeStable] != size {
-			continue
-		}
-		n++
 	}
 	return n
 }

@@ -237,16 +237,16 @@ func TestExecutorHoldsItsNodesAndWaitsForScaleDownDrains(t *testing.T) {
 	c, cmd := replaceSetup(t)
 	e, _, dr := newTestExecutor()
 	ctx := context.Background()
-	if held := e.Held(c.nodes); held != nil {
+	if held := e.Held(c.nodes, nil); held != nil {
 		t.Fatalf("idle executor holds %v", held)
 	}
 	e.Start(ctx, cmd, c.view(t, sdtest.T0))
-	if held := e.Held(c.nodes); strings.Join(held, ",") != "big" {
+	if held := e.Held(c.nodes, nil); strings.Join(held, ",") != "big" {
 		t.Fatalf("while provisioning it holds %v, want big", held)
 	}
 	c.addReplacementNode("new-1")
 	c.node("other", 4000, 2) // another size: not the command's
-	if held := e.Held(c.nodes); strings.Join(held, ",") != "big,new-1" {
+	if held := e.Held(c.nodes, nil); strings.Join(held, ",") != "big,new-1" {
 		t.Fatalf("with the replacement registered it holds %v, want big,new-1", held)
 	}
 	v := c.view(t, sdtest.T0.Add(time.Minute))
