@@ -3,11 +3,15 @@ package consolidation
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
@@ -221,7 +225,7 @@ func (p *planner) replace(set []Candidate, r *Replacement) *Command {
 		removed += c.Price
 	}
 	saving := removed - r.Price
-	if r.Room < 1 || saving <= p.in.Threshold*removed || !p.fitsMaxima(r) {
+	if r.Room < 1 || saving <= p.in.Threshold*removed || !p.fitsMaxima(r) || !keepsTaints(set, r) {
 		return nil
 	}
 	cmd := &Command{Kind: Replace, Remove: set, Replacement: r, Count: 1, RemovedPrice: removed, Saving: saving}
@@ -232,6 +236,34 @@ func (p *planner) replace(set []Candidate, r *Replacement) *Command {
 		return nil
 	}
 	return cmd
+}
+
+// keepsTaints reports whether r's nodes carry every scheduling taint of
+// set's nodes: a pool tainted to keep other pods away (dedicated nodes)
+// is never replaced by a node without the taint, which would let any pod
+// in. The labels pods need are the simulation's to check: a pod whose
+// selector or affinity the replacement does not match does not fit it.
+func keepsTaints(set []Candidate, r *Replacement) bool {
+	have := r.Template.Node().Spec.Taints
+	for _, c := range set {
+		for _, t := range c.Node.Spec.Taints {
+			if t.Effect == apiv1.TaintEffectPreferNoSchedule || transientTaint(t.Key) {
+				continue
+			}
+			if !slices.ContainsFunc(have, func(h apiv1.Taint) bool { return h.MatchTaint(&t) && h.Value == t.Value }) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// transientTaint tells a taint the node's state sets (Kubernetes' node
+// lifecycle, the cloud provider's initialisation, this autoscaler's own),
+// not the pool's configuration.
+func transientTaint(key string) bool {
+	return strings.HasPrefix(key, "node.kubernetes.io/") || strings.HasPrefix(key, "node.cloudprovider.kubernetes.io/") ||
+		key == clusterstate.ToBeDeletedTaint || key == clusterstate.DeletionCandidateTaint
 }
 
 func (p *planner) backedOff(c *Command) bool {

@@ -70,6 +70,16 @@ func replacement(size string, milliCPU int64, price float64) Replacement {
 	return Replacement{Size: size, Template: test.BuildTemplate(size, milliCPU, milliCPU*4*test.MiB, nil), Price: price, Room: 5}
 }
 
+func labelled(r Replacement, k, v string) Replacement {
+	r.Template.Node().Labels[k] = v
+	return r
+}
+
+func tainted(r Replacement, taint apiv1.Taint) Replacement {
+	r.Template.Node().Spec.Taints = append(r.Template.Node().Spec.Taints, taint)
+	return r
+}
+
 func (c *cluster) input(t *testing.T, names []string, maxNodes int, threshold float64, repl ...Replacement) Input {
 	t.Helper()
 	snap := simulator.NewClusterSnapshot()
@@ -159,6 +169,30 @@ func TestPlan(t *testing.T) {
 			c.node("big", 8000, 6, 1500)
 			c.node("full", 2000, 1, 2000)
 		}, cands: []string{"big"}, max: 1, thr: 0.1, repl: []Replacement{small, large}, want: "replace:big->1xs-2vcpu"},
+		{name: "a pod selecting its node's label stays off a replacement without it", build: func(c *cluster) {
+			n := c.node("db", 8000, 6, 1500)
+			n.Labels["tier"] = "db"
+			c.pods[len(c.pods)-1].Spec.NodeSelector = map[string]string{"tier": "db"}
+			c.node("full", 2000, 1, 2000)
+		}, cands: []string{"db"}, max: 1, thr: 0.1, repl: []Replacement{small}, want: ""},
+		{name: "a pod selecting its node's label moves to a replacement with it", build: func(c *cluster) {
+			n := c.node("db", 8000, 6, 1500)
+			n.Labels["tier"] = "db"
+			c.pods[len(c.pods)-1].Spec.NodeSelector = map[string]string{"tier": "db"}
+			c.node("full", 2000, 1, 2000)
+		}, cands: []string{"db"}, max: 1, thr: 0.1, repl: []Replacement{labelled(replacement("s-2vcpu-db", 2000, 1), "tier", "db")}, want: "replace:db->1xs-2vcpu-db"},
+		{name: "a tainted node is never replaced by a node without its taint", build: func(c *cluster) {
+			n := c.node("dedicated", 8000, 6, 1500)
+			n.Spec.Taints = []apiv1.Taint{{Key: "dedicated", Value: "db", Effect: apiv1.TaintEffectNoSchedule}}
+			c.pods[len(c.pods)-1].Spec.Tolerations = []apiv1.Toleration{{Key: "dedicated", Operator: apiv1.TolerationOpEqual, Value: "db", Effect: apiv1.TaintEffectNoSchedule}}
+			c.node("full", 2000, 1, 2000)
+		}, cands: []string{"dedicated"}, max: 1, thr: 0.1, repl: []Replacement{small}, want: ""},
+		{name: "a tainted node may be replaced by a node with its taint", build: func(c *cluster) {
+			n := c.node("dedicated", 8000, 6, 1500)
+			n.Spec.Taints = []apiv1.Taint{{Key: "dedicated", Value: "db", Effect: apiv1.TaintEffectNoSchedule}}
+			c.pods[len(c.pods)-1].Spec.Tolerations = []apiv1.Toleration{{Key: "dedicated", Operator: apiv1.TolerationOpEqual, Value: "db", Effect: apiv1.TaintEffectNoSchedule}}
+			c.node("full", 2000, 1, 2000)
+		}, cands: []string{"dedicated"}, max: 1, thr: 0.1, repl: []Replacement{tainted(replacement("s-2vcpu-d", 2000, 1), apiv1.Taint{Key: "dedicated", Value: "db", Effect: apiv1.TaintEffectNoSchedule})}, want: "replace:dedicated->1xs-2vcpu-d"},
 		{name: "a saving under the threshold is refused", build: func(c *cluster) {
 			c.node("big", 8000, 6, 1500)
 			c.node("full", 2000, 1, 2000)
