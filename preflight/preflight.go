@@ -138,9 +138,9 @@ type Options struct {
 // second on a healthy cluster; an unreachable server is told after this.
 const DefaultTimeout = 30 * time.Second
 
-// Run runs every check and returns their results. The DigitalOcean checks
-// and the Kubernetes checks are independent: a failure of one side does
-// not hide the other's results.
+// Run runs every check and returns their results, the DigitalOcean side's
+// first. The two sides are independent: a failure of one does not hide the
+// other's results.
 func Run(ctx context.Context, o Options) Report {
 	timeout := o.Timeout
 	if timeout == 0 {
@@ -148,8 +148,10 @@ func Run(ctx context.Context, o Options) Report {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var r Report
-	r = append(r, checkDigitalOcean(ctx, o.Autoscaling)...)
-	r = append(r, checkKubernetes(ctx, o)...)
-	return r
+	// Side by side: a slow side (an API that does not answer) does not
+	// spend the other's time.
+	kube := make(chan Report, 1)
+	go func() { kube <- checkKubernetes(ctx, o) }()
+	r := checkDigitalOcean(ctx, o.Autoscaling)
+	return append(r, <-kube...)
 }
