@@ -131,6 +131,25 @@ func TestPreflight(t *testing.T) {
 		t.Logf("preflight, healthy:\n%s", text)
 	})
 
+	// The identity deploy/ gives the autoscaler, under deploy/'s RBAC only,
+	// answered by the API server's RBAC authorizer: every review the check
+	// derives from the same files is allowed (resource names, subresources
+	// and the namespace included).
+	t.Run("the deploy/ ServiceAccount", func(t *testing.T) {
+		s.applyRBAC()
+		kubeconfig, _ := s.serviceAccountKubeconfig()
+		lines, text, code := s.runPreflight("--cloud-provider=digitalocean", "--cloud-config="+tags, "--kubeconfig="+kubeconfig, "--namespace="+rbacNamespace)
+		if code != 0 {
+			t.Errorf("exit %d, want 0:\n%s", code, text)
+		}
+		s.expect(lines, text, "kube-api", "ok", "as "+rbacUser)
+		s.expect(lines, text, "kube-rbac", "ok", "access reviews allowed for "+rbacUser)
+		if strings.Contains(text, "FAIL kube-rbac/") {
+			t.Errorf("rights denied to the deploy/ ServiceAccount:\n%s", text)
+		}
+		s.expect(lines, text, "kube-namespace", "ok", rbacNamespace)
+	})
+
 	t.Run("auto_scale mode names the two autoscalers", func(t *testing.T) {
 		args := append([]string{}, admin...)
 		args[1] = "--cloud-config=" + s.sb.CloudConfigPath
