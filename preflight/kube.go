@@ -77,6 +77,7 @@ func checkKubernetes(ctx context.Context, o Options) Report {
 	r = append(r, Result{Check: "kube-api", Verdict: OK, Detail: fmt.Sprintf("Kubernetes API server at %s: %s, as %s", host, v.GitVersion, who)})
 	o.Autoscaling.DynamicResourceAllocationEnabled, r = checkDRA(kube, o.Autoscaling, r)
 	r = append(r, checkRBAC(ctx, kube, o.Autoscaling, who)...)
+	r = append(r, checkBufferDryRun(ctx, kube, o.Autoscaling, who)...)
 	r = append(r, checkCRDs(kube, o.Autoscaling)...)
 	r = append(r, checkNamespace(ctx, kube, o.Autoscaling)...)
 	return r
@@ -407,4 +408,27 @@ func checkNamespace(ctx context.Context, kube kubernetes.Interface, o config.Aut
 		r = append(r, Result{Check: check, Verdict: OK, Detail: d + ": a running autoscaler with this Lease leads, another replica waits for it"})
 	}
 	return r
+}
+
+// checkBufferDryRun: the CapacityBuffer controller's dry run creates pods
+// as dry runs, a right deploy/ does not grant (the chart does when both
+// are on; docs/capacity-buffers.md). Without it every buffer reports
+// ReadyForProvisioning=False, which does not stop the autoscaler.
+func checkBufferDryRun(ctx context.Context, kube kubernetes.Interface, o config.AutoscalingOptions, who string) Report {
+	if !o.CapacityBufferControllerEnabled || !o.CapacityBufferPodDryRunEnabled {
+		return nil
+	}
+	const check = "kube-rbac/pods:create (capacity buffer dry run)"
+	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods"}}}
+	got, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+	switch {
+	case err != nil:
+		return Report{{Check: check, Verdict: Warn, Detail: fmt.Sprintf("cannot ask whether %s may create pods: %v", who, err)}}
+	case !got.Status.Allowed:
+		return Report{{Check: check, Verdict: Warn,
+			Detail: fmt.Sprintf("%s may not create pods cluster-wide, which the CapacityBuffer controller's dry run (--capacity-buffer-pod-dry-run-enabled, on by default) needs: every buffer would report ReadyForProvisioning=False", who),
+			Fix:    "grant create on pods (the chart does with both on), or pass --capacity-buffer-pod-dry-run-enabled=false (docs/capacity-buffers.md#dry-run)"}}
+	}
+	return Report{{Check: check, Verdict: OK, Detail: who + " may create pods (as dry runs) for the CapacityBuffer controller"}}
 }

@@ -419,6 +419,12 @@ func TestKubernetesVerdicts(t *testing.T) {
 		{name: "ProvisioningRequests on, CRD served", allow: allowAll, groups: []*metav1.APIResourceList{draGroup, prGroup}, namespaces: []string{"kube-system"},
 			args: []string{"--enable-provisioning-requests"},
 			want: map[string]Verdict{"kube-crd/provisioningrequests.autoscaling.x-k8s.io": OK}},
+		{name: "CapacityBuffer dry run without create on pods", allow: func(a authorizationv1.ResourceAttributes) bool {
+			return !(a.Resource == "pods" && a.Subresource == "" && a.Verb == "create")
+		},
+			groups:     []*metav1.APIResourceList{draGroup, {GroupVersion: "autoscaling.x-k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "capacitybuffers"}}}},
+			namespaces: []string{"kube-system"}, args: []string{"--capacity-buffer-controller-enabled"},
+			want: map[string]Verdict{"kube-rbac/pods:create (capacity buffer dry run)": Warn, "kube-crd/capacitybuffers.autoscaling.x-k8s.io": OK, "kube-rbac": OK}},
 		{name: "namespace missing", allow: allowAll, groups: []*metav1.APIResourceList{draGroup}, namespaces: []string{"default"},
 			args: []string{"--namespace=autoscaler"}, exit: 1,
 			want: map[string]Verdict{"kube-namespace": Fail}},
