@@ -336,6 +336,7 @@ func checkAutoprovisioningSizes(in *digitalocean.Inspection, region string, size
 		unused = " (unused while --node-autoprovisioning-enabled is off)"
 	}
 	offeredTotal := 0
+	warned := map[string]bool{} // a size two patterns allow gets one line
 	for _, pat := range patterns {
 		var offered, unavailable []string
 		for _, s := range sizes {
@@ -348,6 +349,10 @@ func checkAutoprovisioningSizes(in *digitalocean.Inspection, region string, size
 				continue
 			}
 			unavailable = append(unavailable, s.Slug)
+			if warned[s.Slug] {
+				continue
+			}
+			warned[s.Slug] = true
 			r = append(r, Result{Check: "do-autoprovisioning-size/" + s.Slug, Verdict: Warn,
 				Detail: fmt.Sprintf("size %s (allowed by %q, $%.5f/h) %s: no pool of it can be created%s", s.Slug, pat, s.PriceHourly, why, unused),
 				Fix:    "remove it from autoprovisioning.sizes, or run the cluster in a region that offers it"})
