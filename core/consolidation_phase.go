@@ -96,8 +96,8 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 		Nodes: c.nodes, PodsByNode: podsByNode(sim.placed), Ready: a.usable(now), GroupOf: a.registry.NodeGroupIDForNode, Snapshot: snap, Checker: a.checker,
 		DrainOptions: drain.NewOptions(a.opts, a.controllerReplicas), PDBs: c.pdbs, Now: now,
 	}
-	if _, drains := a.removals.InFlight(); drains > 0 {
-		view.Busy = fmt.Sprintf("scale-down is draining %d node(s)", drains)
+	if _, drains := a.removals.InFlight(); drains > 0 || sim.drains > 0 {
+		view.Busy = fmt.Sprintf("scale-down is draining %d node(s)", max(drains, sim.drains))
 	}
 	cs.record(cs.exec.Step(ctx, view), now)
 	if cmd, phase, since := cs.exec.InFlight(); cmd != nil {
@@ -109,7 +109,11 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 		cs.set("OutsideWindow", now)
 		return
 	}
-	if why := a.consolidationWait(now); why != "" {
+	why := view.Busy
+	if why == "" {
+		why = a.consolidationWait(now)
+	}
+	if why != "" {
 		klog.V(2).InfoS("Consolidation: waiting", "why", why)
 		cs.stab.Reset()
 		cs.set("Waiting", now)
@@ -143,8 +147,9 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 }
 
 // consolidationWait says why consolidation must not plan now ("" if it
-// may): no flapping against scale-up, and no overlap with scale-down's
-// drains, whose pods need the room the simulation would count twice.
+// may): no flapping against scale-up, nor against nodes still coming.
+// (Scale-down's drains are view.Busy: their pods need room the
+// simulation does not see.)
 func (a *Autoscaler) consolidationWait(now time.Time) string {
 	window := a.opts.Consolidation.StabilizationWindow
 	if !a.lastScaleUp.IsZero() && now.Sub(a.lastScaleUp) < window {
@@ -154,9 +159,6 @@ func (a *Autoscaler) consolidationWait(now time.Time) string {
 		if gs.Upcoming > 0 {
 			return fmt.Sprintf("node group %s has %d node(s) coming", gs.Group.Id(), gs.Upcoming)
 		}
-	}
-	if _, drains := a.removals.InFlight(); drains > 0 {
-		return fmt.Sprintf("scale-down is draining %d node(s)", drains)
 	}
 	return ""
 }

@@ -72,7 +72,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 		klog.V(1).InfoS("Scale-down skipped: this iteration scaled up")
 		return nil
 	}
-	started, err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
+	empty, drained, err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
 		Snapshot: sim.snapshot, PodsByNode: podsByNode(sim.placed), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted,
 		Held: sim.held, Quotas: sim.quotas, Now: now, DRA: c.dra,
 	})
@@ -80,7 +80,8 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 		return err
 	}
 	// Consolidation plans on the cluster scale-down leaves.
-	if err := sim.remove(heldByScaleDown, started, c.nodes); err != nil {
+	sim.drains += len(drained)
+	if err := sim.remove(heldByScaleDown, append(empty, drained...), c.nodes); err != nil {
 		return err
 	}
 	a.consolidationPhase(ctx, sim, c, now)
@@ -211,6 +212,9 @@ type iterationSimulation struct {
 	snapshot func() (*simulator.ClusterSnapshot, error)
 	// built: the snapshot was built (its iteration layer is in use).
 	built bool
+	// drains counts the drains a phase started in this iteration: their
+	// pods need room no later plan sees (their nodes left the snapshot).
+	drains int
 	// quotas counts the live nodes against the cluster-wide limits.
 	quotas resourcequotas.Tracker
 }
@@ -288,12 +292,13 @@ func (sim *iterationSimulation) remove(phase string, names []string, nodes []*ap
 }
 
 // scaleDownPhase removes unneeded nodes (unless --scale-down-enabled=false)
-// and returns the nodes whose removal it started.
-func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInput) ([]string, error) {
+// and returns the empty nodes whose removal it started and the nodes it
+// started draining.
+func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInput) (empty, drained []string, err error) {
 	if !a.opts.ScaleDownEnabled {
 		klog.V(2).InfoS("Scale-down disabled", "scaleDownEnabled", false)
 		a.report.ScaleDownOff()
-		return nil, nil
+		return nil, nil, nil
 	}
 	// The removals it starts report their steps to the reporter as they
 	// happen; the pass's own result is recorded here.
@@ -303,7 +308,7 @@ func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInp
 	removals, _ := a.removals.InFlight()
 	a.report.PendingDeletions(removals)
 	if err != nil {
-		return nil, report.InternalError(fmt.Errorf("scale-down: %w", err))
+		return nil, nil, report.InternalError(fmt.Errorf("scale-down: %w", err))
 	}
 	// A removal started is no reason for a follow-up iteration: the end of
 	// each removal wakes the loop (RemovalDone), and the next unneeded node
@@ -312,7 +317,7 @@ func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInp
 	if res.Started() {
 		a.report.ScaleDownStarted(in.Now)
 	}
-	return append(slices.Clip(res.Empty), res.Drained...), nil
+	return res.Empty, res.Drained, nil
 }
 
 // minSizePhase, with --enforce-node-group-min-size, raises node groups whose

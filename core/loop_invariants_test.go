@@ -1,0 +1,263 @@
+package core
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
+)
+
+// loopScenarios is how many random clusters TestLoopInvariants drives
+// (-short: a fifth); more with -loop-scenarios.
+var loopScenarios = flag.Int("loop-scenarios", 100, "random clusters TestLoopInvariants drives")
+
+// TestLoopInvariants drives random clusters through several iterations
+// of the whole loop (scale-up, scale-down, consolidation, min sizes),
+// with pods coming and going, nodes registering and the cloud refusing
+// increases and deletions at random, and checks after every iteration,
+// from outside the autoscaler:
+//   - no node is deleted twice, or by two phases, in one iteration;
+//   - every pod evicted in the iteration has a place on the nodes that
+//     stay (the scheduler framework places them with the pods there);
+//   - the node groups' targets stay within --max-nodes-total and
+//     --cores-total when they started within them.
+func TestLoopInvariants(t *testing.T) {
+	n := *loopScenarios
+	if testing.Short() {
+		n /= 5
+	}
+	checker := sdtest.Checker(t)
+	evicted, deleted, increased := 0, 0, 0
+	for seed := range n {
+		s := newLoopScenario(t, uint64(seed))
+		for i := range 8 {
+			s.perturb()
+			deletesBefore := len(s.h.provider.CallsOf("DeleteNodes"))
+			evictsBefore := len(s.h.evicts.Evictions())
+			s.h.runOnce(t0.Add(time.Duration(i) * 61 * time.Second))
+			calls := s.h.provider.CallsOf("DeleteNodes")[deletesBefore:]
+			if why := s.check(checker, calls, s.h.evicts.Evictions()[evictsBefore:]); why != "" {
+				t.Fatalf("seed %d, iteration %d: %s", seed, i, why)
+			}
+			deleted += len(calls)
+			evicted += len(s.h.evicts.Evictions()) - evictsBefore
+		}
+		increased += len(increases(s.h.provider))
+	}
+	t.Logf("%d scenarios × 8 iterations: %d increases, %d deletions, %d evictions", n, increased, deleted, evicted)
+	if evicted == 0 || deleted == 0 || increased == 0 {
+		t.Errorf("the scenarios never scaled up, deleted or evicted: they test too little")
+	}
+}
+
+type loopScenario struct {
+	t       *testing.T
+	rng     *rand.Rand
+	h       *harness
+	opts    config.AutoscalingOptions
+	groups  []groupSpec
+	pods    map[string]*apiv1.Pod // every pod created, by name
+	nextPod int
+}
+
+func newLoopScenario(t *testing.T, seed uint64) *loopScenario {
+	rng := rand.New(rand.NewPCG(seed, 41))
+	var specs []groupSpec
+	nodes := 0
+	for g := range 2 + rng.IntN(2) {
+		cpu := []int64{2000, 4000, 8000}[rng.IntN(3)]
+		spec := groupSpec{id: fmt.Sprintf("g%d", g), min: rng.IntN(2), max: 3 + rng.IntN(3), milliCPU: cpu, mem: cpu / 1000 * test.GiB}
+		spec.nodes = max(spec.min, 1+rng.IntN(2))
+		nodes += spec.nodes
+		specs = append(specs, spec)
+	}
+	p, objs := cluster(specs...)
+	p.SetPricing(&test.PricingModel{PerCoreHour: 1})
+	opts := testOptions()
+	opts.NodeGroupDefaults.ScaleDownUnneededTime = time.Minute
+	opts.NodeGroupDefaults.ScaleDownUtilizationThreshold = []float64{0.3, 0.5, 0.7}[rng.IntN(3)]
+	opts.ScaleDownDelayAfterAdd = time.Minute
+	opts.Consolidation.Enabled = true
+	opts.Consolidation.StabilizationWindow = time.Minute
+	opts.Consolidation.MaxDisrupted = config.DisruptionBudget{Count: 1 + rng.IntN(2)}
+	opts.Consolidation.EvictionCost = 0
+	if rng.IntN(2) == 0 {
+		opts.MaxNodesTotal = nodes + rng.IntN(3)
+	}
+	if rng.IntN(2) == 0 {
+		var cpu int64
+		for _, s := range specs {
+			cpu += int64(s.nodes) * s.milliCPU
+		}
+		opts.MaxCoresTotal = cpu/1000 + int64(rng.IntN(8))
+	}
+	for _, s := range specs {
+		o := opts.NodeGroupDefaults
+		o.Consolidate = rng.IntN(2) == 0
+		p.Group(s.id).SetOptions(&o)
+	}
+	s := &loopScenario{t: t, rng: rng, opts: opts, groups: specs, pods: map[string]*apiv1.Pod{}}
+	var pods []runtime.Object
+	for _, o := range objs {
+		n := o.(*apiv1.Node)
+		free := n.Status.Allocatable.Cpu().MilliValue()
+		for range rng.IntN(4) {
+			milli := int64(200 + rng.IntN(1800))
+			if milli > free {
+				break
+			}
+			free -= milli
+			pods = append(pods, s.pod(milli, n.Name))
+		}
+	}
+	s.h = newHarness(t, opts, p, join(objs, pods)...)
+	return s
+}
+
+// pod is a new pod of a random Deployment, bound to node ("": pending).
+func (s *loopScenario) pod(milli int64, node string) *apiv1.Pod {
+	s.nextPod++
+	name := fmt.Sprintf("p%d", s.nextPod)
+	owner := fmt.Sprintf("rs-%d", s.rng.IntN(3))
+	var p *apiv1.Pod
+	if node == "" {
+		p = test.BuildPendingPod(name, milli, milli/2*test.MiB, owner)
+	} else {
+		p = test.BuildScheduledPod(name, milli, milli/2*test.MiB, owner, node)
+	}
+	s.pods[name] = p
+	return p
+}
+
+// perturb changes the cluster before an iteration: a pending pod comes, a
+// pod goes, upcoming nodes register, and the cloud refuses increases or
+// deletions for a while.
+func (s *loopScenario) perturb() {
+	h := s.h
+	if s.rng.IntN(3) == 0 {
+		h.createPod(s.pod(int64(500+s.rng.IntN(3000)), ""))
+	}
+	if s.rng.IntN(3) == 0 {
+		names := make([]string, 0, len(s.pods))
+		for n := range s.pods {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		name := names[s.rng.IntN(len(names))]
+		if h.podExists("default", name) {
+			if err := h.kube.CoreV1().Pods("default").Delete(h.ctx, name, metav1.DeleteOptions{}); err != nil {
+				s.t.Fatal(err)
+			}
+			h.waitCache("pod "+name+" gone", func() bool { _, err := h.a.pods.Pods("default").Get(name); return err != nil })
+		}
+	}
+	for _, spec := range s.groups {
+		g := h.provider.Group(spec.id)
+		for _, m := range []string{"IncreaseSize", "DeleteNodes"} {
+			var err error
+			if s.rng.IntN(5) == 0 {
+				err = errors.New("injected: 500 internal error")
+			}
+			g.InjectError(m, err)
+		}
+		instances, _ := g.Nodes()
+		for _, in := range instances {
+			name := strings.TrimPrefix(in.Id, "test://")
+			if _, err := h.a.nodes.Get(name); err == nil || s.rng.IntN(2) == 0 {
+				continue
+			}
+			n := test.BuildNode(name, spec.milliCPU, spec.mem)
+			n.Spec.ProviderID = in.Id
+			n.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+			h.createNode(n)
+		}
+	}
+}
+
+// check applies TestLoopInvariants' rules to one iteration.
+func (s *loopScenario) check(checker *simulator.PredicateChecker, deletes []test.Call, evicted []string) string {
+	h := s.h
+	seen := map[string]bool{}
+	for _, c := range deletes {
+		for _, n := range c.Nodes {
+			if seen[n] {
+				return fmt.Sprintf("node %s deleted twice in one iteration (%v)", n, deletes)
+			}
+			seen[n] = true
+		}
+	}
+	targets, cores := 0, int64(0)
+	for _, spec := range s.groups {
+		size, _ := h.provider.Group(spec.id).TargetSize()
+		targets += size
+		cores += int64(size) * spec.milliCPU / 1000
+	}
+	if s.opts.MaxNodesTotal > 0 && targets > s.opts.MaxNodesTotal {
+		return fmt.Sprintf("targets total %d > --max-nodes-total %d", targets, s.opts.MaxNodesTotal)
+	}
+	if s.opts.MaxCoresTotal > 0 && cores > s.opts.MaxCoresTotal {
+		return fmt.Sprintf("targets hold %d cores > --cores-total max %d", cores, s.opts.MaxCoresTotal)
+	}
+	if len(evicted) == 0 {
+		return ""
+	}
+	// The nodes that stay: registered, still the cloud's, not being removed.
+	live := map[string]bool{}
+	for _, spec := range s.groups {
+		instances, _ := h.provider.Group(spec.id).Nodes()
+		for _, in := range instances {
+			live[in.Id] = true
+		}
+	}
+	nodes, err := h.kube.CoreV1().Nodes().List(h.ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var stay []*apiv1.Node
+	names := map[string]bool{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if live[n.Spec.ProviderID] && !hasTaint(n, clusterstate.ToBeDeletedTaint) && !seen[n.Name] {
+			stay = append(stay, n)
+			names[n.Name] = true
+		}
+	}
+	pods, err := h.kube.CoreV1().Pods("").List(h.ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var bound []*apiv1.Pod
+	for i := range pods.Items {
+		if names[pods.Items[i].Spec.NodeName] {
+			bound = append(bound, &pods.Items[i])
+		}
+	}
+	snap := simulator.NewClusterSnapshot()
+	if err := snap.SetClusterState(stay, bound); err != nil {
+		return err.Error()
+	}
+	var again []*apiv1.Pod
+	for _, e := range evicted {
+		p := s.pods[strings.TrimPrefix(e, "default/")].DeepCopy()
+		p.Spec.NodeName = ""
+		again = append(again, p)
+	}
+	if _, left, err := simulator.TrySchedulePods(checker, snap, again); err != nil || len(left) > 0 {
+		return fmt.Sprintf("%d of the pods evicted (%v) have no place on the nodes that stay (%v)", len(left), evicted, err)
+	}
+	return ""
+}

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package codepages
-
-func release() (int64, error) { return 0, ErrUnsupported }
