@@ -202,3 +202,12 @@ func GPULabels(p CloudProvider, n *apiv1.Node) (resourceName, gpuType string) {
 	}
 	return "", ""
 }
+
+// HourlyCostLimiter is optionally implemented by a NodeGroup whose nodes
+// together may cost no more than a limit an hour (USD): a DOKS pool's
+// k8s-cluster-autoscaler-max-hourly-cost tag, or the autoprovisioning
+// config's max_hourly_cost for the pools it creates. 0 means none. The
+// core's resourcequotas package checks it (Tracker.GroupRoom).
+type HourlyCostLimiter interface {
+	MaxHourlyCost() float64
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.IntVar(&o.MaxNodesTotal, "max-nodes-total", d.MaxNodesTotal, "Maximum number of nodes in all node groups; 0 means no limit.")
 	fs.StringVar(&f.coresTotal, "cores-total", fmt.Sprintf("%d:%d", d.MinCoresTotal, d.MaxCoresTotal), "Minimum and maximum number of cores in the cluster, as <min>:<max>.")
 	fs.StringVar(&f.memoryTotal, "memory-total", fmt.Sprintf("%d:%d", d.MinMemoryTotal/GiB, d.MaxMemoryTotal/GiB), "Minimum and maximum GiB of memory in the cluster, as <min>:<max>.")
+	fs.Float64Var(&o.MaxHourlyCost, "max-hourly-cost", d.MaxHourlyCost, "(not in upstream) Most the autoscaled node groups' nodes may cost an hour together, in USD, at the Sizes API's prices or the cloud config's price_overrides; every phase that buys checks it (docs/limits.md). 0 means no limit.")
 	fs.IntVar(&o.MaxNodesPerScaleUp, "max-nodes-per-scaleup", d.MaxNodesPerScaleUp, "Maximum number of nodes added in one scale-up.")
 	fs.DurationVar(&o.NewPodScaleUpDelay, "new-pod-scale-up-delay", d.NewPodScaleUpDelay, "Pods younger than this are not considered for scale-up.")
 	fs.BoolVar(&o.BalanceSimilarNodeGroups, "balance-similar-node-groups", d.BalanceSimilarNodeGroups, "Split scale-ups across node groups with the same node shape.")
@@ -410,6 +412,9 @@ func validate(o AutoscalingOptions) []error {
 		if i.v < i.min {
 			fail("--%s must be at least %d, got %d", i.flag, i.min, i.v)
 		}
+	}
+	if o.MaxHourlyCost < 0 || math.IsNaN(o.MaxHourlyCost) || math.IsInf(o.MaxHourlyCost, 0) {
+		fail("--max-hourly-cost must be a non-negative number of USD an hour, got %v", o.MaxHourlyCost)
 	}
 	for _, t := range []struct {
 		flag string

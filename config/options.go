@@ -60,6 +60,9 @@ type AutoscalingOptions struct {
 	MaxCoresTotal            int64
 	MinMemoryTotal           int64 // bytes
 	MaxMemoryTotal           int64 // bytes
+	// MaxHourlyCost bounds what the autoscaled groups' nodes cost an hour,
+	// in USD (--max-hourly-cost); 0 means no limit.
+	MaxHourlyCost float64
 	MaxNodesPerScaleUp       int
 	NewPodScaleUpDelay       time.Duration
 	BalanceSimilarNodeGroups bool

@@ -77,6 +77,8 @@ const (
 	SkippedCPUResourceLimit     = "CpuResourceLimit"
 	SkippedMemoryResourceLimit  = "MemoryResourceLimit"
 	SkippedMaxNodesTotalReached = "MaxNodesTotalReached"
+	// SkippedHourlyCostLimit: --max-hourly-cost (not in upstream).
+	SkippedHourlyCostLimit = "HourlyCostLimit"
 )
 
 // Activities for last_activity{activity}.

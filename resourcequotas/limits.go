@@ -1,7 +1,8 @@
 // Package resourcequotas owns the cluster's live nodes, their totals (node
 // count, CPU, memory) and the cluster-wide limits on them: --max-nodes-total,
 // --cores-total and --memory-total merged with the provider's resource
-// limiter. Scale-up asks it how many nodes of a template still fit under the
+// limiter, and money: --max-hourly-cost over the autoscaled groups' nodes
+// and node groups' own hourly limits (money.go). Scale-up asks it how many nodes of a template still fit under the
 // maxima, scale-down whether removing a node keeps the cluster above the
 // minima, min-size enforcement both; the reporter exports what it counted.
 // It is where capacity quotas and the limits of node pools created on
@@ -10,6 +11,7 @@
 package resourcequotas
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
@@ -31,6 +33,9 @@ type Limits struct {
 	MaxNodes                 int
 	MinMilliCPU, MaxMilliCPU int64
 	MinMemory, MaxMemory     int64
+	// Money: --max-hourly-cost and the prices of nodes; nil when there is
+	// no pricing model and no money limit.
+	Money *Money
 }
 
 // NewLimits merges the flags with the provider's resource limiter: for each
@@ -43,9 +48,14 @@ func NewLimits(opts config.AutoscalingOptions, provider cloudprovider.CloudProvi
 		MinMilliCPU: opts.MinCoresTotal * 1000, MaxMilliCPU: opts.MaxCoresTotal * 1000,
 		MinMemory: opts.MinMemoryTotal, MaxMemory: opts.MaxMemoryTotal,
 	}
+	money, moneyErr := moneyLimits(opts.MaxHourlyCost, provider)
+	l.Money = money
 	rl, err := provider.GetResourceLimiter()
 	if err != nil {
-		return l, fmt.Errorf("provider resource limits unavailable, using the flags alone: %w", err)
+		return l, errors.Join(moneyErr, fmt.Errorf("provider resource limits unavailable, using the flags alone: %w", err))
+	}
+	if moneyErr != nil {
+		return l, moneyErr
 	}
 	if rl == nil {
 		return l, nil

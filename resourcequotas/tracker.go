@@ -11,6 +11,11 @@ type Totals struct {
 	Nodes    int
 	MilliCPU int64
 	Memory   int64
+	// HourlyCost is what the nodes of autoscaled groups among them cost
+	// an hour (USD); Unpriced counts those with no price. Both stay zero
+	// when the limits have no Money.
+	HourlyCost float64
+	Unpriced   int
 }
 
 // Of returns the totals of n nodes like node.
@@ -23,11 +28,23 @@ func Of(node *apiv1.Node, n int) Totals {
 }
 
 func (t Totals) plus(o Totals) Totals {
-	return Totals{Nodes: t.Nodes + o.Nodes, MilliCPU: t.MilliCPU + o.MilliCPU, Memory: t.Memory + o.Memory}
+	return Totals{Nodes: t.Nodes + o.Nodes, MilliCPU: t.MilliCPU + o.MilliCPU, Memory: t.Memory + o.Memory,
+		HourlyCost: t.HourlyCost + o.HourlyCost, Unpriced: t.Unpriced + o.Unpriced}
 }
 
 func (t Totals) minus(o Totals) Totals {
-	return Totals{Nodes: t.Nodes - o.Nodes, MilliCPU: t.MilliCPU - o.MilliCPU, Memory: t.Memory - o.Memory}
+	return Totals{Nodes: t.Nodes - o.Nodes, MilliCPU: t.MilliCPU - o.MilliCPU, Memory: t.Memory - o.Memory,
+		HourlyCost: t.HourlyCost - o.HourlyCost, Unpriced: t.Unpriced - o.Unpriced}
+}
+
+// of is Of with the nodes' hourly cost, counted for a template (groupNode)
+// or for a node of an autoscaled group.
+func (t *Tracker) of(node *apiv1.Node, n int, groupNode bool) Totals {
+	tot := Of(node, n)
+	if m := t.limits.Money; m != nil && (groupNode || (m.autoscaled != nil && m.autoscaled(node))) {
+		m.costOf(node, n, &tot)
+	}
+	return tot
 }
 
 // IsLive tells a node that counts toward the cluster's totals: one not
@@ -61,13 +78,14 @@ type Tracker struct {
 
 // NewTracker counts the live nodes among nodes.
 func NewTracker(limits Limits, nodes []*apiv1.Node, beingDeleted map[string]bool) Tracker {
-	var live Totals
+	t := Tracker{limits: limits}
 	for _, n := range nodes {
 		if IsLive(n, beingDeleted) {
-			live = live.plus(Of(n, 1))
+			t.live = t.live.plus(t.of(n, 1, false))
 		}
 	}
-	return Tracker{limits: limits, live: live, used: live}
+	t.used = t.live
+	return t
 }
 
 // Limits returns the limits the tracker checks.
@@ -81,18 +99,19 @@ func (t *Tracker) Used() Totals { return t.used }
 
 // Add counts n more nodes like node (nodes coming up, or an increase
 // planned).
-func (t *Tracker) Add(node *apiv1.Node, n int) { t.used = t.used.plus(Of(node, n)) }
+// node is a template of an autoscaled group: its cost counts.
+func (t *Tracker) Add(node *apiv1.Node, n int) { t.used = t.used.plus(t.of(node, n, true)) }
 
 // AddNodes counts n more nodes whose capacity is unknown (no template): they
 // count toward --max-nodes-total only.
 func (t *Tracker) AddNodes(n int) { t.used.Nodes += n }
 
 // Remove counts a node as gone (a removal planned).
-func (t *Tracker) Remove(node *apiv1.Node) { t.used = t.used.minus(Of(node, 1)) }
+func (t *Tracker) Remove(node *apiv1.Node) { t.used = t.used.minus(t.of(node, 1, false)) }
 
 // Room returns how many of want nodes like node fit under the maxima and,
-// when none does, the first resource (nodes, then cpu, then memory) that
-// stops them. Fewer than want may fit with no resource named: the caller
+// when none does, the first resource (nodes, then cpu, then memory, then
+// hourly cost) that stops them. Fewer than want may fit with no resource named: the caller
 // asked for more than a bound allows but some room is left.
 func (t *Tracker) Room(node *apiv1.Node, want int) (int, Resource) {
 	room := want
@@ -118,6 +137,11 @@ func (t *Tracker) Room(node *apiv1.Node, want int) (int, Resource) {
 			}
 		}
 	}
+	left, ok := t.costRoom(node, room)
+	if !ok {
+		return 0, Cost
+	}
+	room = left
 	return room, ""
 }
 
@@ -133,7 +157,7 @@ func (t *Tracker) BoundByMaxNodes(room, estimate int) bool {
 // CheckRemoval returns the minimum (cpu, then memory) that removing node
 // would break, or "" when the cluster stays at or above both.
 func (t *Tracker) CheckRemoval(node *apiv1.Node) Resource {
-	after := t.used.minus(Of(node, 1))
+	after := t.used.minus(Of(node, 1)) // minima bound cpu and memory only
 	switch {
 	case after.MilliCPU < t.limits.MinMilliCPU:
 		return CPU

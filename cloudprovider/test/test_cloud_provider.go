@@ -87,6 +87,23 @@ type NodeGroup struct {
 	// goesWithLastNodes: autoprovisioned, and deleted in place of its last
 	// nodes (see GoesWithLastNodes); gone once that happened.
 	goesWithLastNodes, gone bool
+	// maxHourlyCost: the group's own hourly limit (0: none).
+	maxHourlyCost float64
+}
+
+// SetMaxHourlyCost sets the group's own hourly cost limit in USD
+// (cloudprovider.HourlyCostLimiter); 0 means none.
+func (g *NodeGroup) SetMaxHourlyCost(usd float64) {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	g.maxHourlyCost = usd
+}
+
+// MaxHourlyCost implements cloudprovider.HourlyCostLimiter.
+func (g *NodeGroup) MaxHourlyCost() float64 {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	return g.maxHourlyCost
 }
 
 // GoesWithLastNodes makes the group an autoprovisioned one that the cloud

@@ -246,6 +246,8 @@ func skippedLabel(r resourcequotas.Resource) string {
 		return metrics.SkippedMaxNodesTotalReached
 	case resourcequotas.CPU:
 		return metrics.SkippedCPUResourceLimit
+	case resourcequotas.Cost:
+		return metrics.SkippedHourlyCostLimit
 	}
 	return metrics.SkippedMemoryResourceLimit
 }

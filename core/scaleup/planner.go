@@ -278,20 +278,30 @@ func (p *planning) fitting(tmpl *framework.NodeInfo, indexes []int, reasons []ma
 }
 
 // room returns how many nodes the group, with the similar groups a
-// balanced scale-up spreads them over, may add, and if none, why (and
-// which cluster-wide limit, if one is the cause). As upstream's
+// balanced scale-up spreads them over, may add under their max sizes,
+// their own hourly cost limits and the cluster-wide limits, and if none,
+// why (and which cluster-wide limit, if one is the cause). As upstream's
 // similar-node-group capacity threshold, the estimate is bounded by their
 // combined room, not the group's own.
 func (pl *Planner) room(gs clusterstate.NodeGroupState, tmpl *framework.NodeInfo, quotas *resourcequotas.Tracker,
 	similar []clusterstate.NodeGroupState) (int, Reason, resourcequotas.Resource) {
-	room := gs.Group.MaxSize() - gs.Target
+	room, groupStop := quotas.GroupRoom(gs.Group, gs.Target, tmpl.Node(), gs.Group.MaxSize()-gs.Target)
 	for _, sg := range similar {
-		room += max(0, sg.Group.MaxSize()-sg.Target)
+		r, _ := quotas.GroupRoom(sg.Group, sg.Target, tmpl.Node(), max(0, sg.Group.MaxSize()-sg.Target))
+		room += r
+	}
+	if room <= 0 && groupStop != "" {
+		// The group's own hourly limit: not a cluster-wide one.
+		return 0, Reason(quotas.Explain(groupStop, gs.Group, gs.Target, tmpl.Node())), ""
 	}
 	if pl.opts.MaxNodesPerScaleUp > 0 && room > pl.opts.MaxNodesPerScaleUp {
 		room = pl.opts.MaxNodesPerScaleUp
 	}
 	room, limit := quotas.Room(tmpl.Node(), room)
+	if limit == resourcequotas.Cost {
+		// The figures differ by node price: the reason names them.
+		return room, Reason(quotas.Explain(limit, gs.Group, gs.Target, tmpl.Node())), limit
+	}
 	return room, limitReason(limit), limit
 }
 
