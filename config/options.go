@@ -54,15 +54,15 @@ type AutoscalingOptions struct {
 	// in the health check.
 	MaxStartupTime time.Duration
 
-	ExpanderNames            []string
-	MaxNodesTotal            int
-	MinCoresTotal            int64
-	MaxCoresTotal            int64
-	MinMemoryTotal           int64 // bytes
-	MaxMemoryTotal           int64 // bytes
+	ExpanderNames  []string
+	MaxNodesTotal  int
+	MinCoresTotal  int64
+	MaxCoresTotal  int64
+	MinMemoryTotal int64 // bytes
+	MaxMemoryTotal int64 // bytes
 	// MaxHourlyCost bounds what the autoscaled groups' nodes cost an hour,
 	// in USD (--max-hourly-cost); 0 means no limit.
-	MaxHourlyCost float64
+	MaxHourlyCost            float64
 	MaxNodesPerScaleUp       int
 	NewPodScaleUpDelay       time.Duration
 	BalanceSimilarNodeGroups bool
