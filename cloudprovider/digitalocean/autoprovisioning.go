@@ -53,6 +53,10 @@ type autoprovisioningFile struct {
 	// key=value and tolerating key=value:NoSchedule gets a pool with that
 	// label and that taint only when key is listed here.
 	TaintKeys []string `json:"taint_keys"`
+	// MaxHourlyCostPerPool bounds what each created pool's nodes may cost
+	// an hour, in USD; the pool carries it as its
+	// TagPrefixMaxHourlyCostCents tag, in whole cents.
+	MaxHourlyCostPerPool *float64 `json:"max_hourly_cost_per_pool"`
 }
 
 // autoprovisioningConfig is a validated autoprovisioning section.
@@ -61,6 +65,8 @@ type autoprovisioningConfig struct {
 	maxNodesPerPool int
 	namePrefix      string
 	taintKeys       []string
+	// maxHourlyCostCents: the created pools' own hourly limit (0: none).
+	maxHourlyCostCents int
 }
 
 var (
@@ -98,6 +104,11 @@ func parseAutoprovisioning(f *autoprovisioningFile) (*autoprovisioningConfig, er
 		}
 		c.namePrefix = f.NamePrefix
 	}
+	cents, err := parseMaxHourlyCostPerPool(f.MaxHourlyCostPerPool)
+	if err != nil {
+		return nil, err
+	}
+	c.maxHourlyCostCents = cents
 	for i, k := range f.TaintKeys {
 		if err := checkTaintKey(k); err != nil {
 			return nil, fmt.Errorf("autoprovisioning.taint_keys[%d] %s %v", i, showPattern(k), err)
@@ -414,6 +425,9 @@ func (p *CloudProvider) NewNodeGroup(machineType string, labels map[string]strin
 		godoTaints = append(godoTaints, godo.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
 	pool := &godo.KubernetesNodePool{ID: id, Name: id, Size: machineType, Labels: maps.Clone(labels), Taints: godoTaints}
+	if cents := p.m.autoprovisioning.maxHourlyCostCents; cents > 0 {
+		pool.Tags = []string{maxHourlyCostTag(cents)}
+	}
 	tmpl := predictTemplate(sizes[i], id, labels, taints, p.m.templateOfSize(machineType))
 	g := newNodeGroup(p.m, pool, 0, p.m.autoprovisioning.maxNodesPerPool, &templateEntry{template: tmpl}, &poolCounter{}, 0)
 	g.planned = &sizes[i]

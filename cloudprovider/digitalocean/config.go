@@ -33,6 +33,9 @@ type cloudConfigFile struct {
 	// Autoprovisioning says which pools may be created when
 	// --node-autoprovisioning-enabled is on; see autoprovisioningFile.
 	Autoprovisioning *autoprovisioningFile `json:"autoprovisioning"`
+	// PriceOverrides are hourly prices in USD by size slug, in place of
+	// the Sizes API's (contract prices) or for sizes it does not list.
+	PriceOverrides map[string]float64 `json:"price_overrides"`
 }
 
 // providerConfig is a validated cloud config.
@@ -45,6 +48,8 @@ type providerConfig struct {
 	selection string
 	// autoprovisioning is nil when the section is absent.
 	autoprovisioning *autoprovisioningConfig
+	// priceOverrides: size slug → USD an hour (see parsePriceOverrides).
+	priceOverrides map[string]float64
 }
 
 // loadConfig reads and validates the cloud config file. It contacts no
@@ -99,6 +104,9 @@ func parseConfig(data []byte) (_ *providerConfig, err error) {
 		return nil, fmt.Errorf("node_pool_selection %s is not valid: want %q (the default) or %q", showWord(f.NodePoolSelection), SelectByAutoScale, SelectByTags)
 	}
 	if cfg.autoprovisioning, err = parseAutoprovisioning(f.Autoprovisioning); err != nil {
+		return nil, err
+	}
+	if cfg.priceOverrides, err = parsePriceOverrides(f.PriceOverrides); err != nil {
 		return nil, err
 	}
 	if token != "" {

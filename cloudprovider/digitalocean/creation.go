@@ -101,6 +101,9 @@ func (g *NodeGroup) create(count int) (*NodeGroup, error) {
 			fmt.Sprintf("%s%d", TagPrefixMinNodes, 0), fmt.Sprintf("%s%d", TagPrefixMaxNodes, g.maxSize)},
 		Labels: maps.Clone(g.pool.Labels), Taints: slices.Clone(g.pool.Taints),
 	}
+	if cents := m.autoprovisioning.maxHourlyCostCents; cents > 0 {
+		req.Tags = append(req.Tags, maxHourlyCostTag(cents))
+	}
 	predicted := *g.template.template
 	predicted.Name = name
 	klog.InfoS("Creating node pool", "name", name, "size", req.Size, "count", count, "group", g.id, "labels", req.Labels, "taints", req.Taints)

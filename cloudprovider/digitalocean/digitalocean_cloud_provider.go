@@ -68,6 +68,7 @@ func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *c
 	}
 	m := newManager(client, o, gpuLabel, cfg.selection)
 	m.flagsGiven = opts.FlagsGiven
+	m.priceOverrides = cfg.priceOverrides
 	if opts.InitialNodeGroupBackoffDuration > 0 {
 		m.createPause = opts.InitialNodeGroupBackoffDuration
 	}

@@ -102,6 +102,9 @@ type testEnv struct {
 	urlSuffix string
 	// autoprovisioning is the cloud config's autoprovisioning section (JSON).
 	autoprovisioning string
+	// extraConfig is more of the cloud config's fields (JSON, without
+	// braces), e.g. price_overrides.
+	extraConfig string
 	// restart builds a new provider (an autoscaler restarted, or a new
 	// leader) on the same simulator and configuration.
 	restart func() *CloudProvider
@@ -152,6 +155,9 @@ func newEnv(t testing.TB, simOpts doks.Options, options ...envOption) *testEnv {
 	if e.autoprovisioning != "" {
 		cfgJSON += `, "autoprovisioning": ` + e.autoprovisioning
 	}
+	if e.extraConfig != "" {
+		cfgJSON += ", " + e.extraConfig
+	}
 	cfg, err := parseConfig([]byte(cfgJSON + "}"))
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +193,11 @@ func withAutoprovisioning(section string) envOption {
 		e.autoprovisioning = section
 		opts.NodeAutoprovisioningEnabled = true
 	}
+}
+
+// withCloudConfig adds fields (JSON without braces) to the cloud config.
+func withCloudConfig(fields string) envOption {
+	return func(e *testEnv, _ *clientOptions, _ *config.AutoscalingOptions) { e.extraConfig = fields }
 }
 
 func withGPULabel(l string) envOption {

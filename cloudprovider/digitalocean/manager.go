@@ -93,6 +93,10 @@ type manager struct {
 	// labels template nodes as DOKS labels real ones.
 	region string
 
+	// priceOverrides are the cloud config's price_overrides (size slug →
+	// USD an hour); set before the first Refresh, read-only after.
+	priceOverrides map[string]float64
+
 	// autoprovisioning is the cloud config's section; nil: pools are never
 	// created.
 	autoprovisioning *autoprovisioningConfig

@@ -30,7 +30,8 @@ type sizePrice struct {
 	memoryMB int
 }
 
-// pricingModel prices nodes from DigitalOcean's Sizes API. The list is
+// pricingModel prices nodes from DigitalOcean's Sizes API, with the cloud
+// config's price_overrides in place of its prices. The list is
 // fetched on first use (not at start-up nor in Refresh, so a Refresh stays
 // one request) and again after pricesTTL; if a later fetch fails, the old
 // list is kept.
@@ -53,11 +54,16 @@ func (p *pricingModel) lookup(slug string) (sizePrice, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.loadLocked(); err != nil {
+		// A price override needs no catalogue (a token without
+		// sizes:read, or the Sizes API down).
+		if v, ok := p.m.priceOverrides[slug]; ok {
+			return sizePrice{hourly: v}, nil
+		}
 		return sizePrice{}, err
 	}
 	sp, ok := p.prices[slug]
 	if !ok {
-		return sizePrice{}, fmt.Errorf("no price for DigitalOcean size %q", slug)
+		return sizePrice{}, fmt.Errorf("no price for DigitalOcean size %q: the Sizes API does not list it; give it in the cloud config's price_overrides", slug)
 	}
 	return sp, nil
 }
@@ -92,10 +98,7 @@ func (p *pricingModel) loadLocked() error {
 		klog.InfoS("Refreshing DigitalOcean size prices failed; keeping the last list", "fetchedAt", p.fetchedAt.Format(time.RFC3339), "err", err)
 		p.fetchedAt = now // try again after another TTL, not on every call
 	default:
-		prices := make(map[string]sizePrice, len(sizes))
-		for _, s := range sizes {
-			prices[s.Slug] = sizePrice{hourly: s.PriceHourly, vcpus: s.Vcpus, memoryMB: s.Memory}
-		}
+		sizes, prices := withOverrides(sizes, p.m.priceOverrides)
 		p.prices, p.sizes, p.fetchedAt = prices, sizes, now
 		klog.V(2).InfoS("Fetched DigitalOcean size prices", "sizes", len(prices))
 	}

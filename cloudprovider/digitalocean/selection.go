@@ -172,6 +172,11 @@ func selectPool(mode string, p *godo.KubernetesNodePool) poolVerdict {
 		return poolVerdict{warn: true, refused: refusedBounds, note: fmt.Sprintf(
 			"node pool %s (%s) has count %d, which is negative: not a node group", p.Name, p.ID, p.Count)}
 	}
+	if _, err := tagMaxHourlyCostCents(p.Tags); err != nil {
+		// A limit misread would let the pool spend without one.
+		return poolVerdict{warn: true, refused: refusedBounds, note: fmt.Sprintf(
+			"node pool %s (%s) has %v: not a node group", p.Name, p.ID, err)}
+	}
 	return v
 }
 
