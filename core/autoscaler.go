@@ -134,7 +134,6 @@ type Autoscaler struct {
 	// time; the loop wakes then rather than up to a scan interval later.
 	nextScaleDownAt time.Time
 	statusWritten   bool
-	codePages       codePages
 	// statusCM is the status ConfigMap as the last write returned it (nil
 	// after a failed write: the next one reads it again).
 	statusCM *apiv1.ConfigMap
@@ -460,7 +459,6 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		if err := a.RunOnce(ctx, time.Now()); err != nil {
 			klog.ErrorS(err, "Iteration failed")
 		}
-		a.codePages.afterIteration(time.Now())
 		waitStart := time.Now()
 		reason := a.trigger.Wait(ctx, a.waitInterval(time.Now()), a.acted)
 		a.report.Took(metrics.LoopWait, waitStart)
