@@ -122,6 +122,8 @@ type Registry struct {
 	// consolidation is the status ConfigMap's consolidation section (nil:
 	// consolidation is off).
 	consolidation *api.ConsolidationStatus
+	// limits is the status ConfigMap's limits section (nil: none).
+	limits *api.LimitsStatus
 }
 
 // NewRegistry returns an empty registry.
@@ -632,6 +634,11 @@ func (r *Registry) backOff(id, reason string, info BackoffInfo, now time.Time) {
 // SetConsolidation sets the status ConfigMap's consolidation section.
 func (r *Registry) SetConsolidation(st *api.ConsolidationStatus) {
 	r.consolidation = st
+}
+
+// SetLimits sets the status ConfigMap's limits section (nil: none).
+func (r *Registry) SetLimits(st *api.LimitsStatus) {
+	r.limits = st
 }
 
 // SetMessage sets the status ConfigMap's message ("" for none).

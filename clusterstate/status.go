@@ -37,6 +37,7 @@ func (r *Registry) GetStatus(now time.Time) *api.ClusterAutoscalerStatus {
 		AutoscalerStatus: api.ClusterAutoscalerRunning,
 		Message:          r.message,
 		Consolidation:    r.consolidation,
+		Limits:           r.limits,
 	}
 
 	health := api.ClusterHealthy

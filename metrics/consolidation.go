@@ -59,3 +59,35 @@ func RegisterConsolidationCommand(kind, result string) {
 func AddConsolidationSavings(usdPerHour float64) {
 	consolidationSavings.Add(usdPerHour)
 }
+
+// Money metrics: this project's own (docs/limits.md). Gauges of a rate in
+// USD an hour.
+var (
+	hourlyCostTotal = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: caNamespace, Name: "hourly_cost_total",
+		Help: "What the autoscaled node groups' nodes cost an hour in USD: each group's target size times its size's price (Sizes API, or the cloud config's price_overrides).",
+	})
+	hourlyCostNodeGroup = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: caNamespace, Name: "hourly_cost_node_group",
+		Help: "What a node group's nodes cost an hour in USD: its target size times its size's price.",
+	}, []string{"node_group"})
+	hourlyCostLimit = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: caNamespace, Name: "hourly_cost_limit",
+		Help: "--max-hourly-cost in USD an hour; 0 when there is none.",
+	})
+)
+
+func moneyCollectors() []prometheus.Collector {
+	return []prometheus.Collector{hourlyCostTotal, hourlyCostNodeGroup, hourlyCostLimit}
+}
+
+// UpdateHourlyCost sets the total, the limit and each group's cost;
+// groups absent from perGroup lose their series.
+func UpdateHourlyCost(total, limit float64, perGroup map[string]float64) {
+	hourlyCostTotal.Set(total)
+	hourlyCostLimit.Set(limit)
+	hourlyCostNodeGroup.Reset()
+	for id, v := range perGroup {
+		hourlyCostNodeGroup.WithLabelValues(id).Set(v)
+	}
+}

@@ -243,6 +243,7 @@ func baseCollectors() []prometheus.Collector {
 func collectorsFor(emitPerNodeGroupMetrics bool) []prometheus.Collector {
 	cs := baseCollectors()
 	cs = append(cs, consolidationCollectors()...)
+	cs = append(cs, moneyCollectors()...)
 	cs = append(cs, shadowCollectors()...)
 	if emitPerNodeGroupMetrics {
 		cs = append(cs, perNodeGroupCollectors()...)

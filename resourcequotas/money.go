@@ -55,6 +55,9 @@ func HourlyPrice(pm cloudprovider.PricingModel) func(*apiv1.Node) (float64, erro
 	return func(n *apiv1.Node) (float64, error) { return pm.NodePrice(n, start, start.Add(time.Hour)) }
 }
 
+// HourlyPrice is node's price an hour in USD, or why it has none.
+func (m *Money) HourlyPrice(node *apiv1.Node) (float64, error) { return m.price(node) }
+
 // moneyLimits reads the money limits from the options and the provider:
 // with no pricing model they are nil unless --max-hourly-cost is set,
 // when every price is unknown and nothing can be bought.

@@ -95,6 +95,36 @@ type ClusterAutoscalerStatus struct {
 	// Consolidation is this project's own section, present only with
 	// --consolidation-enabled: upstream's fields above keep their format.
 	Consolidation *ConsolidationStatus `json:"consolidation,omitempty"`
+	// Limits is this project's own section: what the autoscaled groups
+	// cost and the account's droplet quota (docs/limits.md); absent when
+	// nothing is priced and no quota is known.
+	Limits *LimitsStatus `json:"limits,omitempty"`
+}
+
+// LimitsStatus is what buying is bounded by (docs/limits.md).
+type LimitsStatus struct {
+	// HourlyCost is what the autoscaled groups' nodes cost an hour in
+	// USD (each group's target size times its size's price), e.g. "2.52".
+	HourlyCost string `json:"hourlyCost,omitempty"`
+	// MaxHourlyCost is --max-hourly-cost; absent when there is none.
+	MaxHourlyCost string `json:"maxHourlyCost,omitempty"`
+	// Unpriced names node groups whose size has no price (give it in the
+	// cloud config's price_overrides).
+	Unpriced []string `json:"unpriced,omitempty"`
+	// DropletQuota is the account's droplet limit as last read.
+	DropletQuota *DropletQuotaStatus `json:"dropletQuota,omitempty"`
+}
+
+// DropletQuotaStatus is the account's droplet limit and use.
+type DropletQuotaStatus struct {
+	// Status: Available, or Reached when no droplet can be added.
+	Status string `json:"status"`
+	// Limit is the account's droplet_limit; Droplets the droplets it has.
+	Limit    int `json:"limit"`
+	Droplets int `json:"droplets"`
+	// ReadAt is when they were read (RFC 3339).
+	ReadAt             string `json:"readAt,omitempty"`
+	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
 }
 
 // ConsolidationStatus is what consolidation is doing (docs/consolidation.md).

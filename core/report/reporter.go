@@ -15,6 +15,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
@@ -36,6 +37,8 @@ type Reporter struct {
 	notTriggeredAt notTriggered
 	series         groupSeries
 	problems       []string
+	// limitsStatus is the status ConfigMap's limits section as last set.
+	limitsStatus api.LimitsStatus
 }
 
 // Deps are what a Reporter records into.

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 )
@@ -39,6 +41,60 @@ func (r *Reporter) State(limits resourcequotas.Limits, now time.Time) {
 	metrics.UpdateNodesCount(total.Ready, total.Unready, total.NotStarted, total.LongUnregistered, total.Unregistered)
 	metrics.UpdateNodeGroupsCount(len(groups)-autoprovisioned, autoprovisioned)
 	metrics.UpdateMaxNodesCount(limits.ClusterMaxNodes(maxima))
+	r.spend(limits)
+}
+
+// spend exports what the autoscaled groups cost an hour (each group's
+// target times its size's price) and the money limit, as metrics and in
+// the status ConfigMap's limits section.
+func (r *Reporter) spend(limits resourcequotas.Limits) {
+	st := r.limitsStatus
+	if limits.Money == nil {
+		metrics.UpdateHourlyCost(0, 0, nil)
+		st.HourlyCost, st.MaxHourlyCost, st.Unpriced = "", "", nil
+		r.setLimitsStatus(st)
+		return
+	}
+	perGroup := map[string]float64{}
+	total := 0.0
+	st.Unpriced = nil
+	for _, gs := range r.registry.NodeGroups() {
+		id := gs.Group.Id()
+		ni, err := gs.Group.TemplateNodeInfo()
+		if err != nil || ni == nil {
+			if gs.Target > 0 {
+				st.Unpriced = append(st.Unpriced, id)
+			}
+			continue
+		}
+		price, err := limits.Money.HourlyPrice(ni.Node())
+		if err != nil {
+			if gs.Target > 0 {
+				st.Unpriced = append(st.Unpriced, id)
+			}
+			continue
+		}
+		perGroup[id] = price * float64(gs.Target)
+		total += perGroup[id]
+	}
+	metrics.UpdateHourlyCost(total, limits.Money.MaxHourly, perGroup)
+	st.HourlyCost = fmt.Sprintf("%.4f", total)
+	st.MaxHourlyCost = ""
+	if limits.Money.MaxHourly > 0 {
+		st.MaxHourlyCost = fmt.Sprintf("%.4f", limits.Money.MaxHourly)
+	}
+	r.setLimitsStatus(st)
+}
+
+// setLimitsStatus hands the limits section to the registry: none when it
+// says nothing.
+func (r *Reporter) setLimitsStatus(st api.LimitsStatus) {
+	r.limitsStatus = st
+	if st.HourlyCost == "" && st.MaxHourlyCost == "" && st.DropletQuota == nil {
+		r.registry.SetLimits(nil)
+		return
+	}
+	r.registry.SetLimits(&st)
 }
 
 // groupHealth exports each group's health and backoff
