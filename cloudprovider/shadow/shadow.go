@@ -23,6 +23,12 @@
 //     existing one with the would-be target and no instances; a would-be
 //     deletion leaves the group out of NodeGroups; both for the hold.
 //
+// The optional interfaces the core looks for (cloudprovider.ProblemReporter,
+// DeletingInstancesReporter, DRAAware; a group's SizedCreator and
+// HourlyCostLimiter) are implemented here and answered by the real provider
+// or group when it implements them: a new optional interface of the
+// contract must be added here too, or shadow mode would hide it.
+//
 // Shadow mode cannot show what only the cloud knows: how long droplets take
 // to boot or go, whether DigitalOcean would accept a size change (quota,
 // droplet limit, region capacity), or what the nodes it would add would
@@ -136,6 +142,7 @@ var (
 	_ cloudprovider.DeletingInstancesReporter = (*Provider)(nil)
 	_ cloudprovider.DRAAware                  = (*Provider)(nil)
 	_ cloudprovider.SizedCreator              = (*group)(nil)
+	_ cloudprovider.HourlyCostLimiter         = (*group)(nil)
 )
 
 func (p *Provider) record(w Write) {
@@ -354,6 +361,14 @@ func (g *group) TemplateNodeInfo() (*framework.NodeInfo, error) {
 func (g *group) Autoprovisioned() bool { return g.inner.Autoprovisioned() }
 func (g *group) GetOptions(defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
 	return g.inner.GetOptions(defaults)
+}
+
+// MaxHourlyCost is the real group's limit, 0 (none) when it has none.
+func (g *group) MaxHourlyCost() float64 {
+	if l, ok := g.inner.(cloudprovider.HourlyCostLimiter); ok {
+		return l.MaxHourlyCost()
+	}
+	return 0
 }
 
 // Exist is true for a group created in shadow while it is shown.

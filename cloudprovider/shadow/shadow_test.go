@@ -276,6 +276,10 @@ func TestReadsAndOptionalInterfacesGoToTheRealProvider(t *testing.T) {
 	if has, err := p.HasInstance(nodes[0]); err != nil || !has {
 		t.Fatalf("HasInstance: %v, %v", has, err)
 	}
+	real.Group("g").SetMaxHourlyCost(1.5)
+	if l, ok := only(t, p).(cloudprovider.HourlyCostLimiter); !ok || l.MaxHourlyCost() != 1.5 {
+		t.Fatal("the group's hourly cost limit is not passed on")
+	}
 	real.InjectError("Refresh", errors.New("boom"))
 	if err := p.Refresh(); err == nil {
 		t.Fatal("a failed real refresh was hidden")
