@@ -32,17 +32,23 @@ const (
 
 // needs says which DigitalOcean scopes and answers the enabled features use.
 type needs struct {
-	tags  []string // features that read pools' tags
-	sizes []string // features that read the Sizes API
+	tags []string // features that read pools' tags
+	// tagsBlock: without tags one of them cannot work at all (tags mode
+	// selects nothing, created pools would not be recognised); otherwise
+	// (consolidation's opt-in tag) a part of a feature is lost.
+	tagsBlock bool
+	sizes     []string // features that read the Sizes API
 }
 
 func featureNeeds(o config.AutoscalingOptions, selection string) needs {
 	var n needs
 	if selection == digitalocean.SelectByTags {
 		n.tags = append(n.tags, "node_pool_selection=tags")
+		n.tagsBlock = true
 	}
 	if o.NodeAutoprovisioningEnabled {
 		n.tags = append(n.tags, "--node-autoprovisioning-enabled (recognising the pools it created)")
+		n.tagsBlock = true
 		n.sizes = append(n.sizes, "--node-autoprovisioning-enabled")
 	}
 	if o.Consolidation.Enabled {
@@ -202,6 +208,10 @@ func tagScope(pools []*godo.KubernetesNodePool, n needs, from string) Result {
 	case len(n.tags) > 0:
 		res.Verdict = Fail
 		res.Detail = fmt.Sprintf("none of the %d pools carries any tag, though DOKS tags every pool: the token lacks %s, needed by %s", len(pools), scopeTagRead, strings.Join(n.tags, ", "))
+		if !n.tagsBlock {
+			res.Verdict = Warn
+			res.Detail += ": pools tagged " + digitalocean.TagConsolidate + " are never consolidated (only the pools the autoscaler created are), and the running autoscaler does not say why"
+		}
 		res.Fix = tokenFix(from)
 	default:
 		res.Verdict = OK

@@ -239,6 +239,14 @@ func TestDigitalOceanVerdicts(t *testing.T) {
 			want:  []want{{"do-scope-tag-read", OK, []string{"does not need"}}},
 		},
 		{
+			name:  "token without tag:read, consolidation in auto_scale mode",
+			pools: []doks.PoolSpec{autoScaled},
+			token: noTagRead,
+			args:  []string{"--consolidation-enabled"},
+			exit:  0,
+			want:  []want{{"do-scope-tag-read", Warn, []string{"lacks tag:read", "--consolidation-enabled", "never consolidated"}}},
+		},
+		{
 			name:   "token without sizes:read, no feature needs it",
 			pools:  []doks.PoolSpec{tagged("workers", 1, 6)},
 			extra:  map[string]any{"node_pool_selection": "tags"},
