@@ -86,10 +86,7 @@ func checkDigitalOcean(ctx context.Context, o config.AutoscalingOptions) Report 
 		r = append(r, Result{Check: "cloud-config", Verdict: OK, Detail: fmt.Sprintf("%s: cluster_id %s, API %s, node_pool_selection %s",
 			o.CloudConfig, in.ClusterID(), in.APIBaseURL(), in.Selection())})
 	}
-	from := "the cloud config's token field"
-	if in.TokenFromFile() {
-		from = "the file token_file names (the Secret it is mounted from)"
-	}
+	from := in.TokenSource()
 	n := featureNeeds(o, in.Selection())
 
 	cluster, err := in.Cluster(ctx)

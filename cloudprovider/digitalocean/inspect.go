@@ -51,10 +51,14 @@ func (i *Inspection) APIBaseURL() string { return i.client.godo.BaseURL.String()
 // Selection is the node_pool_selection mode, SelectByAutoScale or SelectByTags.
 func (i *Inspection) Selection() string { return i.cfg.selection }
 
-// TokenFromFile reports whether the token comes from token_file.
-func (i *Inspection) TokenFromFile() bool {
-	_, ok := i.cfg.tokenSource.(*fileTokenSource)
-	return ok
+// TokenSource says where the token comes from, for messages: the token_file
+// path (when it looks like a path: see showPath) or the literal field. The
+// token itself is never shown.
+func (i *Inspection) TokenSource() string {
+	if f, ok := i.cfg.tokenSource.(*fileTokenSource); ok {
+		return "token_file " + showPath(f.path)
+	}
+	return "the cloud config's token field"
 }
 
 // AutoprovisioningSizes are the size patterns of the cloud config's

@@ -119,7 +119,7 @@ func TestPreflight(t *testing.T) {
 		if code != 0 {
 			t.Errorf("exit %d, want 0:\n%s", code, text)
 		}
-		s.expect(lines, text, "do-token", "ok", "accepted the token from the file token_file names")
+		s.expect(lines, text, "do-token", "ok", "accepted the token from token_file \""+s.sb.TokenPath+"\"")
 		s.expect(lines, text, "do-cluster", "ok", s.sb.ClusterID, "region nyc1", "Kubernetes "+doks.VersionSlug)
 		s.expect(lines, text, "do-scope-tag-read", "ok", "visible")
 		s.expect(lines, text, "do-pool/ours", "ok", "is a node group by its tags, min 1, max 4")
@@ -206,7 +206,7 @@ func TestPreflight(t *testing.T) {
 		if code != 1 {
 			t.Errorf("exit %d, want 1:\n%s", code, text)
 		}
-		s.expect(lines, text, "do-token", "FAIL", "401", "refused the token")
+		s.expect(lines, text, "do-token", "FAIL", "401", "refused the token from token_file \""+bad+"\"")
 		if strings.Contains(text, "dop_v1_revoked") || strings.Contains(text, good) {
 			t.Errorf("the output shows a token:\n%s", text)
 		}
