@@ -125,7 +125,7 @@ func runDRA(ctx context.Context, c config, out io.Writer, plain *scaleRun) error
 	if c.profileDir != "" {
 		cd.profileDir = filepath.Join(c.profileDir, "dra")
 	}
-	ca, addr, err := startAutoscaler(cd, sb, "autoscaler-dra.log", cd.profileDir != "")
+	ca, addr, err := startAutoscaler(cd, sb, "autoscaler-dra.log")
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func runFigures(ctx context.Context, c config, out io.Writer) (*rows, *scaleRun,
 	}
 
 	// Steady state: nothing to do, so every request is the cost of watching.
-	ca, addr, err := startAutoscaler(c, sb, "autoscaler.log", false)
+	ca, addr, err := startAutoscaler(c, sb, "autoscaler.log")
 	if err != nil {
 		return r, nil, err
 	}
@@ -217,7 +217,7 @@ func scaleFigures(ctx context.Context, c config, out io.Writer, sb *sandbox.Sand
 	sr := &scaleRun{cluster: fmt.Sprintf("%d nodes in %d pools registered in %v, %d pods running", nodes, c.pools, took.Round(time.Second), pods)}
 	r.add("sandbox at scale", "%s", sr.cluster)
 
-	ca, addr, err := startAutoscaler(c, sb, "autoscaler-scale.log", c.profileDir != "")
+	ca, addr, err := startAutoscaler(c, sb, "autoscaler-scale.log")
 	if err != nil {
 		return sr, err
 	}
@@ -282,6 +282,18 @@ func (s steady) add(r *rows, c config, nodes int) {
 		r.add(fmt.Sprintf("parts of an iteration at %d nodes (mean)", nodes), "%s", phases)
 	}
 	r.add(fmt.Sprintf("autoscaler RSS at %d nodes", nodes), "%s", s.mem)
+	r.add(fmt.Sprintf("anonymous memory at %d nodes (smaps_rollup)", nodes), "%s", mib(s.mem.smapsAnon))
+	if s.mem.heapErr != nil {
+		r.add(fmt.Sprintf("Go heap after a collection at %d nodes", nodes), "not read: %v", s.mem.heapErr)
+	} else {
+		r.add(fmt.Sprintf("Go heap after a collection at %d nodes", nodes), "%s in use (HeapInuse), %s of live objects (HeapAlloc)",
+			mib1(s.mem.heap.inuse), mib1(s.mem.heap.alloc))
+	}
+	if s.mem.cg.usage > 0 {
+		r.add(fmt.Sprintf("working set at %d nodes (memory cgroup)", nodes), "%s", s.mem.workingSet())
+	} else if reason := cgroupReason(); reason != "" {
+		r.add(fmt.Sprintf("working set at %d nodes (memory cgroup)", nodes), "not measured: %s", reason)
+	}
 	r.add(fmt.Sprintf("DO API requests per iteration at %d nodes", nodes), "%s", requestsPerIteration(s.s0, s.s1))
 }
 
@@ -373,6 +385,8 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 	if err := <-profDone; err != nil {
 		return s, fmt.Errorf("cpu profile: %w", err)
 	}
+	// After the window's CPU and memory: the collection it forces is not the loop's.
+	s.mem.heap, s.mem.heapErr = heapAfterGC(addr)
 	if c.profileDir != "" {
 		s.heapP = filepath.Join(c.profileDir, fmt.Sprintf("heap-%d.pprof", nodes))
 		if err := savePprof(addr, "heap?gc=1", s.heapP); err != nil {
@@ -456,8 +470,11 @@ func resizePool(ctx context.Context, sb *sandbox.Sandbox, p godo.KubernetesNodeP
 }
 
 // startAutoscaler runs the binary against sb with production defaults except for what a
-// sandbox needs, serving /metrics on a free loopback port.
-func startAutoscaler(c config, sb *sandbox.Sandbox, logName string, profiling bool) (*sandbox.Process, string, error) {
+// sandbox needs, serving /metrics and /debug/pprof (--profiling: the heap after a
+// collection, profiles with --profile-dir) on a free loopback port, with --ca-args for
+// this project's builds. With --memory-cgroup (where the machine allows one) it runs in a
+// memory cgroup of its own, from a fresh copy of the binary (memory.go).
+func startAutoscaler(c config, sb *sandbox.Sandbox, logName string) (*sandbox.Process, string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", err
@@ -465,12 +482,33 @@ func startAutoscaler(c config, sb *sandbox.Sandbox, logName string, profiling bo
 	addr := l.Addr().String()
 	l.Close()
 	args := append(sb.AutoscalerArgs(), "--namespace=bench", "--leader-elect=false",
-		"--scan-interval="+c.scanInterval.String(), "--address="+addr, "--v="+strconv.Itoa(c.verbosity))
-	if profiling {
-		args = append(args, "--profiling")
+		"--scan-interval="+c.scanInterval.String(), "--address="+addr, "--v="+strconv.Itoa(c.verbosity), "--profiling")
+	args = append(args, extraArgs(c)...)
+	if !*useCgroup {
+		p, err := sandbox.RunAutoscaler(c.binary, args, filepath.Join(c.dir, logName))
+		return p, addr, err
 	}
-	p, err := sandbox.RunAutoscaler(c.binary, args, filepath.Join(c.dir, logName))
-	return p, addr, err
+	g, err := newMemCgroup(strings.TrimSuffix(logName, ".log"))
+	if err != nil {
+		cgroupNote(err)
+		p, err := sandbox.RunAutoscaler(c.binary, args, filepath.Join(c.dir, logName))
+		return p, addr, err
+	}
+	copyDir := filepath.Join(c.dir, "bin-"+filepath.Base(g.dir))
+	bin, err := freshCopy(c.binary, copyDir)
+	if err != nil {
+		os.Remove(g.dir)
+		return nil, "", err
+	}
+	name, wrapped := inCgroup(g, bin, args)
+	p, err := sandbox.RunAutoscaler(name, wrapped, filepath.Join(c.dir, logName))
+	if err != nil {
+		os.Remove(g.dir)
+		os.RemoveAll(copyDir)
+		return nil, "", err
+	}
+	registerCgroup(p.Cmd.Process.Pid, g, p.Done(), copyDir)
+	return p, addr, nil
 }
 
 func waitRunning(ctx context.Context, sb *sandbox.Sandbox, app string, n int, timeout time.Duration) error {
@@ -673,6 +711,23 @@ func parseProcStatCPU(stat string) time.Duration {
 type memory struct {
 	rss, hwm, anon, file, mean int64
 	peakSinceStart             bool
+	// smapsAnon: smaps_rollup's Anonymous at the window's end.
+	smapsAnon int64
+	// cg: the process's memory cgroup at the window's end (zero without one); wsMean
+	// and wsPeak its working set's mean and peak over the window's samples.
+	cg             cgroupMem
+	wsMean, wsPeak int64
+	// heap: the Go heap right after a collection forced at the window's end (zero when
+	// not read); heapErr why not.
+	heap    goHeap
+	heapErr error
+}
+
+// workingSet is the cgroup figure as printed: end, mean and peak over the window, and
+// what it is made of.
+func (m memory) workingSet() string {
+	return fmt.Sprintf("%s at the window's end (usage %s less inactive_file %s; active_file %s, anonymous %s); over the window mean %s, peak %s",
+		mib(m.cg.workingSet()), mib(m.cg.usage), mib(m.cg.inactiveFile), mib(m.cg.activeFile), mib(m.cg.anon), mib(m.wsMean), mib(m.wsPeak))
 }
 
 // String is how the figures print it.
@@ -700,10 +755,13 @@ type memWatch struct {
 	once      sync.Once
 	sum, n    int64
 	resetPeak bool
+	// cg: the process's memory cgroup, sampled too (nil: none).
+	cg                 *memCgroup
+	wsSum, wsN, wsPeak int64
 }
 
 func watchMem(pid int) *memWatch {
-	w := &memWatch{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &memWatch{pid: pid, stop: make(chan struct{}), done: make(chan struct{}), cg: cgroupOf(pid)}
 	w.resetPeak = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 	go func() {
 		defer close(w.done)
@@ -713,6 +771,14 @@ func watchMem(pid int) *memWatch {
 			if m := procMem(pid); m.rss > 0 {
 				w.sum += m.rss
 				w.n++
+			}
+			if w.cg != nil {
+				if cm := w.cg.read(); cm.usage > 0 {
+					ws := cm.workingSet()
+					w.wsSum += ws
+					w.wsN++
+					w.wsPeak = max(w.wsPeak, ws)
+				}
 			}
 			select {
 			case <-w.stop:
@@ -734,6 +800,14 @@ func (w *memWatch) end() memory {
 		m.mean = w.sum / w.n
 	}
 	m.peakSinceStart = !w.resetPeak
+	m.smapsAnon = smapsAnon(w.pid)
+	if w.cg != nil {
+		m.cg = w.cg.read()
+		m.wsPeak = max(w.wsPeak, m.cg.workingSet())
+		if w.wsN > 0 {
+			m.wsMean = w.wsSum / w.wsN
+		}
+	}
 	return m
 }
 
@@ -773,6 +847,8 @@ func parseProcStatusMem(status string) memory {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func mib1(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // percentile is the nearest-rank percentile of ds (q in [0,1]).
 func percentile(ds []time.Duration, q float64) time.Duration {

@@ -106,7 +106,7 @@ func runLarge(ctx context.Context, c config, out io.Writer) error {
 // largeRun measures one binary on the large cluster: steady iterations, then the pending
 // pods. The autoscaler is stopped when it returns.
 func largeRun(ctx context.Context, c config, out io.Writer, sb *sandbox.Sandbox, nodes int, r *rows) error {
-	ca, addr, err := startAutoscaler(c, sb, "autoscaler-large.log", c.profileDir != "")
+	ca, addr, err := startAutoscaler(c, sb, "autoscaler-large.log")
 	if err != nil {
 		return err
 	}
