@@ -164,7 +164,7 @@ func TestChartAlertsNameExportedMetrics(t *testing.T) {
 	want := []string{"ClusterAutoscalerDown", "ClusterAutoscalerNotSucceeding", "ClusterAutoscalerPendingPodsNotScaling",
 		"ClusterAutoscalerScaleUpFailed", "ClusterAutoscalerNodeGroupBackoff", "ClusterAutoscalerDigitalOceanForbidden",
 		"ClusterAutoscalerDigitalOceanRateLimited", "ClusterAutoscalerDigitalOceanErrors", "ClusterAutoscalerClusterUnsafe",
-		"ClusterAutoscalerCreatedPoolEmpty"}
+		"ClusterAutoscalerCreatedPoolEmpty", "ClusterAutoscalerHourlyCostNearLimit"}
 	var got []string
 	for _, r := range rules {
 		name, _ := r["alert"].(string)

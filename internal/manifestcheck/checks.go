@@ -121,6 +121,8 @@ type CloudConfig struct {
 	NodePoolSelection string `json:"node_pool_selection,omitempty"`
 	// Autoprovisioning is the section --node-autoprovisioning-enabled needs.
 	Autoprovisioning *Autoprovisioning `json:"autoprovisioning,omitempty"`
+	// PriceOverrides are hourly prices in USD by size slug.
+	PriceOverrides map[string]float64 `json:"price_overrides,omitempty"`
 }
 
 // Autoprovisioning is cloud.json's autoprovisioning section.
@@ -129,6 +131,8 @@ type Autoprovisioning struct {
 	MaxNodesPerPool *int     `json:"max_nodes_per_pool,omitempty"`
 	NamePrefix      string   `json:"name_prefix,omitempty"`
 	TaintKeys       []string `json:"taint_keys,omitempty"`
+	// MaxHourlyCostPerPool is each created pool's hourly limit in USD.
+	MaxHourlyCostPerPool *float64 `json:"max_hourly_cost_per_pool,omitempty"`
 }
 
 // ParseCloudConfig decodes the cloud.json held by the cloud config Secret.

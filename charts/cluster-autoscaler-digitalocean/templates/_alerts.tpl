@@ -166,4 +166,19 @@ on every label but activity.
     summary: Pools the autoscaler created exist while droplets stay without a Node.
     description: Droplets have not registered within --max-node-provision-time; a created pool may hold no Node at all.
     runbook_url: {{ $runbook }}#a-created-pool-stays-empty
+- alert: ClusterAutoscalerHourlyCostNearLimit
+  # The leader's figures: the standby exports both gauges at 0. No limit
+  # (--max-hourly-cost 0) never pages.
+  expr: |-
+    max(cluster_autoscaler_hourly_cost_total{ {{- $s }}} {{ $leader }})
+      >= {{ $d.hourlyCostRatio | default 0.9 }} * max(cluster_autoscaler_hourly_cost_limit{ {{- $s }}} {{ $leader }})
+    and on() max(cluster_autoscaler_hourly_cost_limit{ {{- $s }}} {{ $leader }}) > 0
+  for: 15m
+  labels:
+    severity: warning
+    {{- with $labels }}{{ toYaml . | nindent 4 }}{{ end }}
+  annotations:
+    summary: 'The autoscaled node pools cost {{ "{{" }} $value | printf "%.2f" {{ "}}" }} USD an hour, near --max-hourly-cost.'
+    description: 'Past the limit no node is bought: pending pods get NotTriggerScaleUp naming the limit and the figures (docs/limits.md).'
+    runbook_url: {{ $runbook }}#spend-near-the-hourly-limit
 {{- end -}}

@@ -218,6 +218,9 @@ default (upstream's values.yaml sets these to non-empty defaults). */ -}}
   {{- with include "cad.autoprovisioning" . }}
   "autoprovisioning": {{ . }},
   {{- end }}
+  {{- with include "cad.priceOverrides" . }}
+  "price_overrides": {{ . }},
+  {{- end }}
   "token_file": {{ printf "%s/%s" (include "cad.tokenDir" .) .Values.cloudConfig.tokenSecretKey | toJson }}
 }
 {{- end -}}
@@ -289,7 +292,32 @@ refusal stays the backstop. Empty when the section is not given.
 {{- end -}}
 {{- $_ := set $out "taint_keys" . -}}
 {{- end -}}
+{{- if hasKey $a "maxHourlyCostPerPool" -}}
+{{- $c := $a.maxHourlyCostPerPool -}}
+{{- if or (not (regexMatch "^[0-9]+(\\.[0-9]+)?$" (toString $c))) (lt (float64 $c) 0.01) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.maxHourlyCostPerPool %v is not a limit: want USD an hour, at least 0.01" $c) -}}
+{{- end -}}
+{{- $_ := set $out "max_hourly_cost_per_pool" (float64 $c) -}}
+{{- end -}}
 {{- $out | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+cloudConfig.priceOverrides as cloud.json's "price_overrides" (JSON, one
+line), checked as the binary checks it; empty when none is given.
+*/}}
+{{- define "cad.priceOverrides" -}}
+{{- with .Values.cloudConfig.priceOverrides -}}
+{{- range $slug, $v := . -}}
+{{- if or (not (regexMatch "^[a-z0-9][a-z0-9-]*$" $slug)) (gt (len $slug) 64) -}}
+{{- fail (printf "cloudConfig.priceOverrides: %q is not a size slug: want lower-case letters, digits and '-'" $slug) -}}
+{{- end -}}
+{{- if or (not (regexMatch "^[0-9]+(\\.[0-9]+)?$" (toString $v))) (le (float64 $v) 0.0) (gt (float64 $v) 1000.0) -}}
+{{- fail (printf "cloudConfig.priceOverrides[%q]: %v is not a price: want USD an hour, more than 0 and at most 1000" $slug $v) -}}
+{{- end -}}
+{{- end -}}
+{{- . | toJson -}}
 {{- end -}}
 {{- end -}}
 
