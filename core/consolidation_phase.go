@@ -196,11 +196,11 @@ func (a *Autoscaler) planConsolidation(view consolidation.View, sim *iterationSi
 		id := gs.Group.Id()
 		removable[id] = gs.Target - gs.Group.MinSize() - a.removals.DeletingInGroup(id)
 	}
-	quotas := sim.quotas
+	maxima, minima := sim.quotas, sim.afterRemovals
 	co := a.opts.Consolidation
 	d := consolidation.Decide(consolidation.Input{
 		Snapshot: view.Snapshot, Checker: a.checker, DrainOptions: view.DrainOptions, PDBs: c.pdbs,
-		Candidates: cands, Replacements: a.replacements(c, pm, now), Removable: removable, Quotas: &quotas,
+		Candidates: cands, Replacements: a.replacements(c, pm, now), Removable: removable, Quotas: &maxima, Minima: &minima,
 		Threshold: co.SavingsThreshold, MaxNodes: co.MaxDisrupted.Nodes(fleet), Now: now,
 		Cost:      consolidation.CostModel{Horizon: cs.lifetimes.Horizon(now, co.SavingHorizon), EvictionCost: co.EvictionCost},
 		BackedOff: func(key string) bool { at, ok := cs.aborted[key]; return ok && now.Sub(at) < abortBackoff },

@@ -13,6 +13,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
 // Scale-down deletes an empty node of a group not opted in to consolidation
@@ -198,5 +199,43 @@ func TestConsolidationAbortedCommandBacksOff(t *testing.T) {
 	h.runOnce(t0.Add(63 * time.Minute))
 	if n := len(increases(h.provider)); n != 2 {
 		t.Fatalf("%d IncreaseSize calls after the backoff, want the command tried again", n)
+	}
+}
+
+// A node whose removal scale-down started in the same iteration still
+// counts against the maxima when consolidation plans: the removal may
+// fail (here DigitalOcean refuses it), and the replacement must not take
+// the cluster past --max-nodes-total then.
+func TestConsolidationCountsScaleDownsRemovalsAgainstMaxima(t *testing.T) {
+	p, nodes := cluster(
+		groupSpec{id: "plain", min: 0, max: 3, nodes: 1, milliCPU: 1000, mem: test.GiB},
+		groupSpec{id: "big", min: 0, max: 3, nodes: 1, milliCPU: 8000, mem: 8 * test.GiB},
+		groupSpec{id: "small", min: 0, max: 5, nodes: 1, milliCPU: 2000, mem: 2 * test.GiB},
+	)
+	p.SetPricing(&test.PricingModel{PerCoreHour: 1})
+	opts := testOptions()
+	opts.NodeGroupDefaults.ScaleDownUnneededTime = time.Minute
+	for _, id := range []string{"big", "small"} {
+		o := opts.NodeGroupDefaults
+		o.Consolidate = true
+		o.ScaleDownUtilizationThreshold = 0.1
+		p.Group(id).SetOptions(&o)
+	}
+	opts.Consolidation.Enabled = true
+	// A command acts in the iteration that plans it.
+	opts.Consolidation.StabilizationWindow = 0
+	opts.MaxNodesTotal = 3
+	full := test.BuildScheduledPod("full", 2000, test.GiB/2, "full-rs", "small-n0")
+	full.Annotations = map[string]string{drain.DoNotDisruptKey: "true"}
+	pods := []runtime.Object{test.BuildScheduledPod("web", 1500, test.GiB/2, "web-rs", "big-n0"), full}
+	h := newHarness(t, opts, p, join(nodes, pods)...)
+	p.Group("plain").InjectError("DeleteNodes", errors.New("500 internal error"))
+	h.runOnce(t0)
+	h.runOnce(t0.Add(61 * time.Second))
+	if calls := h.provider.CallsOf("DeleteNodes"); len(calls) == 0 {
+		t.Fatal("setup: scale-down did not try to remove the empty node")
+	}
+	if incs := increases(h.provider); len(incs) != 0 {
+		t.Fatalf("increases %v with 3 nodes at --max-nodes-total=3 and a removal that failed", incs)
 	}
 }

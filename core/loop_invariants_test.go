@@ -151,7 +151,7 @@ func (s *loopScenario) perturb() {
 	if s.rng.IntN(3) == 0 {
 		h.createPod(s.pod(int64(500+s.rng.IntN(3000)), ""))
 	}
-	if s.rng.IntN(3) == 0 {
+	if s.rng.IntN(3) == 0 && len(s.pods) > 0 {
 		names := make([]string, 0, len(s.pods))
 		for n := range s.pods {
 			names = append(names, n)

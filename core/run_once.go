@@ -215,8 +215,11 @@ type iterationSimulation struct {
 	// drains counts the drains a phase started in this iteration: their
 	// pods need room no later plan sees (their nodes left the snapshot).
 	drains int
-	// quotas counts the live nodes against the cluster-wide limits.
-	quotas resourcequotas.Tracker
+	// quotas counts the live nodes against the cluster-wide limits. What
+	// a phase started removing stays counted against the maxima (its
+	// removal may still fail); afterRemovals counts it gone, for the
+	// minima.
+	quotas, afterRemovals resourcequotas.Tracker
 }
 
 // The phases that hold nodes, as iterationSimulation.held names them.
@@ -237,6 +240,7 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) *iterationSimulation 
 		}
 	}
 	sim.quotas = resourcequotas.NewTracker(c.limits, c.nodes, sim.beingDeleted)
+	sim.afterRemovals = sim.quotas
 	a.report.Usage(sim.quotas)
 	sim.snapshot = func() (*simulator.ClusterSnapshot, error) {
 		if !sim.built {
@@ -253,7 +257,7 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) *iterationSimulation 
 }
 
 // remove records that phase started removing the named nodes: the later
-// phases neither count them against the limits nor place pods on them,
+// phases neither count them against the minima nor place pods on them,
 // and none acts on them.
 func (sim *iterationSimulation) remove(phase string, names []string, nodes []*apiv1.Node) error {
 	if len(names) == 0 {
@@ -270,7 +274,7 @@ func (sim *iterationSimulation) remove(phase string, names []string, nodes []*ap
 	}
 	for _, n := range nodes {
 		if gone[n.Name] && !sim.beingDeleted[n.Name] {
-			sim.quotas.Remove(n)
+			sim.afterRemovals.Remove(n)
 			sim.beingDeleted[n.Name] = true
 		}
 	}

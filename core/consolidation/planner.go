@@ -46,11 +46,15 @@ type Input struct {
 	// min size.
 	Removable map[string]int
 	// Quotas counts the cluster against its limits (--max-nodes-total,
-	// --cores-total, --memory-total) as the loop's earlier phases left it;
-	// nil: no limits. A replacement is added before the nodes it replaces
-	// go, so it must fit under the maxima with them; what a command
-	// removes must leave the cluster at or above the minimums.
+	// --cores-total, --memory-total), nodes whose removal the loop's
+	// earlier phases started included (it may fail); nil: no limits. A
+	// replacement is added before the nodes it replaces go, so it must
+	// fit under the maxima with them.
 	Quotas *resourcequotas.Tracker
+	// Minima is Quotas with those removals counted done (nil: Quotas):
+	// what a command removes must leave the cluster at or above the
+	// minimums.
+	Minima *resourcequotas.Tracker
 	// Threshold is the least saving, as a fraction of the removed nodes'
 	// price (--consolidation-savings-threshold).
 	Threshold float64
@@ -285,10 +289,14 @@ func (p *planner) fitsMaxima(r *Replacement) bool {
 // removing set would break, "" when none. A replacement adds back at
 // most what it removes, so deletes are checked without it, the safe side.
 func (p *planner) belowMinimums(set []Candidate) resourcequotas.Resource {
-	if p.in.Quotas == nil {
+	floor := p.in.Minima
+	if floor == nil {
+		floor = p.in.Quotas
+	}
+	if floor == nil {
 		return ""
 	}
-	q := *p.in.Quotas
+	q := *floor
 	for _, c := range set {
 		if r := q.CheckRemoval(c.Node); r != "" {
 			return r
