@@ -95,6 +95,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("DELETE "+clusters+"/node_pools/{pool}/nodes/{node}", s.wrap(OpDeleteNode, s.handleDeleteNode))
 	mux.Handle("GET "+clusters+"/node_pools_template/{name}", s.wrap(OpGetNodePoolTemplate, s.handleTemplate))
 	mux.Handle("GET /v2/sizes", s.wrap(OpListSizes, s.handleSizes))
+	mux.Handle("GET /v2/account", s.wrap(OpGetAccount, s.handleGetAccount))
+	mux.Handle("GET /v2/droplets", s.wrap(OpListDroplets, s.handleListDroplets))
 	mux.Handle("/", s.wrap(OpUnknown, func(w http.ResponseWriter, r *http.Request, reqID string) {
 		writeError(w, http.StatusNotFound, "not_found", "The resource you were accessing could not be found.", reqID)
 	}))

@@ -196,6 +196,10 @@ type Server struct {
 	minuteLimit int
 	// dropletLimit is the account's droplet limit; 0: none.
 	dropletLimit int
+	// otherDroplets are the account's droplets outside the cluster.
+	otherDroplets int
+	// noDropletRead are tokens without droplet:read (account.go).
+	noDropletRead map[string]bool
 	// tokens are the bearer tokens accepted (Options.Token, or SetTokens);
 	// none accepts any.
 	tokens map[string]bool
@@ -365,18 +369,14 @@ func (s *Server) SetDropletLimit(limit int) {
 }
 
 // dropletsOverLimitLocked reports whether adding n droplets would take the
-// account over its droplet limit. Every droplet counts, those still
-// draining or deleting too, as DigitalOcean counts a droplet until it is
-// destroyed. Pool creation checks it as well as pool resizes.
+// account over its droplet limit. Every droplet counts (dropletsLocked),
+// those still draining or deleting and those outside the cluster too, as
+// DigitalOcean counts a droplet until it is destroyed. Pool creation checks it as well as pool resizes.
 func (s *Server) dropletsOverLimitLocked(n int) bool {
 	if s.dropletLimit <= 0 || n <= 0 {
 		return false
 	}
-	total := 0
-	for _, p := range s.pools {
-		total += len(p.nodes)
-	}
-	return total+n > s.dropletLimit
+	return s.dropletsLocked()+n > s.dropletLimit
 }
 
 // SetClusterAutoscalerConfiguration sets what the cluster object reports as
