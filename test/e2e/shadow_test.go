@@ -333,6 +333,26 @@ func TestShadowScaleUp(t *testing.T) {
 	if n := s.metric(r.ca, "cluster_autoscaler_shadow_writes_total", map[string]string{"api": "cloud", "operation": "increase_size"}); n != 1 {
 		t.Errorf("shadow_writes_total{cloud,increase_size} = %v, want 1", n)
 	}
+	// Once the hold is over the real target shows again, and the pods still
+	// waiting get the same decision once more: no failed scale-up, no backoff
+	// (the would-be nodes were never timed out).
+	s.eventually("the scale-up decided again after the hold", 90*time.Second, func() error {
+		if n := s.metric(r.ca, "cluster_autoscaler_scaled_up_nodes_total", nil); n != 4 {
+			return fmt.Errorf("scaled_up_nodes_total = %v, want 4", n)
+		}
+		return nil
+	})
+	if n := s.metric(r.ca, "cluster_autoscaler_failed_scale_ups_total", nil); n != 0 {
+		t.Errorf("failed_scale_ups_total = %v, want 0", n)
+	}
+	recorded := int32(0)
+	for _, ev := range s.consolidationEvents("TriggeredScaleUp", r.since) {
+		recorded += max(ev.Count, 1)
+	}
+	if recorded <= 2 {
+		t.Errorf("TriggeredScaleUp recorded %d times for the 2 pods, want the second decision's too", recorded)
+	}
+	t.Logf("TriggeredScaleUp recorded %d times for 2 pods over two holds", recorded)
 	if got := len(s.pods("web")); got != 3 {
 		t.Errorf("%d web pods, want 3", got)
 	}
