@@ -289,3 +289,33 @@ func TestReadsAndOptionalInterfacesGoToTheRealProvider(t *testing.T) {
 	}
 	noWrites(t, real)
 }
+
+// When the cloud itself removes a node removed in shadow (someone else deleted
+// it), the real listing takes over at the next refresh: the target is not
+// counted down twice.
+func TestRemovalInShadowGivesWayToTheRealListing(t *testing.T) {
+	real, p, _, _, nodes := world(t)
+	real.Group("g").SetTargetSize(3) // room for one real deletion above min
+	if err := p.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if err := only(t, p).DeleteNodes([]*apiv1.Node{nodes[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := target(t, only(t, p)); got != 2 {
+		t.Fatalf("target %d after the removal in shadow, want 2", got)
+	}
+	if err := real.Group("g").DeleteNodes([]*apiv1.Node{nodes[0]}); err != nil { // the real deletion
+		t.Fatal(err)
+	}
+	if err := p.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if got := target(t, only(t, p)); got != 2 {
+		t.Fatalf("target %d once the cloud deleted the node, want the real 2", got)
+	}
+	ins, _ := only(t, p).Nodes()
+	if len(ins) != 1 {
+		t.Fatalf("%d instances, want 1", len(ins))
+	}
+}
