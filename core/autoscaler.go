@@ -40,6 +40,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/consolidation"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
@@ -144,8 +145,8 @@ type Autoscaler struct {
 	deletedGroupsMu    sync.Mutex
 	deletedGroups      map[string]bool
 	groupDeleteBackoff *clusterstate.Backoff
-	// consolidation: see consolidation_phase.go (nil until first used).
-	consolidation *consolidationState
+	// consolidation: consolidation's phase (nil until first used).
+	consolidation *consolidation.Phase
 }
 
 // NewAutoscaler wires informers (nodes, pods, PDBs, DaemonSets, ConfigMaps in

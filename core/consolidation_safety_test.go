@@ -81,8 +81,8 @@ func TestScaleDownLeavesTheNodesOfACommandInFlight(t *testing.T) {
 	if hasTaint(h.node("big-n0"), clusterstate.ToBeDeletedTaint) || len(h.evicts.Evictions()) != 0 {
 		t.Fatalf("scale-down drained the old node of a command in flight (evictions %v)", h.evicts.Evictions())
 	}
-	if cmd, _, _ := h.a.consolidation.exec.InFlight(); cmd == nil {
-		t.Fatalf("the command was dropped: %s", h.a.consolidation.lastResult)
+	if cmd, _, _ := h.a.consolidation.InFlight(); cmd == nil {
+		t.Fatalf("the command was dropped: %s", h.a.consolidation.LastResult())
 	}
 }
 
@@ -168,8 +168,8 @@ func TestConsolidationWaitsForAReplacementsStartupTaint(t *testing.T) {
 	h.createNode(n)
 	h.runOnce(t0.Add(2 * time.Minute))
 	h.runOnce(t0.Add(3 * time.Minute))
-	if cmd, phase, _ := h.a.consolidation.exec.InFlight(); cmd == nil || phase != "Provisioning" {
-		t.Fatalf("with the replacement still starting: in flight %v %q, last result %q; want it waiting", cmd, phase, h.a.consolidation.lastResult)
+	if cmd, phase, _ := h.a.consolidation.InFlight(); cmd == nil || phase != "Provisioning" {
+		t.Fatalf("with the replacement still starting: in flight %v %q, last result %q; want it waiting", cmd, phase, h.a.consolidation.LastResult())
 	}
 	if len(h.evicts.Evictions()) != 0 {
 		t.Fatal("pods moved to a replacement that is not ready")

@@ -235,7 +235,7 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) *iterationSimulation 
 		placed:       drain.WithoutExpendable(c.pods, a.opts.ExpendablePodsPriorityCutoff),
 	}
 	if a.consolidation != nil {
-		for _, n := range a.consolidation.exec.Held(c.nodes, a.registry.NodeGroupIDForNode) {
+		for _, n := range a.consolidation.Held(c.nodes, a.registry.NodeGroupIDForNode) {
 			sim.held[n] = heldByConsolidation
 		}
 	}

@@ -62,15 +62,15 @@ type Outcome struct {
 	Evicted []*apiv1.Pod
 }
 
-// Phase is where a command in flight stands.
-type Phase string
+// Stage is where a command in flight stands.
+type Stage string
 
 const (
 	// Provisioning: the replacement was asked for; waiting for it to be
 	// registered and Ready.
-	Provisioning Phase = "Provisioning"
+	Provisioning Stage = "Provisioning"
 	// Draining: the old nodes are being drained and deleted.
-	Draining Phase = "Draining"
+	Draining Stage = "Draining"
 )
 
 // View is the cluster as the executor sees it in one loop.
@@ -124,7 +124,7 @@ type Executor struct {
 
 type inFlight struct {
 	cmd   Command
-	phase Phase
+	phase Stage
 	since time.Time
 	// known: the nodes that existed when the replacement was asked for.
 	known map[string]bool
@@ -139,7 +139,7 @@ func NewExecutor(prov Provisioner, drainer Drainer, provisionTimeout time.Durati
 }
 
 // InFlight returns the command in flight and its phase; nil when idle.
-func (e *Executor) InFlight() (*Command, Phase, time.Time) {
+func (e *Executor) InFlight() (*Command, Stage, time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.cur == nil {

@@ -17,6 +17,8 @@ const (
 	EventConsolidationAborted = "ConsolidationAborted"
 )
 
+var _ consolidation.Recorder = (*Reporter)(nil)
+
 // Consolidation records a consolidation outcome: the events, and
 // consolidation_commands_total; a success adds its saving to
 // consolidation_savings_per_hour.

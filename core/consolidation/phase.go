@@ -1,0 +1,251 @@
+package consolidation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
+)
+
+// abortBackoff is how long an aborted command is not tried again, so a
+// replacement that never becomes usable is not bought again and again.
+const abortBackoff = time.Hour
+
+// Status is where consolidation stands, as the status ConfigMap shows it.
+type Status string
+
+const (
+	Idle          Status = "Idle"
+	OutsideWindow Status = "OutsideWindow"
+	Waiting       Status = "Waiting"
+	PlannedStatus Status = "Planned"
+)
+
+// Recorder is what the phase reports through (core/report implements it):
+// each command's outcomes, and the status section once per iteration.
+type Recorder interface {
+	Consolidation(Outcome)
+	ConsolidationStatus(*api.ConsolidationStatus)
+}
+
+// Phase is consolidation's part of the loop: it moves the command in
+// flight on, or, when none is, plans one and starts it once it has held
+// for the stabilization window, inside the windows, when nothing makes it
+// wait (docs/consolidation.md). It keeps what lasts across iterations:
+// the command in flight and the one held, the workloads moved, the
+// commands aborted, the rhythm of scale-ups, and the status section.
+type Phase struct {
+	opts config.ConsolidationOptions
+	exec *Executor
+	stab *Stabilizer
+	rec  Recorder
+
+	moved     *Ledger
+	lifetimes Lifetimes
+	// aborted: when each command (by Key) last aborted.
+	aborted map[string]time.Time
+	// unprofitable: the keys of the commands refused last iteration for
+	// not paying, so each refusal is counted once while it lasts.
+	unprofitable map[string]bool
+
+	status   Status
+	statusAt time.Time
+	// planned is the command held for the stabilization window.
+	planned    *Command
+	lastResult string
+	// savings: the hourly saving of the commands that succeeded.
+	savings float64
+}
+
+// NewPhase returns the phase; exec carries its commands out.
+func NewPhase(opts config.ConsolidationOptions, exec *Executor, rec Recorder) *Phase {
+	return &Phase{opts: opts, exec: exec, stab: NewStabilizer(opts.StabilizationWindow), rec: rec,
+		moved: NewLedger(opts.WorkloadCooldown), aborted: map[string]time.Time{}}
+}
+
+// Loop is what the phase needs of one iteration.
+type Loop struct {
+	View View
+	// Wait says why no command may be planned now ("" if one may): nodes
+	// still coming, or scale-down's drains (View.Busy).
+	Wait string
+	// LastScaleUp is the loop's last scale-up (zero: none).
+	LastScaleUp time.Time
+	// Plan returns the planner's input with its candidates' input, built
+	// from the cluster (prices, groups, replacements, limits); false when
+	// nothing can be planned (no prices). The phase adds its own: the
+	// workloads moved, the backoffs, the cost model, the budget.
+	Plan func() (CandidateInput, Input, bool)
+}
+
+// Run is the phase's iteration; it reports whether it started a command.
+func (ph *Phase) Run(ctx context.Context, l Loop) (started bool) {
+	now := l.View.Now
+	ph.planned = nil
+	ph.prune(now)
+	defer ph.publish()
+	ph.record(ph.exec.Step(ctx, l.View), now)
+	if cmd, phase, since := ph.exec.InFlight(); cmd != nil {
+		ph.set(Status(phase), since)
+		return false
+	}
+	if !config.AnyOpen(ph.opts.Windows, now) {
+		ph.stab.Reset()
+		ph.set(OutsideWindow, now)
+		return false
+	}
+	if why := ph.wait(l); why != "" {
+		klog.V(2).InfoS("Consolidation: waiting", "why", why)
+		ph.stab.Reset()
+		ph.set(Waiting, now)
+		return false
+	}
+	cmd := ph.plan(l)
+	isNew, ready := ph.stab.Observe(cmd, now)
+	if cmd == nil {
+		ph.set(Idle, now)
+		return false
+	}
+	if isNew {
+		klog.InfoS("Consolidation: planned", "command", cmd.String(), "actsAfter", ph.opts.StabilizationWindow)
+		ph.record([]Outcome{{Command: *cmd, Result: Planned}}, now)
+	}
+	if !ready {
+		ph.planned = cmd
+		ph.set(PlannedStatus, ph.stab.Since())
+		return false
+	}
+	// The plan ran on this iteration's cluster: the command is validated
+	// just before it acts.
+	ph.stab.Reset()
+	ph.record(ph.exec.Start(ctx, *cmd, l.View), now)
+	if cur, phase, since := ph.exec.InFlight(); cur != nil {
+		ph.set(Status(phase), since)
+	} else {
+		ph.set(Idle, now) // aborted at once (lastResult says why)
+	}
+	return true
+}
+
+// wait says why no command may be planned now ("" if one may): no
+// flapping against scale-up, nor against nodes coming or drains.
+func (ph *Phase) wait(l Loop) string {
+	now, window := l.View.Now, ph.opts.StabilizationWindow
+	switch {
+	case l.View.Busy != "":
+		return l.View.Busy
+	case !l.LastScaleUp.IsZero() && now.Sub(l.LastScaleUp) < window:
+		return fmt.Sprintf("last scale-up %s ago (--consolidation-stabilization-window=%s)", now.Sub(l.LastScaleUp).Round(time.Second), window)
+	}
+	return l.Wait
+}
+
+// plan completes the loop's planner input with what the phase keeps and
+// decides.
+func (ph *Phase) plan(l Loop) *Command {
+	ci, in, ok := l.Plan()
+	if !ok {
+		return nil
+	}
+	now := l.View.Now
+	ci.Moved = func(p *apiv1.Pod) bool { return ph.moved.Recent(p, now) }
+	cands, skipped := Candidates(ci)
+	for _, s := range skipped {
+		klog.V(4).InfoS("Consolidation: not a candidate", "node", s.Node, "why", s.Why)
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	in.Candidates = cands
+	in.MaxNodes = ph.opts.MaxDisrupted.Nodes(len(cands) + len(skipped))
+	in.Threshold = ph.opts.SavingsThreshold
+	in.Cost = CostModel{Horizon: ph.lifetimes.Horizon(now, ph.opts.SavingHorizon), EvictionCost: ph.opts.EvictionCost}
+	in.BackedOff = func(key string) bool { at, ok := ph.aborted[key]; return ok && now.Sub(at) < abortBackoff }
+	d := Decide(in)
+	ph.refused(d.Unprofitable)
+	return d.Command
+}
+
+// ScaledUp records a scale-up: a sample of how long savings last.
+func (ph *Phase) ScaledUp(now time.Time) { ph.lifetimes.ScaledUp(now) }
+
+// Held returns the nodes the command in flight holds (Executor.Held).
+func (ph *Phase) Held(nodes []*apiv1.Node, groupOf func(string) string) []string {
+	return ph.exec.Held(nodes, groupOf)
+}
+
+// InFlight returns the command in flight and its phase (Executor.InFlight).
+func (ph *Phase) InFlight() (*Command, Stage, time.Time) { return ph.exec.InFlight() }
+
+// LastResult is how the last command ended, as the status shows it.
+func (ph *Phase) LastResult() string { return ph.lastResult }
+
+// record hands outcomes to the recorder and keeps the last result, the
+// savings, the workloads moved and the commands aborted.
+func (ph *Phase) record(outcomes []Outcome, now time.Time) {
+	for _, o := range outcomes {
+		ph.rec.Consolidation(o)
+		switch o.Result {
+		case DrainStarted:
+			ph.moved.Record(o.Evicted, now)
+		case Succeeded:
+			ph.savings += o.Command.Saving
+			ph.lastResult = "succeeded: " + o.Command.String()
+		case Aborted:
+			ph.aborted[o.Command.Key()] = now
+			ph.lastResult = "aborted: " + o.Command.String() + ": " + o.Reason
+		}
+	}
+}
+
+// refused reports the commands refused because they do not pay, each once
+// while it is refused iteration after iteration.
+func (ph *Phase) refused(cmds []Command) {
+	seen := make(map[string]bool, len(cmds))
+	for _, c := range cmds {
+		k := c.Key()
+		seen[k] = true
+		if !ph.unprofitable[k] {
+			klog.V(2).InfoS("Consolidation: refused, the saving does not pay for the disruption", "command", c.String())
+			ph.rec.Consolidation(Outcome{Command: c, Result: Unprofitable})
+		}
+	}
+	ph.unprofitable = seen
+}
+
+// prune forgets what is older than its window: the ledger's workloads and
+// the aborted commands past their backoff.
+func (ph *Phase) prune(now time.Time) {
+	ph.moved.Prune(now)
+	for k, at := range ph.aborted {
+		if now.Sub(at) >= abortBackoff {
+			delete(ph.aborted, k)
+		}
+	}
+}
+
+// set records the status shown, and since when (kept while it lasts).
+func (ph *Phase) set(status Status, since time.Time) {
+	if status != ph.status {
+		ph.status, ph.statusAt = status, since
+	}
+}
+
+// publish writes the status section.
+func (ph *Phase) publish() {
+	st := &api.ConsolidationStatus{Status: string(ph.status), LastResult: ph.lastResult, SavingsPerHour: fmt.Sprintf("%.4f", ph.savings)}
+	if !ph.statusAt.IsZero() {
+		st.Since = api.FormatTime(ph.statusAt)
+	}
+	if cmd, _, _ := ph.exec.InFlight(); cmd != nil {
+		st.Command = cmd.String()
+	} else if ph.planned != nil {
+		st.Command = ph.planned.String()
+	}
+	ph.rec.ConsolidationStatus(st)
+}
