@@ -61,7 +61,9 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 			break
 		}
 	}
-	l.Plan = func() (consolidation.CandidateInput, consolidation.Input, bool) { return a.consolidationInput(l.View, sim, c) }
+	l.Plan = func() (consolidation.CandidateInput, consolidation.Input, bool) {
+		return a.consolidationInput(l.View, sim, c)
+	}
 	if a.consolidator().Run(ctx, l) {
 		a.acted = true
 	}
@@ -179,4 +181,3 @@ func (a *Autoscaler) noteScaleUp(now time.Time) {
 		a.consolidator().ScaledUp(now)
 	}
 }
-
