@@ -109,6 +109,9 @@ type config struct {
 	// The consolidation run alone (--consolidation).
 	consolidationRun bool
 	consolidation    consolidationConfig
+	// The compressed day alone (--diurnal).
+	diurnalRun bool
+	diurnal    diurnalConfig
 }
 
 func main() {
@@ -162,6 +165,14 @@ func main() {
 	flag.DurationVar(&c.consolidation.settle, "consolidation-settle", 3*time.Minute, "consolidation: the cluster has settled when neither nodes nor pods changed for this long")
 	flag.DurationVar(&c.consolidation.timeout, "consolidation-timeout", 20*time.Minute, "consolidation: limit of the growth and of the settling")
 	flag.StringVar(&c.consolidation.modes, "consolidation-modes", "off,on", "consolidation: this project's runs, with consolidation off, on or both (upstream's runs when --upstream-binary is given)")
+	flag.BoolVar(&c.diurnalRun, "diurnal", false, "run the compressed day alone (issue 40, diurnal.go): Deployments following daily curves on three pools of three sizes, every duration flag scaled by --diurnal-compression; this project's binary with consolidation off and on, and --upstream-binary's; prints evictions per pod per day and their causes, bill over the day against its lower bound, samples with pending pods, the steady stretch's evictions and a churn timeline")
+	flag.Float64Var(&c.diurnal.compression, "diurnal-compression", 120, "diurnal: how many times faster than real the day runs (120: a day in 12 minutes)")
+	flag.Uint64Var(&c.diurnal.seed, "diurnal-seed", 40, "diurnal: seed of the load's noise")
+	flag.Float64Var(&c.diurnal.noise, "diurnal-noise", 0.1, "diurnal: relative standard deviation of each 10-minute step's replicas")
+	flag.StringVar(&c.diurnal.modes, "diurnal-modes", "off,on", "diurnal: this project's runs, with consolidation off, on or both (upstream's when --upstream-binary is given)")
+	flag.DurationVar(&c.diurnal.steady, "diurnal-steady", 3*time.Hour, "diurnal: day time the load is held after the day")
+	flag.DurationVar(&c.diurnal.steadySettle, "diurnal-steady-settle", time.Hour, "diurnal: evictions in the steady stretch are counted after this day time")
+	flag.DurationVar(&c.diurnal.rebuy, "diurnal-rebuy-window", 30*time.Minute, "diurnal: a drain is churn when its pool buys a node within this day time after it began")
 	flag.StringVar(&c.dir, "dir", "", "directory for sandbox files and autoscaler logs (default: a temp dir)")
 	flag.Parse()
 	if c.pprofAddr != "" {
@@ -199,6 +210,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if c.consolidationRun {
 		return runConsolidation(ctx, c, out)
+	}
+	if c.diurnalRun {
+		return runDiurnal(ctx, c, out)
 	}
 	c.builds = []build{{"this project", c.binary, c.dir}}
 	if c.upstream != "" {
