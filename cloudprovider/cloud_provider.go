@@ -211,3 +211,21 @@ func GPULabels(p CloudProvider, n *apiv1.Node) (resourceName, gpuType string) {
 type HourlyCostLimiter interface {
 	MaxHourlyCost() float64
 }
+
+// InstanceQuota is the account's limit on instances (DigitalOcean's
+// droplet_limit) as last read, and what is left of it now.
+type InstanceQuota struct {
+	// Limit is the account's limit; Instances its instances now (those
+	// counted at ReadAt, corrected by the changes the provider has listed
+	// since); Headroom = Limit − Instances, never below 0.
+	Limit, Instances, Headroom int
+	ReadAt                     time.Time
+}
+
+// InstanceQuotaReporter is optionally implemented by a CloudProvider that
+// can read the account's instance limit. known is false when it cannot
+// (a token without the scope, the API down): then only the cloud's
+// refusals (AccountLimitError) say the limit is reached.
+type InstanceQuotaReporter interface {
+	InstanceQuota() (q InstanceQuota, known bool)
+}

@@ -79,6 +79,8 @@ const (
 	SkippedMaxNodesTotalReached = "MaxNodesTotalReached"
 	// SkippedHourlyCostLimit: --max-hourly-cost (not in upstream).
 	SkippedHourlyCostLimit = "HourlyCostLimit"
+	// SkippedDropletQuota: the account's droplet limit (not in upstream).
+	SkippedDropletQuota = "DropletQuota"
 )
 
 // Activities for last_activity{activity}.

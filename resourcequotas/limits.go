@@ -36,6 +36,9 @@ type Limits struct {
 	// Money: --max-hourly-cost and the prices of nodes; nil when there is
 	// no pricing model and no money limit.
 	Money *Money
+	// Instances is the account's instance quota (DigitalOcean's droplet
+	// limit) when the provider knows it; nil otherwise.
+	Instances *cloudprovider.InstanceQuota
 }
 
 // NewLimits merges the flags with the provider's resource limiter: for each
@@ -50,6 +53,11 @@ func NewLimits(opts config.AutoscalingOptions, provider cloudprovider.CloudProvi
 	}
 	money, moneyErr := moneyLimits(opts.MaxHourlyCost, provider)
 	l.Money = money
+	if qr, ok := provider.(cloudprovider.InstanceQuotaReporter); ok {
+		if q, known := qr.InstanceQuota(); known {
+			l.Instances = &q
+		}
+	}
 	rl, err := provider.GetResourceLimiter()
 	if err != nil {
 		return l, errors.Join(moneyErr, fmt.Errorf("provider resource limits unavailable, using the flags alone: %w", err))

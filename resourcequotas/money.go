@@ -18,6 +18,10 @@ const (
 	GroupCost Resource = "node-group-hourly-cost"
 )
 
+// Quota is the account's instance quota (DigitalOcean's droplet limit):
+// each node a plan adds is a new droplet.
+const Quota Resource = "droplet-quota"
+
 // costEpsilon absorbs float rounding when a spend is compared with a
 // limit: $0.1 + $0.2 may fit under $0.3.
 const costEpsilon = 1e-9
@@ -169,6 +173,10 @@ func (t *Tracker) Explain(r Resource, group cloudprovider.NodeGroup, target int,
 			return fmt.Sprintf("max hourly cost: the node has no price (%v), so --max-hourly-cost $%.2f/h cannot be shown to hold", err, m.MaxHourly)
 		}
 		return fmt.Sprintf("max hourly cost reached: $%.2f/h of --max-hourly-cost $%.2f/h in use, a node costs $%.2f/h", t.used.HourlyCost, m.MaxHourly, p)
+	case Quota:
+		q := t.limits.Instances
+		return fmt.Sprintf("account droplet limit reached: %d droplets of DigitalOcean's droplet_limit %d (read %s), %d planned this loop",
+			q.Instances, q.Limit, q.ReadAt.UTC().Format(time.RFC3339), t.planned)
 	case GroupCost:
 		limit := groupLimit(group)
 		p, err := t.nodePrice(node)

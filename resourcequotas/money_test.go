@@ -6,7 +6,9 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 )
 
@@ -168,5 +170,50 @@ func TestNewLimitsMoney(t *testing.T) {
 	tr = NewTracker(l, []*apiv1.Node{n, node("other", 2000, gib)}, nil)
 	if got := tr.Live().HourlyCost; got < 0.0199 || got > 0.0201 {
 		t.Fatalf("spend = %v, want 0.02 (the group's node only)", got)
+	}
+}
+
+// The account's instance quota bounds the nodes plans add, not those coming
+// up (the provider's count holds them already).
+func TestRoomUnderTheInstanceQuota(t *testing.T) {
+	q := &cloudprovider.InstanceQuota{Limit: 25, Instances: 23, Headroom: 2}
+	tr := NewTracker(Limits{Instances: q}, nil, nil)
+	p := test.NewProvider()
+	up := tr.WithUpcoming([]clusterstate.NodeGroupState{{Group: p.AddNodeGroup("g", 0, 10, 3, nil), UpcomingUnregistered: 3}},
+		func(string) *apiv1.Node { return node("t", 1000, gib) })
+	if room, stop := up.Room(node("t", 1000, gib), 5); room != 2 || stop != "" {
+		t.Fatalf("Room = %d, %q; want 2 (upcoming nodes are droplets already counted)", room, stop)
+	}
+	up.Add(node("t", 1000, gib), 2)
+	room, stop := up.Room(node("t", 1000, gib), 1)
+	if room != 0 || stop != Quota {
+		t.Fatalf("Room = %d, %q; want 0, %q", room, stop, Quota)
+	}
+	if msg := up.Explain(Quota, nil, 0, node("t", 1000, gib)); !strings.Contains(msg, "23 droplets of DigitalOcean's droplet_limit 25") || !strings.Contains(msg, "2 planned") {
+		t.Fatalf("Explain = %q", msg)
+	}
+	plain := NewTracker(Limits{}, nil, nil)
+	if room, _ := plain.Room(node("t", 1000, gib), 5); room != 5 {
+		t.Fatalf("unknown quota: room %d, want 5", room)
+	}
+}
+
+type quotaProvider struct {
+	*test.Provider
+	q     cloudprovider.InstanceQuota
+	known bool
+}
+
+func (p quotaProvider) InstanceQuota() (cloudprovider.InstanceQuota, bool) { return p.q, p.known }
+
+func TestNewLimitsReadsTheInstanceQuota(t *testing.T) {
+	p := quotaProvider{Provider: test.NewProvider(), q: cloudprovider.InstanceQuota{Limit: 25, Instances: 25}, known: true}
+	l, _ := NewLimits(config.AutoscalingOptions{}, p)
+	if l.Instances == nil || l.Instances.Limit != 25 {
+		t.Fatalf("Instances = %+v, want the provider's", l.Instances)
+	}
+	p.known = false
+	if l, _ := NewLimits(config.AutoscalingOptions{}, p); l.Instances != nil {
+		t.Fatalf("unknown quota: Instances = %+v, want nil", l.Instances)
 	}
 }

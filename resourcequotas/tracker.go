@@ -74,6 +74,9 @@ type Tracker struct {
 	// live: the registered live nodes; used: live plus what was added
 	// (nodes coming up, increases planned) minus removals planned.
 	live, used Totals
+	// planned counts the nodes plans added (Add), not those coming up:
+	// the instance quota's count already holds those.
+	planned int
 }
 
 // NewTracker counts the live nodes among nodes.
@@ -100,7 +103,14 @@ func (t *Tracker) Used() Totals { return t.used }
 // Add counts n more nodes like node (nodes coming up, or an increase
 // planned).
 // node is a template of an autoscaled group: its cost counts.
-func (t *Tracker) Add(node *apiv1.Node, n int) { t.used = t.used.plus(t.of(node, n, true)) }
+func (t *Tracker) Add(node *apiv1.Node, n int) {
+	t.used = t.used.plus(t.of(node, n, true))
+	t.planned += n
+}
+
+// addUpcoming counts n nodes asked for and not registered yet: they exist
+// as instances, so the instance quota's count holds them already.
+func (t *Tracker) addUpcoming(node *apiv1.Node, n int) { t.used = t.used.plus(t.of(node, n, true)) }
 
 // AddNodes counts n more nodes whose capacity is unknown (no template): they
 // count toward --max-nodes-total only.
@@ -110,8 +120,8 @@ func (t *Tracker) AddNodes(n int) { t.used.Nodes += n }
 func (t *Tracker) Remove(node *apiv1.Node) { t.used = t.used.minus(t.of(node, 1, false)) }
 
 // Room returns how many of want nodes like node fit under the maxima and,
-// when none does, the first resource (nodes, then cpu, then memory, then
-// hourly cost) that stops them. Fewer than want may fit with no resource named: the caller
+// when none does, the first resource (nodes, then the account's instance
+// quota, then cpu, then memory, then hourly cost) that stops them. Fewer than want may fit with no resource named: the caller
 // asked for more than a bound allows but some room is left.
 func (t *Tracker) Room(node *apiv1.Node, want int) (int, Resource) {
 	room := want
@@ -119,6 +129,13 @@ func (t *Tracker) Room(node *apiv1.Node, want int) (int, Resource) {
 		if left := t.limits.MaxNodes - t.used.Nodes; left < room {
 			if room = left; room <= 0 {
 				return 0, Nodes
+			}
+		}
+	}
+	if q := t.limits.Instances; q != nil {
+		if left := q.Headroom - t.planned; left < room {
+			if room = left; room <= 0 {
+				return 0, Quota
 			}
 		}
 	}
@@ -176,7 +193,7 @@ func (t Tracker) WithUpcoming(groups []clusterstate.NodeGroupState, template fun
 			continue
 		}
 		if n := template(gs.Group.Id()); n != nil {
-			t.Add(n, gs.UpcomingUnregistered)
+			t.addUpcoming(n, gs.UpcomingUnregistered)
 		} else {
 			t.AddNodes(gs.UpcomingUnregistered)
 		}

@@ -59,6 +59,9 @@ type clientOptions struct {
 	settingsTTL time.Duration
 	// pricesTTL: the size price list is fetched again after this.
 	pricesTTL time.Duration
+	// quotaTTL: the account's droplet limit and count are read again
+	// after this (quota.go); 0 never reads them.
+	quotaTTL time.Duration
 	// transport is the base HTTP transport (nil: a clone of the default).
 	transport http.RoundTripper
 	// clock tells the time for caches, pacing and Retry-After; sleep waits,
@@ -79,6 +82,7 @@ func defaultClientOptions() clientOptions {
 		templateTTL:    time.Hour,
 		settingsTTL:    5 * time.Minute,
 		pricesTTL:      24 * time.Hour,
+		quotaTTL:       10 * time.Minute,
 		clock:          clock.RealClock{},
 		sleep:          sleepContext,
 	}

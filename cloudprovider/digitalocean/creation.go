@@ -119,7 +119,7 @@ func (g *NodeGroup) create(count int) (*NodeGroup, error) {
 	case err != nil:
 		// At the droplet limit every size would get the same answer: the
 		// core backs off every group, not only this option.
-		return nil, asDropletLimit(fmt.Errorf("creating node pool %s (size %s, %d nodes): %w", name, req.Size, count, err))
+		return nil, m.dropletLimitError(fmt.Errorf("creating node pool %s (size %s, %d nodes): %w", name, req.Size, count, err))
 	}
 	untagged := !isAutoprovisioned(created)
 	if untagged {

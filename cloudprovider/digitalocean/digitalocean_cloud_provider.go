@@ -221,5 +221,9 @@ func (p *CloudProvider) Cleanup() error {
 
 // Refresh lists the node pools; see manager.Refresh.
 func (p *CloudProvider) Refresh() error {
-	return p.m.Refresh(p.m.ctx)
+	if err := p.m.Refresh(p.m.ctx); err != nil {
+		return err
+	}
+	p.m.refreshQuota(p.m.ctx)
+	return nil
 }

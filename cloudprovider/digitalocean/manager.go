@@ -93,6 +93,12 @@ type manager struct {
 	// labels template nodes as DOKS labels real ones.
 	region string
 
+	// poolDroplets are the droplets of the cluster's pools in the last
+	// listing (each pool's count, or its nodes if more are listed).
+	poolDroplets int
+	// quota is the account's droplet limit (quota.go).
+	quota dropletQuota
+
 	// priceOverrides are the cloud config's price_overrides (size slug →
 	// USD an hour); set before the first Refresh, read-only after.
 	priceOverrides map[string]float64
@@ -324,6 +330,7 @@ func (m *manager) Refresh(ctx context.Context) error {
 	m.deletingInstances = deleting
 	m.notes = notes
 	m.poolNames = names
+	m.poolDroplets = poolDroplets(pools, creating)
 	m.refreshed = true
 	previous := m.problems
 	m.problems = problems
@@ -537,4 +544,26 @@ func (m *manager) forget(poolID string) {
 	m.groups = slices.DeleteFunc(slices.Clone(m.groups), func(g *NodeGroup) bool { return g.id == poolID })
 	delete(m.templates, poolID)
 	delete(m.predicted, poolID)
+}
+
+// poolDroplets counts the droplets of the listed pools (each pool's count,
+// or its listed nodes when more are listed: nodes being deleted are billed
+// and counted until destroyed) and of the pools being created that no
+// listing shows yet (what was asked).
+func poolDroplets(pools []*godo.KubernetesNodePool, creating []*NodeGroup) int {
+	total := 0
+	seen := map[string]bool{}
+	for _, p := range pools {
+		if p == nil || seen[p.ID] {
+			continue
+		}
+		seen[p.ID] = true
+		total += max(p.Count, len(p.Nodes))
+	}
+	for _, g := range creating {
+		g.mu.Lock()
+		total += g.pool.Count
+		g.mu.Unlock()
+	}
+	return total
 }

@@ -177,7 +177,7 @@ func (g *NodeGroup) setCountLocked(target int, what string) error {
 	klog.InfoS("Setting node pool count", "nodeGroup", g.id, "nodePool", g.name, "from", g.pool.Count, "to", target, "why", what)
 	updated, err := g.m.client.updateNodePoolCount(g.m.ctx, g.id, target)
 	if err != nil {
-		return asDropletLimit(fmt.Errorf("node pool %s: setting count to %d: %w", g.name, target, err))
+		return g.m.dropletLimitError(fmt.Errorf("node pool %s: setting count to %d: %w", g.name, target, err))
 	}
 	if updated.Count != target {
 		return fmt.Errorf("node pool %s: asked for count %d but DigitalOcean answered %d", g.name, target, updated.Count)

@@ -24,6 +24,7 @@ var considered = map[string]string{
 	"DRAAware":                  "Provider",
 	"SizedCreator":              "group",
 	"HourlyCostLimiter":         "group",
+	"InstanceQuotaReporter":     "Provider",
 }
 
 func TestEveryInterfaceOfTheContractIsConsidered(t *testing.T) {

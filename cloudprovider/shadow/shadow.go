@@ -322,6 +322,15 @@ func (p *Provider) DeletingInstances() map[string]bool {
 	return nil
 }
 
+// InstanceQuota is the real provider's account quota, when it reads one
+// (shadow mode sends no write, so the real count is the one to plan by).
+func (p *Provider) InstanceQuota() (cloudprovider.InstanceQuota, bool) {
+	if r, ok := p.inner.(cloudprovider.InstanceQuotaReporter); ok {
+		return r.InstanceQuota()
+	}
+	return cloudprovider.InstanceQuota{}, false
+}
+
 // SetDRAListers hands the listers to the real provider, when it takes them.
 func (p *Provider) SetDRAListers(l cloudprovider.DRAListers) {
 	if a, ok := p.inner.(cloudprovider.DRAAware); ok {

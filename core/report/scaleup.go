@@ -248,6 +248,8 @@ func skippedLabel(r resourcequotas.Resource) string {
 		return metrics.SkippedCPUResourceLimit
 	case resourcequotas.Cost:
 		return metrics.SkippedHourlyCostLimit
+	case resourcequotas.Quota:
+		return metrics.SkippedDropletQuota
 	}
 	return metrics.SkippedMemoryResourceLimit
 }

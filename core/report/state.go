@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
+
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
@@ -42,6 +44,41 @@ func (r *Reporter) State(limits resourcequotas.Limits, now time.Time) {
 	metrics.UpdateNodeGroupsCount(len(groups)-autoprovisioned, autoprovisioned)
 	metrics.UpdateMaxNodesCount(limits.ClusterMaxNodes(maxima))
 	r.spend(limits)
+	r.dropletQuota(limits, now)
+}
+
+// Values of the status ConfigMap's limits.dropletQuota.status.
+const (
+	DropletQuotaAvailable = "Available"
+	DropletQuotaReached   = "Reached"
+)
+
+// dropletQuota shows the account's droplet limit in the status ConfigMap
+// and, when no droplet is left, records a DropletQuotaReached event on it
+// (once each time it is reached): the loop that reads the quota at its
+// limit says so. Unknown (no droplet:read): no section.
+func (r *Reporter) dropletQuota(limits resourcequotas.Limits, now time.Time) {
+	st := r.limitsStatus
+	q := limits.Instances
+	if q == nil {
+		st.DropletQuota = nil
+		r.setLimitsStatus(st)
+		return
+	}
+	status := DropletQuotaAvailable
+	if q.Headroom <= 0 {
+		status = DropletQuotaReached
+	}
+	since := now
+	if prev := st.DropletQuota; prev != nil && prev.Status == status {
+		since, _ = time.Parse(time.RFC3339, prev.LastTransitionTime)
+	} else if status == DropletQuotaReached {
+		r.events.Eventf(r.status, apiv1.EventTypeWarning, "DropletQuotaReached",
+			"The account has %d droplets of its droplet limit %d: no node is added until droplets are deleted or DigitalOcean raises the limit", q.Instances, q.Limit)
+	}
+	st.DropletQuota = &api.DropletQuotaStatus{Status: status, Limit: q.Limit, Droplets: q.Instances,
+		ReadAt: q.ReadAt.UTC().Format(time.RFC3339), LastTransitionTime: since.UTC().Format(time.RFC3339)}
+	r.setLimitsStatus(st)
 }
 
 // spend exports what the autoscaled groups cost an hour (each group's

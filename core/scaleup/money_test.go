@@ -8,6 +8,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
@@ -139,5 +140,47 @@ func TestMinSizeRaiseStaysUnderMaxHourlyCost(t *testing.T) {
 	plan, skipped := o.planner.planMinSize(registry.NodeGroups(), map[string]*framework.NodeInfo{"a": tmpl}, quotas, now)
 	if len(plan) != 1 || plan[0].To != 3 || len(skipped) != 0 {
 		t.Fatalf("plan %v, skipped %v; want a raised to 3 ($1.50/h of $1.60/h)", plan, skipped)
+	}
+}
+
+// At the account's droplet limit no option asks for a droplet: the pods
+// are told the limit and the figures; with 2 left the increase stops at 2.
+func TestInstanceQuotaBoundsScaleUp(t *testing.T) {
+	checker, err := simulator.NewPredicateChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		headroom, wantTo int
+	}{{0, 0}, {2, 2}} {
+		p := test.NewProvider()
+		tmpl := test.BuildTemplate("a", 1000, 4*test.GiB, nil)
+		p.AddNodeGroup("a", 0, 10, 0, tmpl)
+		opts := config.Defaults()
+		now := time.Now()
+		registry := clusterstate.NewRegistry(p, opts)
+		if err := registry.UpdateNodes(nil, now); err != nil {
+			t.Fatal(err)
+		}
+		var pods []*apiv1.Pod
+		for i := range 5 {
+			pod := test.BuildPendingPod("p"+string(rune('0'+i)), 1000, 1<<20, "rs")
+			pod.UID = types.UID(pod.Name)
+			pods = append(pods, pod)
+		}
+		q := &cloudprovider.InstanceQuota{Limit: 25, Instances: 25 - c.headroom, Headroom: c.headroom, ReadAt: now}
+		o := New(opts, p, registry, nil, checker, &countingRecorder{})
+		plan := o.computePlan(Input{Snapshot: simulator.NewClusterSnapshot(), Pods: pods, Templates: map[string]*framework.NodeInfo{"a": tmpl},
+			Now: now, Quotas: resourcequotas.NewTracker(resourcequotas.Limits{Instances: q}, nil, nil)})
+		got := 0
+		if inc := plan.Increases["a"]; len(inc) == 1 {
+			got = inc[0].To
+		}
+		if got != c.wantTo {
+			t.Fatalf("headroom %d: increases %v, want a to %d", c.headroom, plan.Increases, c.wantTo)
+		}
+		if c.headroom == 0 && !strings.Contains(reasonsOf(plan), "account droplet limit reached: 25 droplets of DigitalOcean's droplet_limit 25") {
+			t.Fatalf("reasons %q, want the droplet limit named", reasonsOf(plan))
+		}
 	}
 }

@@ -298,8 +298,8 @@ func (pl *Planner) room(gs clusterstate.NodeGroupState, tmpl *framework.NodeInfo
 		room = pl.opts.MaxNodesPerScaleUp
 	}
 	room, limit := quotas.Room(tmpl.Node(), room)
-	if limit == resourcequotas.Cost {
-		// The figures differ by node price: the reason names them.
+	if limit == resourcequotas.Cost || limit == resourcequotas.Quota {
+		// The reason names the figures (which differ by node price).
 		return room, Reason(quotas.Explain(limit, gs.Group, gs.Target, tmpl.Node())), limit
 	}
 	return room, limitReason(limit), limit
