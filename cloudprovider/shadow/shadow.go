@@ -24,8 +24,8 @@
 //     deletion leaves the group out of NodeGroups; both for the hold.
 //
 // The optional interfaces the core looks for (cloudprovider.ProblemReporter,
-// DeletingInstancesReporter, DRAAware; a group's SizedCreator and
-// HourlyCostLimiter) are implemented here and answered by the real provider
+// DeletingInstancesReporter, DRAAware, InstanceQuotaReporter; a group's
+// SizedCreator and HourlyCostLimiter) are implemented here and answered by the real provider
 // or group when it implements them: a new optional interface of the
 // contract must be added here too, or shadow mode would hide it.
 //

@@ -280,6 +280,9 @@ func TestReadsAndOptionalInterfacesGoToTheRealProvider(t *testing.T) {
 	if l, ok := only(t, p).(cloudprovider.HourlyCostLimiter); !ok || l.MaxHourlyCost() != 1.5 {
 		t.Fatal("the group's hourly cost limit is not passed on")
 	}
+	if _, known := p.InstanceQuota(); known {
+		t.Fatal("an instance quota reported though the real provider reads none")
+	}
 	real.InjectError("Refresh", errors.New("boom"))
 	if err := p.Refresh(); err == nil {
 		t.Fatal("a failed real refresh was hidden")
