@@ -125,7 +125,7 @@ func checkDigitalOcean(ctx context.Context, o config.AutoscalingOptions) Report 
 	}
 	r = append(r, writes)
 	r = append(r, Result{Check: "do-scope-droplet-read", Verdict: OK,
-		Detail: "droplet:read is not needed: no feature reads /v2/account (the droplet limit is learnt from DigitalOcean's 422 answers)"})
+		Detail: "droplet:read is optional: with it the account's droplet limit and count are read every 10 minutes (GET /v2/account, /v2/droplets) and plans stay under the limit; without it the limit is learnt from DigitalOcean's 422 answers (docs/limits.md)"})
 	r = append(r, checkPools(in.Selection(), pools, o.NodeAutoprovisioningEnabled, o.Shadow)...)
 
 	sizes, err := in.Sizes(ctx)
