@@ -46,11 +46,12 @@ func widePool(n int) doks.PoolSpec {
 }
 
 // consolidationArgs: pools on demand of the two sizes, consolidation on (unless off),
-// a short stabilization window, and a budget that lets three nodes go at once (the
-// default, 1, allows only single-node commands).
+// a short stabilization window, a budget that lets three nodes go at once (the
+// default, 1, allows only single-node commands), and a workload cooldown scaled down
+// like the window (a Deployment spread over three nodes may take three commands).
 func (s *scenario) consolidationArgs(on bool) []string {
 	args := []string{napFlag, "--cloud-config=" + s.napConfig("", "s-4vcpu-8gb", tallSize),
-		"--consolidation-stabilization-window=5s", "--consolidation-max-disrupted-nodes=3"}
+		"--consolidation-stabilization-window=5s", "--consolidation-max-disrupted-nodes=3", "--consolidation-workload-cooldown=10s"}
 	if on {
 		args = append(args, "--consolidation-enabled")
 	}
