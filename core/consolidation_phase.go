@@ -13,7 +13,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/consolidation"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -97,7 +96,7 @@ func (a *Autoscaler) consolidationInput(view consolidation.View, sim *iterationS
 	maxima, minima := sim.quotas, sim.afterRemovals
 	return ci, consolidation.Input{
 		Snapshot: view.Snapshot, Checker: a.checker, DrainOptions: view.DrainOptions, PDBs: c.pdbs,
-		Replacements: a.replacements(c, pm, now), Removable: removable, Quotas: &maxima, Minima: &minima, Now: now,
+		Replacements: a.replacements(sim, c, pm, now), Removable: removable, Quotas: &maxima, Minima: &minima, Now: now,
 	}, true
 }
 
@@ -105,7 +104,7 @@ func (a *Autoscaler) consolidationInput(view consolidation.View, sim *iterationS
 // of each consolidatable group with room, and, with node
 // autoprovisioning, of each size a new pool may have (without labels or
 // taints: pods that need them are left where they are).
-func (a *Autoscaler) replacements(c clusterView, pm cloudprovider.PricingModel, now time.Time) []consolidation.Replacement {
+func (a *Autoscaler) replacements(sim *iterationSimulation, c clusterView, pm cloudprovider.PricingModel, now time.Time) []consolidation.Replacement {
 	var out []consolidation.Replacement
 	add := func(g cloudprovider.NodeGroup, tmpl *framework.NodeInfo, room int) {
 		if tmpl == nil || room < 1 {
@@ -132,7 +131,7 @@ func (a *Autoscaler) replacements(c clusterView, pm cloudprovider.PricingModel, 
 			groups = append(groups, gs)
 		}
 	}
-	templates, _ := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
+	templates := sim.templates().ByGroup
 	for _, gs := range groups {
 		add(gs.Group, templates[gs.Group.Id()], gs.Group.MaxSize()-gs.Target)
 	}

@@ -55,7 +55,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	if !healthy {
 		return nil
 	}
-	sim := a.newIterationSimulation(c)
+	sim := a.newIterationSimulation(c, groups)
 	defer a.sync.end()
 
 	scaledUp, err := a.scaleUpPhase(sim, c, groups, total, now)
@@ -86,7 +86,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	}
 	a.consolidationPhase(ctx, sim, c, now)
 	a.deleteEmptyAutoprovisioned(now)
-	a.minSizePhase(c, groups, sim.quotas, now)
+	a.minSizePhase(sim, groups, now)
 	return nil
 }
 
@@ -215,6 +215,9 @@ type iterationSimulation struct {
 	// drains counts the drains a phase started in this iteration: their
 	// pods need room no later plan sees (their nodes left the snapshot).
 	drains int
+	// templates returns every node group's template, built once per
+	// iteration on first use and shared by the phases.
+	templates func() scaleup.Templates
 	// quotas counts the live nodes against the cluster-wide limits. What
 	// a phase started removing stays counted against the maxima (its
 	// removal may still fail); afterRemovals counts it gone, for the
@@ -228,7 +231,7 @@ const (
 	heldByConsolidation = "a consolidation command in flight"
 )
 
-func (a *Autoscaler) newIterationSimulation(c clusterView) *iterationSimulation {
+func (a *Autoscaler) newIterationSimulation(c clusterView, groups []clusterstate.NodeGroupState) *iterationSimulation {
 	sim := &iterationSimulation{
 		beingDeleted: a.removals.BeingDeleted(),
 		held:         map[string]string{},
@@ -238,6 +241,15 @@ func (a *Autoscaler) newIterationSimulation(c clusterView) *iterationSimulation 
 		for _, n := range a.consolidation.Held(c.nodes, a.registry.NodeGroupIDForNode) {
 			sim.held[n] = heldByConsolidation
 		}
+	}
+	var templates *scaleup.Templates
+	sim.templates = func() scaleup.Templates {
+		if templates == nil {
+			t := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
+			a.report.Templates(t)
+			templates = &t
+		}
+		return *templates
 	}
 	sim.quotas = resourcequotas.NewTracker(c.limits, c.nodes, sim.beingDeleted)
 	sim.afterRemovals = sim.quotas
@@ -327,15 +339,15 @@ func (a *Autoscaler) scaleDownPhase(ctx context.Context, in scaledown.PlannerInp
 // minSizePhase, with --enforce-node-group-min-size, raises node groups whose
 // target is below their min size to it, as upstream does at the end of an
 // iteration that did not scale up for pending pods.
-func (a *Autoscaler) minSizePhase(c clusterView, groups []clusterstate.NodeGroupState, quotas resourcequotas.Tracker, now time.Time) {
+func (a *Autoscaler) minSizePhase(sim *iterationSimulation, groups []clusterstate.NodeGroupState, now time.Time) {
 	if !a.opts.EnforceNodeGroupMinSize || !scaleup.AnyBelowMinSize(groups) {
 		return
 	}
-	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
-	for id, err := range templateErrs {
+	templates := sim.templates()
+	for id, err := range templates.Errors {
 		klog.ErrorS(err, "Min size: no template for the node group", "nodeGroup", id)
 	}
-	if done := a.scaleUp.ScaleUpToMinSize(quotas, templates, now); len(done) > 0 {
+	if done := a.scaleUp.ScaleUpToMinSize(sim.quotas, templates.ByGroup, now); len(done) > 0 {
 		a.acted = true
 		a.noteScaleUp(now)
 		a.report.ScaledUp(now)
@@ -392,7 +404,8 @@ func (a *Autoscaler) scaleUpPhase(sim *iterationSimulation, c clusterView, group
 		a.report.Took(metrics.FilterOutSchedulable, filterStart)
 		return false, nil
 	}
-	templates, templateErrs := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
+	built := sim.templates()
+	templates, templateErrs := built.ByGroup, built.Errors
 	// Upcoming nodes are simulated only for this phase.
 	a.snapshot.Fork()
 	defer a.snapshot.Revert()

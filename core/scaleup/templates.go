@@ -12,7 +12,6 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -30,6 +29,19 @@ var transientTaints = map[string]bool{
 	apiv1.TaintNodePIDPressure:                       true,
 	apiv1.TaintNodeNetworkUnavailable:                true,
 	"node.cloudprovider.kubernetes.io/uninitialized": true,
+}
+
+// Templates are one iteration's node group templates.
+type Templates struct {
+	// ByGroup: per group id, what a new node of the group looks like.
+	ByGroup map[string]*framework.NodeInfo
+	// Errors: the groups without a template, and why.
+	Errors map[string]error
+	// DRAMismatches counts, by driver and kind (Missing, Extra,
+	// Mismatch), where a provider template's predicted devices and a
+	// ready node's ResourceSlices disagree
+	// (dra_node_template_resources_mismatch, which the reporter sets).
+	DRAMismatches map[[2]string]int
 }
 
 // BuildTemplates returns, per group id, what a new node of the group looks
@@ -51,10 +63,9 @@ var transientTaints = map[string]bool{
 // predicted other devices is counted in dra_node_template_resources_mismatch.
 func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.NodeGroupState, nodes []*apiv1.Node,
 	nodeGroupOf func(string) string, daemonSets []*appsv1.DaemonSet, checker *simulator.PredicateChecker,
-	taints clusterstate.TaintConfig, nodeSlices func(nodeName string) []*resourceapi.ResourceSlice) (map[string]*framework.NodeInfo, map[string]error) {
+	taints clusterstate.TaintConfig, nodeSlices func(nodeName string) []*resourceapi.ResourceSlice) Templates {
 	publishes := func(name string) bool { return nodeSlices != nil && len(nodeSlices(name)) > 0 }
 	mismatches := map[[2]string]int{}
-	defer func() { metrics.UpdateDRATemplateMismatches(mismatches) }()
 	templates := make(map[string]*framework.NodeInfo, len(groups))
 	errs := map[string]error{}
 	// A ready node per group, for the fallback; stable choice by name.
@@ -105,7 +116,7 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 		}
 		templates[id] = ni
 	}
-	return templates, errs
+	return Templates{ByGroup: templates, Errors: errs, DRAMismatches: mismatches}
 }
 
 // withNodeSlices returns template carrying a ready node's slices instead of

@@ -36,8 +36,9 @@ func TestTemplateFromNodeSkipsCordonedNodes(t *testing.T) {
 			p.AddNode("g1", b)
 			groupOf := func(string) string { return "g1" }
 
-			templates, errs := BuildTemplates(p, []clusterstate.NodeGroupState{{Group: g, Target: 2}}, []*apiv1.Node{a, b},
+			built := BuildTemplates(p, []clusterstate.NodeGroupState{{Group: g, Target: 2}}, []*apiv1.Node{a, b},
 				groupOf, nil, nil, clusterstate.TaintConfig{}, nil)
+			templates, errs := built.ByGroup, built.Errors
 
 			got := ""
 			if ti := templates["g1"]; ti != nil {
