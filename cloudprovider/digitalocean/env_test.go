@@ -144,6 +144,9 @@ func newEnv(t testing.TB, simOpts doks.Options, options ...envOption) *testEnv {
 		e.mu.Unlock()
 		return sleepContext(ctx, d)
 	}
+	// The droplet quota's reads are off unless a test asks (withQuota):
+	// tests that count or inspect requests see the ones they make.
+	o.quotaTTL = 0
 	opts := config.Defaults()
 	for _, f := range options {
 		f(e, &o, &opts)
@@ -193,6 +196,11 @@ func withAutoprovisioning(section string) envOption {
 		e.autoprovisioning = section
 		opts.NodeAutoprovisioningEnabled = true
 	}
+}
+
+// withQuota turns on the droplet quota's reads (every 10 minutes).
+func withQuota() envOption {
+	return func(_ *testEnv, o *clientOptions, _ *config.AutoscalingOptions) { o.quotaTTL = 10 * time.Minute }
 }
 
 // withCloudConfig adds fields (JSON without braces) to the cloud config.

@@ -13,7 +13,7 @@ import (
 // quotaTTL (two requests), not every loop; between reads the count follows
 // the cluster's pools as listed.
 func TestDropletQuotaIsReadRarelyAndFollowsTheListings(t *testing.T) {
-	e := newEnv(t, doks.Options{DropletLimit: 10})
+	e := newEnv(t, doks.Options{DropletLimit: 10}, withQuota())
 	e.sim.SetOtherDroplets(4)
 	p := e.pool(autoscaled("a", 3, 0, 10))
 	e.refresh()
@@ -46,7 +46,7 @@ func TestDropletQuotaIsReadRarelyAndFollowsTheListings(t *testing.T) {
 
 // A refusal at the limit has the quota read again at the next Refresh.
 func TestDropletLimitRefusalRereadsTheQuota(t *testing.T) {
-	e := newEnv(t, doks.Options{DropletLimit: 5})
+	e := newEnv(t, doks.Options{DropletLimit: 5}, withQuota())
 	p := e.pool(autoscaled("a", 3, 0, 10))
 	e.refresh()
 	e.sim.SetOtherDroplets(2) // made elsewhere since the read
@@ -67,7 +67,7 @@ func TestDropletLimitRefusalRereadsTheQuota(t *testing.T) {
 // Without droplet:read the quota is unknown (the 422 handling stays), read
 // again only after the TTL, and the Refresh does not fail.
 func TestDropletQuotaWithoutDropletRead(t *testing.T) {
-	e := newEnv(t, doks.Options{DropletLimit: 5})
+	e := newEnv(t, doks.Options{DropletLimit: 5}, withQuota())
 	e.sim.SetTokenWithoutDropletRead(testToken)
 	e.pool(autoscaled("a", 1, 0, 10))
 	e.refresh()

@@ -67,6 +67,8 @@ func godoPaths(t *testing.T, poolID, poolName, nodeID string) []string {
 	_, _, _ = c.Kubernetes.UpdateNodePool(ctx, testCluster, poolID, &godo.KubernetesNodePoolUpdateRequest{Count: &n})
 	_, _ = c.Kubernetes.DeleteNode(ctx, testCluster, poolID, nodeID, &godo.KubernetesNodeDeleteRequest{SkipDrain: true})
 	_, _, _ = c.Sizes.List(ctx, nil)
+	_, _, _ = c.Account.Get(ctx)
+	_, _, _ = c.Droplets.List(ctx, &godo.ListOptions{Page: 1, PerPage: 1})
 	return log.set()
 }
 
@@ -77,7 +79,7 @@ func TestEveryURLFormUsesGodoPaths(t *testing.T) {
 	for _, suffix := range []string{"", "/", "/v2", "/v2/"} {
 		t.Run("url=host"+suffix, func(t *testing.T) {
 			log := &requestLog{}
-			e := newEnv(t, doks.Options{}, withPageSize(1), withURLSuffix(suffix))
+			e := newEnv(t, doks.Options{DropletLimit: 25}, withPageSize(1), withURLSuffix(suffix), withQuota())
 			e.setHook(func(w http.ResponseWriter, r *http.Request) bool {
 				log.add(r)
 				return false
