@@ -43,6 +43,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/preflight"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/version"
 )
 
@@ -88,12 +89,12 @@ func run(args []string) int {
 
 	// A cluster without the DRA API still gets an autoscaler: without
 	// DRA, said once here, instead of informers that never sync.
-	dra, why, err := draServed(clients.kube.Discovery())
+	served, why, err := dra.Served(clients.kube.Discovery())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
 	}
-	if !dra {
+	if !served {
 		opts.DynamicResourceAllocationEnabled = false
 		klog.InfoS("Dynamic Resource Allocation is off: pods' resource claims and nodes' devices are not simulated", "reason", why)
 	}

@@ -26,6 +26,7 @@ import (
 	provreqv1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/deploy"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/version"
 )
 
@@ -93,10 +94,6 @@ func whoAmI(ctx context.Context, kube kubernetes.Interface) string {
 	return ssr.Status.UserInfo.Username
 }
 
-// draResources are those the autoscaler's DRA simulation watches (main's
-// draServed reads the same list).
-var draResources = []string{"resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates"}
-
 // checkDRA reports whether the server serves resource.k8s.io/v1 with the
 // resources the simulation reads; the autoscaler runs without DRA when it
 // does not, so that is a warning. It returns whether DRA stays on.
@@ -116,7 +113,7 @@ func checkDRA(kube kubernetes.Interface, o config.AutoscalingOptions, r Report) 
 			Fix: "retry; check the API server's health (kubectl get --raw /readyz)"})
 	}
 	var missing []string
-	for _, name := range draResources {
+	for _, name := range dra.Resources {
 		if !slices.ContainsFunc(list.APIResources, func(a metav1.APIResource) bool { return a.Name == name }) {
 			missing = append(missing, name)
 		}

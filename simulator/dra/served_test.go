@@ -1,4 +1,4 @@
-package main
+package dra
 
 import (
 	"errors"
@@ -43,12 +43,12 @@ func TestDRAServed(t *testing.T) {
 			if tc.failure != nil {
 				d.PrependReactor("*", "*", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tc.failure })
 			}
-			ok, why, err := draServed(d)
+			ok, why, err := Served(d)
 			if (err != nil) != tc.wantError {
 				t.Fatalf("err = %v, want error %v", err, tc.wantError)
 			}
 			if ok != tc.want || !strings.Contains(why, tc.wantWhy) {
-				t.Errorf("draServed = %v, %q; want %v, a reason containing %q", ok, why, tc.want, tc.wantWhy)
+				t.Errorf("Served = %v, %q; want %v, a reason containing %q", ok, why, tc.want, tc.wantWhy)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package main
+package dra
 
 import (
 	"fmt"
@@ -10,20 +10,20 @@ import (
 	"k8s.io/client-go/discovery"
 )
 
-// draResources are the resource.k8s.io/v1 resources the autoscaler watches
+// Resources are the resource.k8s.io/v1 resources the autoscaler watches
 // to simulate Dynamic Resource Allocation: the devices nodes publish, the
 // classes that select them, pods' claims and the templates claims are made
 // from.
-var draResources = []string{"resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates"}
+var Resources = []string{"resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates"}
 
-// draServed tells whether the cluster serves the DRA API the autoscaler
+// Served tells whether the cluster serves the DRA API the autoscaler
 // reads (resource.k8s.io/v1, GA in Kubernetes 1.34). When it does not, why
 // says what is missing: the autoscaler then runs without DRA rather than
 // wait forever for informers of an API the server lacks. err is for a
 // discovery call that failed for another reason: the answer is then
 // unknown, and guessing "no DRA" on a cluster that has it would make every
 // claim pod look placeable without its devices.
-func draServed(d discovery.DiscoveryInterface) (ok bool, why string, err error) {
+func Served(d discovery.DiscoveryInterface) (ok bool, why string, err error) {
 	gv := resourceapi.SchemeGroupVersion.String()
 	list, err := d.ServerResourcesForGroupVersion(gv)
 	if apierrors.IsNotFound(err) {
@@ -33,7 +33,7 @@ func draServed(d discovery.DiscoveryInterface) (ok bool, why string, err error) 
 		return false, "", fmt.Errorf("discovery of %s: %w", gv, err)
 	}
 	var missing []string
-	for _, r := range draResources {
+	for _, r := range Resources {
 		if !slices.ContainsFunc(list.APIResources, func(a metav1.APIResource) bool { return a.Name == r }) {
 			missing = append(missing, r)
 		}
