@@ -1,10 +1,12 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
@@ -42,7 +45,13 @@ func TestLoopInvariants(t *testing.T) {
 	}
 	checker := sdtest.Checker(t)
 	evicted, deleted, increased := 0, 0, 0
+	// Each scenario's decisions are kept, and shown when it fails.
+	var logs bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&logs)
+	defer func() { klog.SetOutput(os.Stderr); klog.LogToStderr(true) }()
 	for seed := range n {
+		logs.Reset()
 		s := newLoopScenario(t, uint64(seed))
 		for i := range 8 {
 			s.perturb()
@@ -51,7 +60,8 @@ func TestLoopInvariants(t *testing.T) {
 			s.h.runOnce(t0.Add(time.Duration(i) * 61 * time.Second))
 			calls := s.h.provider.CallsOf("DeleteNodes")[deletesBefore:]
 			if why := s.check(checker, calls, s.h.evicts.Evictions()[evictsBefore:]); why != "" {
-				t.Fatalf("seed %d, iteration %d: %s", seed, i, why)
+				klog.Flush()
+				t.Fatalf("seed %d, iteration %d: %s\n%s", seed, i, why, logs.String())
 			}
 			deleted += len(calls)
 			evicted += len(s.h.evicts.Evictions()) - evictsBefore
