@@ -10,7 +10,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -25,11 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	policylisters "k8s.io/client-go/listers/policy/v1"
-	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -48,7 +42,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/planner"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
-	"github.com/doks-autoscaler/cluster-autoscaler/internal/informercache"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
@@ -84,23 +77,8 @@ type Autoscaler struct {
 	recorder   record.EventRecorder
 	health     *metrics.HealthCheck
 
-	factory   informers.SharedInformerFactory
-	nsFactory informers.SharedInformerFactory
-	nodes     corelisters.NodeLister
-	pods      corelisters.PodLister
-	pdbs      policylisters.PodDisruptionBudgetLister
-	dss       appslisters.DaemonSetLister
-	rss       appslisters.ReplicaSetLister
-	sss       appslisters.StatefulSetLister
-	rcs       corelisters.ReplicationControllerLister
-	jobs      batchlisters.JobLister
-	// Dynamic Resource Allocation (resource.k8s.io/v1): devices published
-	// per node, the classes that select them, pods' claims and the
-	// templates claims are made from.
-	resourceSlices resourcelisters.ResourceSliceLister
-	deviceClasses  resourcelisters.DeviceClassLister
-	resourceClaims resourcelisters.ResourceClaimLister
-	claimTemplates resourcelisters.ResourceClaimTemplateLister
+	// cache is what the autoscaler reads of the API server.
+	cache clusterCache
 
 	checker   *simulator.PredicateChecker
 	snapshot  *simulator.ClusterSnapshot
@@ -175,31 +153,11 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	a := &Autoscaler{opts: opts, kube: kube, statusKube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{},
 		groupDeleteBackoff: clusterstate.NewBackoff(groupDeleteBackoff, groupDeleteBackoffMax, groupDeleteBackoffReset)}
 
-	// What nothing here reads is dropped from cached objects, and what
-	// pods and nodes repeat is shared: with tens of thousands of pods they
-	// are a large share of the cache's memory. Each informer's trim is set
-	// where it is registered (informercache).
-	a.factory = informercache.NewFactory(kube)
-	a.nsFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace))
-
-	nodeInf := a.factory.Core().V1().Nodes()
-	podInf := a.factory.Core().V1().Pods()
-	pdbInf := a.factory.Policy().V1().PodDisruptionBudgets()
-	dsInf := a.factory.Apps().V1().DaemonSets()
-	// Controllers, for the drain rules' "controller exists" and
-	// --min-replica-count checks.
-	rsInf, ssInf := a.factory.Apps().V1().ReplicaSets(), a.factory.Apps().V1().StatefulSets()
-	rcInf, jobInf := a.factory.Core().V1().ReplicationControllers(), a.factory.Batch().V1().Jobs()
-	cached := informercache.New()
-	if err := errors.Join(cached.Nodes(nodeInf), cached.Pods(podInf), informercache.Templates(dsInf.Informer(),
-		rsInf.Informer(), ssInf.Informer(), rcInf.Informer(), jobInf.Informer())); err != nil {
-		return nil, fmt.Errorf("core: informer transforms: %w", err)
+	var err error
+	if a.cache, err = newClusterCache(kube, opts); err != nil {
+		return nil, err
 	}
-	cmInf := a.nsFactory.Core().V1().ConfigMaps()
-	a.nodes, a.pods, a.pdbs, a.dss = nodeInf.Lister(), podInf.Lister(), pdbInf.Lister(), dsInf.Lister()
-	a.rss, a.sss, a.rcs, a.jobs = rsInf.Lister(), ssInf.Lister(), rcInf.Lister(), jobInf.Lister()
-	a.setDRAListers()
-	_ = cmInf.Informer()
+	podInf := a.cache.factory.Core().V1().Pods()
 
 	a.trigger = NewTrigger(clk, opts.TriggerIdleWindow, opts.TriggerMaxWindow, opts.FrequentLoopsEnabled)
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -232,7 +190,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 		}
 		checkerOpts = append(checkerOpts, simulator.WithSchedulerProfile(profile))
 	}
-	checker, err := simulator.NewPredicateCheckerWithInformers(a.factory, checkerOpts...)
+	checker, err := simulator.NewPredicateCheckerWithInformers(a.cache.factory, checkerOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("core: scheduler framework: %w", err)
 	}
@@ -246,32 +204,9 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	// A provider whose templates depend on the cluster's DRA drivers reads
 	// them from these informers (started with the others in Run).
 	if p, ok := provider.(cloudprovider.DRAAware); ok {
-		p.SetDRAListers(cloudprovider.DRAListers{DeviceClasses: a.deviceClasses, ResourceSlices: a.resourceSlices})
+		p.SetDRAListers(cloudprovider.DRAListers{DeviceClasses: a.cache.deviceClasses, ResourceSlices: a.cache.resourceSlices})
 	}
 	return a, nil
-}
-
-// setDRAListers reads the DRA objects from informers, or, when
-// opts.DynamicResourceAllocationEnabled is off (the cluster does not serve
-// resource.k8s.io/v1), from empty stores: no informer is registered for an
-// API the server lacks, whose caches would never sync, and the simulation
-// then sees a cluster without devices or claims.
-func (a *Autoscaler) setDRAListers() {
-	if !a.opts.DynamicResourceAllocationEnabled {
-		empty := func() cache.Indexer {
-			return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		}
-		a.resourceSlices = resourcelisters.NewResourceSliceLister(empty())
-		a.deviceClasses = resourcelisters.NewDeviceClassLister(empty())
-		a.resourceClaims = resourcelisters.NewResourceClaimLister(empty())
-		a.claimTemplates = resourcelisters.NewResourceClaimTemplateLister(empty())
-		return
-	}
-	dra := a.factory.Resource().V1()
-	a.resourceSlices = dra.ResourceSlices().Lister()
-	a.deviceClasses = dra.DeviceClasses().Lister()
-	a.resourceClaims = dra.ResourceClaims().Lister()
-	a.claimTemplates = dra.ResourceClaimTemplates().Lister()
 }
 
 // newDecisionState builds what remembers decisions from one iteration to
@@ -282,7 +217,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	// Events about fake pods go to the objects they were made for.
 	a.report = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: pods.FakePodEvents(a.recorder),
 		Health: a.health, Status: scaleup.StatusConfigMapRef(a.opts)})
-	cms := a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
+	cms := a.cache.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
 	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
 	if err != nil {
 		return fmt.Errorf("core: --expander: %w", err)
@@ -297,7 +232,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	a.removals = deletiontracker.New(func(string, string, deletiontracker.Outcome) { a.trigger.Kick() })
 	a.actuator = actuation.New(a.opts, actuation.Deps{
 		Kube: a.kube, Provider: a.provider, Outcomes: a.report,
-		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals, Nodes: a.nodes, Pods: a.pods,
+		DrainOptions: drainOpts, PDBs: a.listPDBs, Removals: a.removals, Nodes: a.cache.nodes, Pods: a.cache.pods,
 		GroupGone: func(g cloudprovider.NodeGroup) { a.deleteNodeGroup(g, time.Now()) },
 	}, actuatorOptions...)
 	a.scaleDown = scaledown.New(a.opts, a.registry, a.planner, a.actuator, a.removals)
@@ -316,7 +251,7 @@ func (a *Autoscaler) AddPodListProcessor(p pods.PodListProcessor) {
 // Run starts: components built beside the core (the CapacityBuffer
 // controller) take their listers from it instead of watching the same
 // objects twice. Register informers before Run.
-func (a *Autoscaler) Informers() informers.SharedInformerFactory { return a.factory }
+func (a *Autoscaler) Informers() informers.SharedInformerFactory { return a.cache.factory }
 
 // NotifyCapacityChange wakes the loop as a new unschedulable pod does (after
 // the same batching window): a capacity object asks for room.
@@ -330,13 +265,13 @@ func (a *Autoscaler) wantsNode(p *apiv1.Pod) bool {
 }
 
 func (a *Autoscaler) nodeExists(name string) bool {
-	_, err := a.nodes.Get(name)
+	_, err := a.cache.nodes.Get(name)
 	return err == nil
 }
 
 // listPDBs lists the PodDisruptionBudgets in the cache.
 func (a *Autoscaler) listPDBs() ([]*policyv1.PodDisruptionBudget, error) {
-	return a.pdbs.List(labels.Everything())
+	return a.cache.pdbs.List(labels.Everything())
 }
 
 // controllerReplicas looks up a pod's controller in the caches: whether it
@@ -350,22 +285,22 @@ func (a *Autoscaler) controllerReplicas(ns string, ref metav1.OwnerReference) (i
 	switch ref.Kind {
 	case "ReplicaSet":
 		var o *appsv1.ReplicaSet
-		if o, err = a.rss.ReplicaSets(ns).Get(ref.Name); err == nil {
+		if o, err = a.cache.rss.ReplicaSets(ns).Get(ref.Name); err == nil {
 			uid, replicas = o.UID, o.Spec.Replicas
 		}
 	case "StatefulSet":
 		var o *appsv1.StatefulSet
-		if o, err = a.sss.StatefulSets(ns).Get(ref.Name); err == nil {
+		if o, err = a.cache.sss.StatefulSets(ns).Get(ref.Name); err == nil {
 			uid, replicas = o.UID, o.Spec.Replicas
 		}
 	case "ReplicationController":
 		var o *apiv1.ReplicationController
-		if o, err = a.rcs.ReplicationControllers(ns).Get(ref.Name); err == nil {
+		if o, err = a.cache.rcs.ReplicationControllers(ns).Get(ref.Name); err == nil {
 			uid, replicas = o.UID, o.Spec.Replicas
 		}
 	case "Job":
 		var o *batchv1.Job
-		if o, err = a.jobs.Jobs(ns).Get(ref.Name); err == nil {
+		if o, err = a.cache.jobs.Jobs(ns).Get(ref.Name); err == nil {
 			uid, replicas = o.UID, o.Spec.Parallelism
 		}
 	default:
@@ -383,15 +318,15 @@ func (a *Autoscaler) controllerReplicas(ns string, ref metav1.OwnerReference) (i
 // startInformers starts the caches and waits for them; false if ctx ended
 // first.
 func (a *Autoscaler) startInformers(ctx context.Context) bool {
-	a.factory.Start(ctx.Done())
-	a.nsFactory.Start(ctx.Done())
-	for typ, ok := range a.factory.WaitForCacheSync(ctx.Done()) {
+	a.cache.factory.Start(ctx.Done())
+	a.cache.nsFactory.Start(ctx.Done())
+	for typ, ok := range a.cache.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			klog.ErrorS(nil, "Informer cache did not sync", "type", typ.String())
 			return false
 		}
 	}
-	for typ, ok := range a.nsFactory.WaitForCacheSync(ctx.Done()) {
+	for typ, ok := range a.cache.nsFactory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			klog.ErrorS(nil, "Informer cache did not sync", "type", typ.String())
 			return false
@@ -426,7 +361,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	// longer has (a new leader may take over during a delete): their
 	// taints stay. If it cannot say, no taint is removed; the next restart
 	// tries again.
-	nodes, err := a.nodes.List(labels.Everything())
+	nodes, err := a.cache.nodes.List(labels.Everything())
 	if err != nil {
 		klog.ErrorS(err, "Start-up: stale taint clean-up skipped: the node cache cannot be listed")
 		a.report.Error(report.InternalError(err))
@@ -541,25 +476,25 @@ func (c clusterView) newDRA() *dra.Snapshot {
 func (a *Autoscaler) clusterObjects() (clusterView, error) {
 	var c clusterView
 	var err error
-	if c.nodes, err = a.nodes.List(labels.Everything()); err != nil {
+	if c.nodes, err = a.cache.nodes.List(labels.Everything()); err != nil {
 		return c, fmt.Errorf("listing nodes: %w", err)
 	}
-	if c.pods, err = a.pods.List(labels.Everything()); err != nil {
+	if c.pods, err = a.cache.pods.List(labels.Everything()); err != nil {
 		return c, fmt.Errorf("listing pods: %w", err)
 	}
-	if c.pdbs, err = a.pdbs.List(labels.Everything()); err != nil {
+	if c.pdbs, err = a.cache.pdbs.List(labels.Everything()); err != nil {
 		return c, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
 	}
-	if c.dss, err = a.dss.List(labels.Everything()); err != nil {
+	if c.dss, err = a.cache.dss.List(labels.Everything()); err != nil {
 		return c, fmt.Errorf("listing DaemonSets: %w", err)
 	}
-	if c.resourceSlices, err = a.resourceSlices.List(labels.Everything()); err != nil {
+	if c.resourceSlices, err = a.cache.resourceSlices.List(labels.Everything()); err != nil {
 		return c, fmt.Errorf("listing ResourceSlices: %w", err)
 	}
-	if c.resourceClaims, err = a.resourceClaims.List(labels.Everything()); err != nil {
+	if c.resourceClaims, err = a.cache.resourceClaims.List(labels.Everything()); err != nil {
 		return c, fmt.Errorf("listing ResourceClaims: %w", err)
 	}
-	if c.deviceClasses, err = a.deviceClasses.List(labels.Everything()); err != nil {
+	if c.deviceClasses, err = a.cache.deviceClasses.List(labels.Everything()); err != nil {
 		return c, fmt.Errorf("listing DeviceClasses: %w", err)
 	}
 	return c, nil

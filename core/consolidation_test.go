@@ -121,7 +121,7 @@ func TestConsolidationOffByDefault(t *testing.T) {
 // A pod marked not to be disrupted keeps its node.
 func TestConsolidationLeavesDoNotDisruptPods(t *testing.T) {
 	h, _ := consolidationCluster(t)
-	web, err := h.a.pods.Pods("default").Get("web")
+	web, err := h.a.cache.pods.Pods("default").Get("web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestConsolidationLeavesDoNotDisruptPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitCache("annotated pod", func() bool {
-		p, err := h.a.pods.Pods("default").Get("web")
+		p, err := h.a.cache.pods.Pods("default").Get("web")
 		return err == nil && p.Annotations["karpenter.sh/do-not-disrupt"] == "true"
 	})
 	h.runOnce(t0)

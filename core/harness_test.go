@@ -148,7 +148,7 @@ func (h *harness) createNode(n *apiv1.Node) {
 	if _, err := h.kube.CoreV1().Nodes().Create(h.ctx, n, metav1.CreateOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
-	h.waitCache("node "+n.Name, func() bool { _, err := h.a.nodes.Get(n.Name); return err == nil })
+	h.waitCache("node "+n.Name, func() bool { _, err := h.a.cache.nodes.Get(n.Name); return err == nil })
 }
 
 func (h *harness) createPod(p *apiv1.Pod) {
@@ -156,7 +156,7 @@ func (h *harness) createPod(p *apiv1.Pod) {
 	if _, err := h.kube.CoreV1().Pods(p.Namespace).Create(h.ctx, p, metav1.CreateOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
-	h.waitCache("pod "+p.Name, func() bool { _, err := h.a.pods.Pods(p.Namespace).Get(p.Name); return err == nil })
+	h.waitCache("pod "+p.Name, func() bool { _, err := h.a.cache.pods.Pods(p.Namespace).Get(p.Name); return err == nil })
 }
 
 func (h *harness) updateNode(n *apiv1.Node) {
@@ -165,7 +165,7 @@ func (h *harness) updateNode(n *apiv1.Node) {
 		h.t.Fatal(err)
 	}
 	h.waitCache("node update "+n.Name, func() bool {
-		got, err := h.a.nodes.Get(n.Name)
+		got, err := h.a.cache.nodes.Get(n.Name)
 		return err == nil && len(got.Spec.Taints) == len(n.Spec.Taints) && len(got.Annotations) == len(n.Annotations)
 	})
 }

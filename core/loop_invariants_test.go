@@ -172,7 +172,7 @@ func (s *loopScenario) perturb() {
 			if err := h.kube.CoreV1().Pods("default").Delete(h.ctx, name, metav1.DeleteOptions{}); err != nil {
 				s.t.Fatal(err)
 			}
-			h.waitCache("pod "+name+" gone", func() bool { _, err := h.a.pods.Pods("default").Get(name); return err != nil })
+			h.waitCache("pod "+name+" gone", func() bool { _, err := h.a.cache.pods.Pods("default").Get(name); return err != nil })
 		}
 	}
 	for _, spec := range s.groups {
@@ -187,7 +187,7 @@ func (s *loopScenario) perturb() {
 		instances, _ := g.Nodes()
 		for _, in := range instances {
 			name := strings.TrimPrefix(in.Id, "test://")
-			if _, err := h.a.nodes.Get(name); err == nil || s.rng.IntN(2) == 0 {
+			if _, err := h.a.cache.nodes.Get(name); err == nil || s.rng.IntN(2) == 0 {
 				continue
 			}
 			n := test.BuildNode(name, spec.milliCPU, spec.mem)

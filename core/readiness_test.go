@@ -109,7 +109,7 @@ func TestGPUNodeWithoutGPUResourceIsUpcoming(t *testing.T) {
 	}
 	h.waitCache("GPUs advertised", func() bool {
 		for _, n := range registered {
-			got, err := h.a.nodes.Get(n.Name)
+			got, err := h.a.cache.nodes.Get(n.Name)
 			if err != nil || got.Status.Allocatable.Name("nvidia.com/gpu", resource.DecimalSI).IsZero() {
 				return false
 			}

@@ -520,7 +520,7 @@ func (a *Autoscaler) placeNominated(snapshot func() (*simulator.ClusterSnapshot,
 
 // claimTemplate reads a ResourceClaimTemplate from the cache.
 func (a *Autoscaler) claimTemplate(namespace, name string) (*resourceapi.ResourceClaimTemplate, error) {
-	return a.claimTemplates.ResourceClaimTemplates(namespace).Get(name)
+	return a.cache.claimTemplates.ResourceClaimTemplates(namespace).Get(name)
 }
 
 // nodeNames returns a lookup of the nodes by name.

@@ -61,7 +61,7 @@ func TestScaleDownReusesUnchangedSimulations(t *testing.T) {
 	// The cache drops heartbeats (internal/informercache): the update shows as the
 	// node's new resource version.
 	h.waitCache("heartbeat", func() bool {
-		n, err := h.a.nodes.Get("g1-n2")
+		n, err := h.a.cache.nodes.Get("g1-n2")
 		return err == nil && n.ResourceVersion == updated.ResourceVersion
 	})
 	h.runOnce(t0.Add(30 * time.Second))

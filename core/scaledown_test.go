@@ -212,7 +212,7 @@ func TestBackgroundDrainTracksNode(t *testing.T) {
 	if !h.a.removals.BeingDeleted()["g1-n1"] {
 		t.Fatal("draining node not tracked")
 	}
-	h.waitCache("taint on n1", func() bool { n, _ := h.a.nodes.Get("g1-n1"); return hasTaint(n, clusterstate.ToBeDeletedTaint) })
+	h.waitCache("taint on n1", func() bool { n, _ := h.a.cache.nodes.Get("g1-n1"); return hasTaint(n, clusterstate.ToBeDeletedTaint) })
 	// Another loop while the drain runs: n1 is neither re-planned nor
 	// counted for scale-up; with n2 gone and n1 leaving, g1 is at its min.
 	h.runOnce(t0.Add(12 * time.Minute))

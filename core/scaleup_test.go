@@ -382,7 +382,7 @@ func TestPriorityConfigMapReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitCache("priority update", func() bool {
-		got, err := h.a.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps("kube-system").Get(priority.ConfigMapName)
+		got, err := h.a.cache.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps("kube-system").Get(priority.ConfigMapName)
 		return err == nil && strings.Contains(got.Data[priority.ConfigMapKey], "^b$\n10")
 	})
 	for _, o := range pending("second", 2, 1000, test.GiB) {

@@ -21,7 +21,7 @@ func TestUnneededNodesAreSoftTainted(t *testing.T) {
 		}
 	}
 	h.waitCache("soft taints", func() bool {
-		n, err := h.a.nodes.Get("g1-n2")
+		n, err := h.a.cache.nodes.Get("g1-n2")
 		return err == nil && hasTaint(n, clusterstate.DeletionCandidateTaint)
 	})
 	// A pod lands on n2: it is needed again.
