@@ -32,7 +32,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/capacitybuffer"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/consolidation"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
@@ -71,11 +70,11 @@ const CloudCallGrace = exitWait
 type Autoscaler struct {
 	opts config.AutoscalingOptions
 	kube kubernetes.Interface
-	// statusKube writes the status ConfigMap (see NewAutoscaler).
-	statusKube kubernetes.Interface
-	provider   cloudprovider.CloudProvider
-	recorder   record.EventRecorder
-	health     *metrics.HealthCheck
+	// status writes the status ConfigMap.
+	status   statusWriter
+	provider cloudprovider.CloudProvider
+	recorder record.EventRecorder
+	health   *metrics.HealthCheck
 
 	// cache is what the autoscaler reads of the API server.
 	cache clusterCache
@@ -112,10 +111,6 @@ type Autoscaler struct {
 	// nextScaleDownAt: when the next unneeded node reaches its unneeded
 	// time; the loop wakes then rather than up to a scan interval later.
 	nextScaleDownAt time.Time
-	statusWritten   bool
-	// statusCM is the status ConfigMap as the last write returned it (nil
-	// after a failed write: the next one reads it again).
-	statusCM *apiv1.ConfigMap
 	// deletedGroups are the autoprovisioned groups deleted, each recorded
 	// once (see deleteNodeGroup; group IDs are never reused), until the
 	// provider no longer offers them; groupDeleteBackoff the groups whose
@@ -137,7 +132,7 @@ func NewAutoscaler(opts config.AutoscalingOptions, kube, statusKube kubernetes.I
 	recorder record.EventRecorder, health *metrics.HealthCheck) (*Autoscaler, error) {
 	a, err := newAutoscaler(opts, kube, provider, recorder, health, clock.RealClock{})
 	if err == nil && statusKube != nil {
-		a.statusKube = statusKube
+		a.status.kube = statusKube
 	}
 	return a, err
 }
@@ -150,8 +145,9 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
-	a := &Autoscaler{opts: opts, kube: kube, statusKube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{},
-		groupDeleteBackoff: clusterstate.NewBackoff(groupDeleteBackoff, groupDeleteBackoffMax, groupDeleteBackoffReset)}
+	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{},
+		groupDeleteBackoff: clusterstate.NewBackoff(groupDeleteBackoff, groupDeleteBackoffMax, groupDeleteBackoffReset),
+		status:             statusWriter{kube: kube, namespace: opts.Namespace, name: opts.StatusConfigMapName, recorder: recorder}}
 
 	var err error
 	if a.cache, err = newClusterCache(kube, opts); err != nil {
@@ -375,16 +371,9 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		a.report.Error(report.APICallError(err))
 	}
 	if a.opts.WriteStatusConfigMap {
-		wctx, cancel := context.WithTimeout(ctx, apiTimeout)
-		cm, err := utils.WriteStatusConfigMap(wctx, a.statusKube, a.opts.Namespace, a.opts.StatusConfigMapName, nil,
-			clusterstate.InitializingStatus(time.Now(), ""), a.recorder, time.Now())
-		a.statusCM = cm
-		if err != nil {
+		if err := a.status.write(ctx, clusterstate.InitializingStatus(time.Now(), "")); err != nil {
 			klog.ErrorS(err, "Start-up: writing the Initializing status failed")
-		} else {
-			a.statusWritten = true
 		}
-		cancel()
 	}
 	klog.InfoS("Autoscaler running", "scanInterval", a.opts.ScanInterval, "frequentLoops", a.opts.FrequentLoopsEnabled,
 		"idleWindow", a.opts.TriggerIdleWindow, "maxWindow", a.opts.TriggerMaxWindow, "expanders", a.opts.ExpanderNames)
@@ -434,12 +423,10 @@ func (a *Autoscaler) ExitCleanUp() {
 	case <-time.After(exitWait):
 		klog.InfoS("Exit: node removals still running; leaving them", "after", exitWait)
 	}
-	if a.opts.WriteStatusConfigMap && a.statusWritten {
-		ctx, cancel := context.WithTimeout(context.Background(), exitAPITimeout)
-		if err := utils.DeleteStatusConfigMap(ctx, a.statusKube, a.opts.Namespace, a.opts.StatusConfigMapName); err != nil {
+	if a.opts.WriteStatusConfigMap {
+		if err := a.status.remove(); err != nil {
 			klog.ErrorS(err, "Exit: deleting the status ConfigMap failed")
 		}
-		cancel()
 	}
 	a.processors.CleanUp()
 	if err := a.provider.Cleanup(); err != nil {

@@ -217,7 +217,7 @@ func TestStatusWrittenWithItsOwnClient(t *testing.T) {
 	p, objs := scaleUpFixture(10)
 	h := newHarness(t, testOptions(), p, objs...)
 	statusKube := fake.NewClientset()
-	h.a.statusKube = statusKube
+	h.a.status.kube = statusKube
 	h.runOnce(t0)
 	if _, err := statusKube.CoreV1().ConfigMaps("kube-system").Get(h.ctx, "cluster-autoscaler-status", metav1.GetOptions{}); err != nil {
 		t.Fatalf("status ConfigMap not written with the status client: %v", err)

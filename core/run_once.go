@@ -13,7 +13,6 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
@@ -37,7 +36,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	defer func() {
 		// Status is written whatever the outcome, as upstream does, once the
 		// registry has seen the cluster at least once.
-		if stateKnown || a.statusWritten {
+		if stateKnown || a.status.written {
 			a.writeStatus(ctx, now)
 		}
 	}()
@@ -547,14 +546,8 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	if !a.opts.WriteStatusConfigMap {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	defer cancel()
-	cm, err := utils.WriteStatusConfigMap(ctx, a.statusKube, a.opts.Namespace, a.opts.StatusConfigMapName, a.statusCM, a.registry.GetStatus(now), a.recorder, time.Now())
-	a.statusCM = cm
-	if err != nil {
+	if err := a.status.write(ctx, a.registry.GetStatus(now)); err != nil {
 		a.report.Error(report.APICallError(err))
 		klog.ErrorS(err, "Writing the status ConfigMap failed")
-		return
 	}
-	a.statusWritten = true
 }
