@@ -11,7 +11,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -111,13 +110,8 @@ type Autoscaler struct {
 	// nextScaleDownAt: when the next unneeded node reaches its unneeded
 	// time; the loop wakes then rather than up to a scan interval later.
 	nextScaleDownAt time.Time
-	// deletedGroups are the autoprovisioned groups deleted, each recorded
-	// once (see deleteNodeGroup; group IDs are never reused), until the
-	// provider no longer offers them; groupDeleteBackoff the groups whose
-	// deletion was refused. Both are guarded by deletedGroupsMu.
-	deletedGroupsMu    sync.Mutex
-	deletedGroups      map[string]bool
-	groupDeleteBackoff *clusterstate.Backoff
+	// groupDeletions: the created groups deleted, and refusals backed off.
+	groupDeletions groupDeletions
 	// consolidation: consolidation's phase (nil until first used).
 	consolidation *consolidation.Phase
 }
@@ -145,9 +139,8 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
-	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health, deletedGroups: map[string]bool{},
-		groupDeleteBackoff: clusterstate.NewBackoff(groupDeleteBackoff, groupDeleteBackoffMax, groupDeleteBackoffReset),
-		status:             statusWriter{kube: kube, namespace: opts.Namespace, name: opts.StatusConfigMapName, recorder: recorder}}
+	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health, groupDeletions: newGroupDeletions(),
+		status: statusWriter{kube: kube, namespace: opts.Namespace, name: opts.StatusConfigMapName, recorder: recorder}}
 
 	var err error
 	if a.cache, err = newClusterCache(kube, opts); err != nil {

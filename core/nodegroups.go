@@ -1,6 +1,7 @@
 package core
 
 import (
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -21,6 +22,20 @@ const (
 	groupDeleteBackoffMax   = 30 * time.Minute
 	groupDeleteBackoffReset = 3 * time.Hour
 )
+
+// groupDeletions is what deleteNodeGroup remembers: the autoprovisioned
+// groups deleted, each recorded once (group IDs are never reused), until
+// the provider no longer offers them, and the groups whose deletion was
+// refused, backed off. Guarded by mu: removals' goroutines call it too.
+type groupDeletions struct {
+	mu      sync.Mutex
+	deleted map[string]bool
+	backoff *clusterstate.Backoff
+}
+
+func newGroupDeletions() groupDeletions {
+	return groupDeletions{deleted: map[string]bool{}, backoff: clusterstate.NewBackoff(groupDeleteBackoff, groupDeleteBackoffMax, groupDeleteBackoffReset)}
+}
 
 // deleteEmptyAutoprovisioned deletes, with --node-autoprovisioning-enabled,
 // the node groups node autoprovisioning created whose target is 0 (their
@@ -55,14 +70,14 @@ func (a *Autoscaler) forgetDeletedGroups(groups []cloudprovider.NodeGroup, now t
 	for _, g := range groups {
 		offered[g.Id()] = true
 	}
-	a.deletedGroupsMu.Lock()
-	defer a.deletedGroupsMu.Unlock()
-	for id := range a.deletedGroups {
+	a.groupDeletions.mu.Lock()
+	defer a.groupDeletions.mu.Unlock()
+	for id := range a.groupDeletions.deleted {
 		if !offered[id] && a.removals.DeletingInGroup(id) == 0 {
-			delete(a.deletedGroups, id)
+			delete(a.groupDeletions.deleted, id)
 		}
 	}
-	a.groupDeleteBackoff.Cleanup(now)
+	a.groupDeletions.backoff.Cleanup(now)
 }
 
 // deleteNodeGroup calls Delete on an autoprovisioned group that has become
@@ -73,22 +88,22 @@ func (a *Autoscaler) forgetDeletedGroups(groups []cloudprovider.NodeGroup, now t
 // It is called from the loop and from removals' goroutines, and reports
 // whether this call deleted the group.
 func (a *Autoscaler) deleteNodeGroup(g cloudprovider.NodeGroup, now time.Time) bool {
-	a.deletedGroupsMu.Lock()
-	defer a.deletedGroupsMu.Unlock()
-	if a.deletedGroups[g.Id()] {
+	a.groupDeletions.mu.Lock()
+	defer a.groupDeletions.mu.Unlock()
+	if a.groupDeletions.deleted[g.Id()] {
 		return false
 	}
-	if off, _, until := a.groupDeleteBackoff.BackedOff(g.Id(), now); off {
+	if off, _, until := a.groupDeletions.backoff.BackedOff(g.Id(), now); off {
 		klog.V(4).InfoS("Deleting an empty autoprovisioned node group: backed off after a refusal", "group", g.Id(), "until", until)
 		return false
 	}
 	if err := g.Delete(); err != nil {
-		until := a.groupDeleteBackoff.Backoff(g.Id(), clusterstate.BackoffInfo{ErrorMessage: err.Error()}, now)
+		until := a.groupDeletions.backoff.Backoff(g.Id(), clusterstate.BackoffInfo{ErrorMessage: err.Error()}, now)
 		a.report.NodeGroupDeleted(report.NodeGroupDeletion{GroupID: g.Id(), Err: err, NextAttempt: until})
 		return false
 	}
-	a.groupDeleteBackoff.Remove(g.Id())
-	a.deletedGroups[g.Id()] = true
+	a.groupDeletions.backoff.Remove(g.Id())
+	a.groupDeletions.deleted[g.Id()] = true
 	a.report.NodeGroupDeleted(report.NodeGroupDeletion{GroupID: g.Id()})
 	return true
 }
