@@ -28,7 +28,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/capacitybuffer"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
@@ -42,7 +41,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
-	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
@@ -91,16 +89,9 @@ type Autoscaler struct {
 	removals *deletiontracker.Tracker
 	actuator *actuation.Actuator
 	trigger  *Trigger
-	// processors add fake pods (capacity APIs) to those scale-up places.
-	processors pods.Combined
-	// requests serves ProvisioningRequests (nil: not enabled), and
-	// requestWriter writes what it decided.
-	requests      *provisioningrequest.Manager
-	requestWriter *provisioningrequest.Writer
-	// buffers injects CapacityBuffers (nil: not enabled), and
-	// bufferWriter writes what it decided.
-	buffers      *capacitybuffer.Injector
-	bufferWriter *capacitybuffer.StatusWriter
+	// capacity: the capacity APIs (ProvisioningRequests, CapacityBuffers)
+	// and the pod list processors that turn them into pods.
+	capacity capacityRequests
 	// report records what the executors did: events, metrics, registry
 	// updates and health.
 	report *report.Reporter
@@ -233,7 +224,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 // AddPodListProcessor adds p to the processors scale-up runs on the pending
 // pods, after those added before. Call it before Run.
 func (a *Autoscaler) AddPodListProcessor(p pods.PodListProcessor) {
-	a.processors = append(a.processors, p)
+	a.capacity.processors = append(a.capacity.processors, p)
 }
 
 // Informers is the shared informer factory of the autoscaler's caches, which
@@ -421,7 +412,7 @@ func (a *Autoscaler) ExitCleanUp() {
 			klog.ErrorS(err, "Exit: deleting the status ConfigMap failed")
 		}
 	}
-	a.processors.CleanUp()
+	a.capacity.processors.CleanUp()
 	if err := a.provider.Cleanup(); err != nil {
 		klog.ErrorS(err, "Exit: provider clean-up failed")
 	}

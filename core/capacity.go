@@ -8,18 +8,32 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/capacitybuffer"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
+// capacityRequests are the capacity APIs the scale-up phase serves, each
+// nil when not enabled: ProvisioningRequests (requests, and requestWriter
+// that writes what was decided) and CapacityBuffers (buffers,
+// bufferWriter), and the pod list processors that turn them into pods
+// placed beside the pending ones.
+type capacityRequests struct {
+	processors    pods.Combined
+	requests      *provisioningrequest.Manager
+	requestWriter *provisioningrequest.Writer
+	buffers       *capacitybuffer.Injector
+	bufferWriter  *capacitybuffer.StatusWriter
+}
+
 // SetProvisioningRequests serves ProvisioningRequests with m: it runs as a
 // pod list processor (bookings, consumers, picking requests), and the
 // scale-up phase lends it the simulation to answer them; w writes what it
 // decided, after the scale-up phase. Call before Run.
 func (a *Autoscaler) SetProvisioningRequests(m *provisioningrequest.Manager, w *provisioningrequest.Writer) {
-	a.requests, a.requestWriter = m, w
+	a.capacity.requests, a.capacity.requestWriter = m, w
 	a.AddPodListProcessor(m)
 }
 
@@ -27,7 +41,7 @@ func (a *Autoscaler) SetProvisioningRequests(m *provisioningrequest.Manager, w *
 // list processor; w writes the Provisioning conditions it decided, after
 // the scale-up phase. Call before Run.
 func (a *Autoscaler) SetCapacityBuffers(in *capacitybuffer.Injector, w *capacitybuffer.StatusWriter) {
-	a.buffers, a.bufferWriter = in, w
+	a.capacity.buffers, a.capacity.bufferWriter = in, w
 	a.AddPodListProcessor(in)
 }
 
@@ -35,21 +49,21 @@ func (a *Autoscaler) SetCapacityBuffers(in *capacitybuffer.Injector, w *capacity
 // decided about ProvisioningRequests and CapacityBuffers, once its
 // decisions are all made. ctx bounds the writes.
 func (a *Autoscaler) writeCapacityStatus(ctx context.Context) {
-	if a.requests != nil {
-		a.report.ProvisioningRequests(ctx, a.requests.Results(), a.requestWriter)
+	if a.capacity.requests != nil {
+		a.report.ProvisioningRequests(ctx, a.capacity.requests.Results(), a.capacity.requestWriter)
 	}
-	if a.buffers != nil {
-		a.report.CapacityBuffers(ctx, a.buffers.Results(), a.bufferWriter)
+	if a.capacity.buffers != nil {
+		a.report.CapacityBuffers(ctx, a.capacity.buffers.Results(), a.capacity.bufferWriter)
 	}
 }
 
 // requestsDue says which ProvisioningRequest classes have a request to
 // answer this iteration.
 func (a *Autoscaler) requestsDue() (checkCapacity, atomic bool) {
-	if a.requests == nil {
+	if a.capacity.requests == nil {
 		return false, false
 	}
-	return a.requests.Due()
+	return a.capacity.requests.Due()
 }
 
 // requestSimulation is the iteration's snapshot and scale-up as a

@@ -375,7 +375,7 @@ func (a *Autoscaler) scaleUpPhase(sim *iterationSimulation, c clusterView, group
 	toPlace := append(slices.Clip(pending.Eligible), drained...)
 	// Processors add their fake pods after the real ones (which are placed
 	// first) and after the metrics above, which count real pods only.
-	toPlace, err := a.processors.Process(&pods.Context{Now: now}, toPlace)
+	toPlace, err := a.capacity.processors.Process(&pods.Context{Now: now}, toPlace)
 	if err != nil {
 		return false, report.InternalError(fmt.Errorf("pod list processors: %w", err))
 	}
@@ -397,7 +397,7 @@ func (a *Autoscaler) scaleUpPhase(sim *iterationSimulation, c clusterView, group
 	}
 	if checkCapacity {
 		// On the cluster as it is, after bookings and pending pods.
-		a.requests.CheckCapacity(&requestSimulation{a: a, snap: a.snapshot}, now)
+		a.capacity.requests.CheckCapacity(&requestSimulation{a: a, snap: a.snapshot}, now)
 	}
 	if len(stillPending) == 0 && !atomic {
 		a.report.Took(metrics.FilterOutSchedulable, filterStart)
@@ -420,7 +420,7 @@ func (a *Autoscaler) scaleUpPhase(sim *iterationSimulation, c clusterView, group
 	}
 	if atomic {
 		rs := &requestSimulation{a: a, snap: a.snapshot, quotas: sim.quotas, templates: templates, templateErrs: templateErrs, readyNodes: total.Ready, now: now}
-		scaled, err := a.requests.ScaleUpAtomic(rs, now)
+		scaled, err := a.capacity.requests.ScaleUpAtomic(rs, now)
 		if err != nil {
 			a.report.Error(report.InternalError(err))
 			klog.ErrorS(err, "Scale-up: best-effort-atomic ProvisioningRequest")
