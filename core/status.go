@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
-	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/statuscm"
 )
 
 // statusWriter writes the status ConfigMap (--write-status-configmap) with
@@ -30,7 +30,7 @@ type statusWriter struct {
 func (w *statusWriter) write(ctx context.Context, st *api.ClusterAutoscalerStatus) error {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	cm, err := utils.WriteStatusConfigMap(ctx, w.kube, w.namespace, w.name, w.last, st, w.recorder, time.Now())
+	cm, err := statuscm.WriteStatusConfigMap(ctx, w.kube, w.namespace, w.name, w.last, st, w.recorder, time.Now())
 	w.last = cm
 	if err == nil {
 		w.written = true
@@ -45,5 +45,5 @@ func (w *statusWriter) remove() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), exitAPITimeout)
 	defer cancel()
-	return utils.DeleteStatusConfigMap(ctx, w.kube, w.namespace, w.name)
+	return statuscm.DeleteStatusConfigMap(ctx, w.kube, w.namespace, w.name)
 }

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
-	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/statuscm"
 )
 
 // Annotation marks the events and the status ConfigMap of an autoscaler in
@@ -104,8 +104,8 @@ func (s statusConfigMaps) mark(cm *apiv1.ConfigMap) *apiv1.ConfigMap {
 		out.Annotations = map[string]string{}
 	}
 	out.Annotations[Annotation] = "true"
-	if body, ok := out.Data[utils.StatusDataKey]; ok {
-		out.Data[utils.StatusDataKey] = MarkStatusBody(body)
+	if body, ok := out.Data[statuscm.StatusDataKey]; ok {
+		out.Data[statuscm.StatusDataKey] = MarkStatusBody(body)
 	}
 	return out
 }
@@ -122,7 +122,7 @@ func MarkStatusBody(body string) string {
 	} else {
 		st.Message = StatusNote + "; " + st.Message
 	}
-	marked, err := utils.StatusYAML(&st)
+	marked, err := statuscm.StatusYAML(&st)
 	if err != nil {
 		return body
 	}

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
-	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/utils"
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/statuscm"
 )
 
 type seen struct {
@@ -190,13 +190,13 @@ func TestStatusConfigMapIsMarked(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := &api.ClusterAutoscalerStatus{AutoscalerStatus: api.ClusterAutoscalerRunning, Message: "token lacks a scope"}
-	last, err := utils.WriteStatusConfigMap(ctx, marked, "kube-system", "cluster-autoscaler-status", nil, st, nil, now)
+	last, err := statuscm.WriteStatusConfigMap(ctx, marked, "kube-system", "cluster-autoscaler-status", nil, st, nil, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An update (the loop's writes after the first) is marked too.
 	st.Message = ""
-	if _, err := utils.WriteStatusConfigMap(ctx, marked, "kube-system", "cluster-autoscaler-status", last, st, nil, now.Add(time.Second)); err != nil {
+	if _, err := statuscm.WriteStatusConfigMap(ctx, marked, "kube-system", "cluster-autoscaler-status", last, st, nil, now.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{})
@@ -207,7 +207,7 @@ func TestStatusConfigMapIsMarked(t *testing.T) {
 		t.Errorf("annotations %v", cm.Annotations)
 	}
 	var got api.ClusterAutoscalerStatus
-	if err := yaml.Unmarshal([]byte(cm.Data[utils.StatusDataKey]), &got); err != nil {
+	if err := yaml.Unmarshal([]byte(cm.Data[statuscm.StatusDataKey]), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Message != StatusNote || got.AutoscalerStatus != api.ClusterAutoscalerRunning {

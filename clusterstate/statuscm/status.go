@@ -1,5 +1,5 @@
-// Package utils writes the autoscaler's status ConfigMap.
-package utils
+// Package statuscm writes the autoscaler's status ConfigMap.
+package statuscm
 
 import (
 	"context"
