@@ -340,16 +340,25 @@ func replicationReason(pod *apiv1.Pod, opts Options) BlockingPodReason {
 // disk-backed emptyDir volume not listed in the
 // safe-to-evict-local-volumes annotation. A memory-backed emptyDir is tmpfs:
 // its content dies with the pod anyway, so moving the pod loses nothing.
+//
+// It allocates nothing: every loop asks it of every pod of every candidate.
 func hasUnsafeLocalStorage(pod *apiv1.Pod) bool {
-	accepted := map[string]bool{}
-	for _, name := range strings.Split(pod.Annotations[SafeToEvictLocalVolumesKey], ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			accepted[name] = true
-		}
-	}
 	for _, v := range pod.Spec.Volumes {
 		local := v.HostPath != nil || (v.EmptyDir != nil && v.EmptyDir.Medium != apiv1.StorageMediumMemory)
-		if local && !accepted[v.Name] {
+		if local && !localVolumeAccepted(pod.Annotations[SafeToEvictLocalVolumesKey], v.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// localVolumeAccepted reports whether name is in list, the comma-separated
+// safe-to-evict-local-volumes annotation (spaces around names ignored).
+func localVolumeAccepted(list, name string) bool {
+	for list != "" {
+		var item string
+		item, list, _ = strings.Cut(list, ",")
+		if item = strings.TrimSpace(item); item != "" && item == name {
 			return true
 		}
 	}

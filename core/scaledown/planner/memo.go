@@ -1,11 +1,6 @@
 package planner
 
 import (
-	"encoding/binary"
-	"hash"
-	"hash/fnv"
-	"sort"
-
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
@@ -92,15 +87,16 @@ func (p *Planner) simulationKey(base uint64, cands []candidate, inputs []uint64)
 func baseKey(version uint64, dest map[string]bool, pdbs []*policyv1.PodDisruptionBudget) uint64 {
 	h := newHasher()
 	h.num(version)
-	names := make([]string, 0, len(dest))
+	// In any order, as writePods: a sum of each name's hash, not a sort
+	// of 1,000 names every loop.
+	var sum uint64
 	for n := range dest {
-		names = append(names, n)
+		d := newHasher()
+		d.str(n)
+		sum += d.sum()
 	}
-	sort.Strings(names)
-	h.num(uint64(len(names)))
-	for _, n := range names {
-		h.str(n)
-	}
+	h.num(uint64(len(dest)))
+	h.num(sum)
 	h.num(uint64(len(pdbs)))
 	for _, b := range pdbs {
 		h.str(string(b.UID))
@@ -133,24 +129,40 @@ func chain(before uint64, r *simulator.NodeToBeRemoved) uint64 {
 	return h.sum()
 }
 
-type hasher struct {
-	h   hash.Hash64
-	buf [8]byte
-}
+// hasher is FNV-1a (64 bits, as hash/fnv's New64a) over the bytes written,
+// without the allocations of hash.Hash64's Write: a loop hashes every
+// destination's name and every candidate's pods.
+type hasher struct{ h uint64 }
 
-func newHasher() *hasher { return &hasher{h: fnv.New64a()} }
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+func newHasher() *hasher { return &hasher{h: fnvOffset64} }
 
 func (h *hasher) num(v uint64) {
-	binary.LittleEndian.PutUint64(h.buf[:], v)
-	_, _ = h.h.Write(h.buf[:])
+	for i := 0; i < 8; i++ {
+		h.h ^= v & 0xff
+		h.h *= fnvPrime64
+		v >>= 8
+	}
 }
 
 func (h *hasher) str(s string) {
 	h.num(uint64(len(s)))
-	_, _ = h.h.Write([]byte(s))
+	h.bytes(s)
 }
 
-func (h *hasher) sum() uint64 { return h.h.Sum64() }
+// bytes writes s's bytes alone (no length).
+func (h *hasher) bytes(s string) {
+	for i := 0; i < len(s); i++ {
+		h.h ^= uint64(s[i])
+		h.h *= fnvPrime64
+	}
+}
+
+func (h *hasher) sum() uint64 { return h.h }
 
 func flags(bs ...bool) uint64 {
 	var v uint64
@@ -169,12 +181,12 @@ func flags(bs ...bool) uint64 {
 func writePods(num func(uint64), pods []*apiv1.Pod) {
 	var sum uint64
 	for _, p := range pods {
-		h := fnv.New64a()
-		for _, s := range []string{string(p.UID), p.Namespace, p.Name, p.ResourceVersion} {
-			_, _ = h.Write([]byte(s))
-			_, _ = h.Write([]byte{0})
+		h := hasher{h: fnvOffset64}
+		for _, s := range [...]string{string(p.UID), p.Namespace, p.Name, p.ResourceVersion} {
+			h.bytes(s)
+			h.bytes("\x00")
 		}
-		sum += h.Sum64()
+		sum += h.sum()
 	}
 	num(uint64(len(pods)))
 	num(sum)

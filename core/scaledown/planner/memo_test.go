@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"sort"
 	"testing"
@@ -230,5 +232,24 @@ func TestRampDoesNotReuseStaleSimulations(t *testing.T) {
 				t.Fatalf("the change altered nothing: the test shows no stale reuse")
 			}
 		})
+	}
+}
+
+// The allocation-free hasher is hash/fnv's FNV-1a over the same bytes.
+func TestHasherIsFNV1a(t *testing.T) {
+	h := newHasher()
+	h.num(0x0102030405060708)
+	h.str("pool-001-n042")
+	h.bytes("\x00")
+	ref := fnv.New64a()
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], 0x0102030405060708)
+	ref.Write(buf[:])
+	binary.LittleEndian.PutUint64(buf[:], uint64(len("pool-001-n042")))
+	ref.Write(buf[:])
+	ref.Write([]byte("pool-001-n042"))
+	ref.Write([]byte{0})
+	if h.sum() != ref.Sum64() {
+		t.Errorf("hasher %x, hash/fnv %x", h.sum(), ref.Sum64())
 	}
 }

