@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -24,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
@@ -118,13 +120,21 @@ func runFigures(ctx context.Context, c config, out io.Writer) (*rows, *scaleRun,
 	return r, sr, err
 }
 
+// consolidatePools tags the figures run's pools for consolidation, so that with
+// --ca-args=--consolidation-enabled every node of the 1,000 is a candidate.
+var consolidatePools = flag.Bool("consolidate-pools", false, "tag the figures run's pools "+digitalocean.TagConsolidate+", so that consolidation (--ca-args=--consolidation-enabled) may act on every node")
+
 // cpuPools are the figures run's pools: n autoscaled s-2vcpu-4gb pools of one node,
 // room for nodesPerPool+10.
 func cpuPools(n, nodesPerPool int) []doks.PoolSpec {
 	var pools []doks.PoolSpec
 	for i := 0; i < n; i++ {
-		pools = append(pools, doks.PoolSpec{Name: fmt.Sprintf("pool-%02d", i+1), Size: "s-2vcpu-4gb", Count: 1,
-			AutoScale: true, MinNodes: 1, MaxNodes: nodesPerPool + 10})
+		p := doks.PoolSpec{Name: fmt.Sprintf("pool-%02d", i+1), Size: "s-2vcpu-4gb", Count: 1,
+			AutoScale: true, MinNodes: 1, MaxNodes: nodesPerPool + 10}
+		if *consolidatePools {
+			p.Tags = []string{digitalocean.TagConsolidate}
+		}
+		pools = append(pools, p)
 	}
 	return pools
 }
@@ -343,7 +353,7 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 	defer mem.end() // on an early return
 	profDone := make(chan error, 1)
 	if c.profileDir != "" {
-		s.cpuProf = filepath.Join(c.profileDir, fmt.Sprintf("cpu-%d.pprof", nodes))
+		s.cpuProf = filepath.Join(c.profileDir, fmt.Sprintf("cpu-%d-%s.pprof", nodes, filepath.Base(c.binary)))
 		secs := max(1, int((c.window - 2*time.Second).Seconds()))
 		go func() { profDone <- savePprof(addr, fmt.Sprintf("profile?seconds=%d", secs), s.cpuProf) }()
 	} else {
@@ -388,7 +398,7 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 	// After the window's CPU and memory: the collection it forces is not the loop's.
 	s.mem.heap, s.mem.heapErr = heapAfterGC(addr)
 	if c.profileDir != "" {
-		s.heapP = filepath.Join(c.profileDir, fmt.Sprintf("heap-%d.pprof", nodes))
+		s.heapP = filepath.Join(c.profileDir, fmt.Sprintf("heap-%d-%s.pprof", nodes, filepath.Base(c.binary)))
 		if err := savePprof(addr, "heap?gc=1", s.heapP); err != nil {
 			return s, fmt.Errorf("heap profile: %w", err)
 		}
