@@ -2,7 +2,7 @@
 // (autoscaling.x-k8s.io/v1beta1): the controller that resolves each buffer
 // into its status (pod shape and number of replicas, or a condition saying
 // why not), and the injector that turns resolved buffers into fake pods for
-// scale-up (processors/pods), so their room is provisioned and kept without
+// scale-up (fakepods), so their room is provisioned and kept without
 // any pod running in it.
 package capacitybuffer
 

@@ -16,7 +16,7 @@ import (
 
 	cbfake "github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/client/clientset/versioned/fake"
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
@@ -84,7 +84,7 @@ func TestControllerAndInjector(t *testing.T) {
 	w := &StatusWriter{client: client}
 	real := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "real"}}
 	api.ClearActions()
-	out, err := in.Process(&pods.Context{}, []*apiv1.Pod{real})
+	out, err := in.Process(&fakepods.Context{}, []*apiv1.Pod{real})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestControllerAndInjector(t *testing.T) {
 	for _, p := range out[1:] {
 		names[p.Namespace+"/"+p.Name] = true
 		ref := metav1.GetControllerOf(p)
-		if !pods.IsFake(p) || p.Annotations[drain.SafeToEvictKey] != "true" || p.Annotations["podType"] != "capacityBufferFakePod" || ref == nil || ref.Kind != "CapacityBuffer" {
+		if !fakepods.IsFake(p) || p.Annotations[drain.SafeToEvictKey] != "true" || p.Annotations["podType"] != "capacityBufferFakePod" || ref == nil || ref.Kind != "CapacityBuffer" {
 			t.Errorf("fake pod %s: annotations %v owner %v", p.Name, p.Annotations, ref)
 		}
 	}
@@ -134,7 +134,7 @@ func TestControllerAndInjector(t *testing.T) {
 	})
 	api.ClearActions()
 	syncAll(ctx, t, ctrl)
-	if _, err := in.Process(&pods.Context{}, nil); err != nil {
+	if _, err := in.Process(&fakepods.Context{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.Write(ctx, in.Results())

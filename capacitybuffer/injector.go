@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
@@ -60,10 +60,10 @@ func (in *Injector) Results() []ProvisioningUpdate {
 	return r
 }
 
-// Process implements pods.PodListProcessor: the fake pods go after the
+// Process implements fakepods.PodListProcessor: the fake pods go after the
 // real pending pods, which are placed first. It starts an iteration: the
 // results of the previous one, if nobody took them, are dropped.
-func (in *Injector) Process(_ *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
+func (in *Injector) Process(_ *fakepods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
 	in.results = nil
 	for _, synced := range append([]func() bool{in.client.HasSynced}, in.synced...) {
 		if !synced() {
@@ -89,7 +89,7 @@ func (in *Injector) Process(_ *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod
 	return pending, nil
 }
 
-// CleanUp implements pods.PodListProcessor.
+// CleanUp implements fakepods.PodListProcessor.
 func (in *Injector) CleanUp() {}
 
 // provisionable reports whether the injector provisions b: a buffer of the
@@ -145,7 +145,7 @@ func (in *Injector) template(b *v1beta1.CapacityBuffer) (*apiv1.PodTemplateSpec,
 			return nil, nil
 		}
 		t := pt.Template.DeepCopy()
-		pods.RequestsFromLimits(&t.Spec)
+		fakepods.RequestsFromLimits(&t.Spec)
 		return t, nil
 	}
 	r, err := in.sources.Resolve(b)
@@ -191,7 +191,7 @@ func FakePods(b *v1beta1.CapacityBuffer, tmpl *apiv1.PodTemplateSpec, n int) []*
 	sample.Namespace = b.Namespace
 	sample.Spec.NodeName = ""
 	sample.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1beta1.APIVersion, Kind: v1beta1.Kind, Name: b.Name, UID: b.UID, Controller: ptrTrue()}}
-	pods.MarkFake(sample)
+	fakepods.MarkFake(sample)
 	sample.Annotations[FakePodAnnotationKey] = FakePodAnnotationValue
 	sample.Annotations[drain.SafeToEvictKey] = "true"
 	sample.CreationTimestamp = b.CreationTimestamp

@@ -13,7 +13,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 )
 
 // Sources are the caches buffers are resolved from.
@@ -74,7 +74,7 @@ func (s Sources) Resolve(b *v1beta1.CapacityBuffer) (*Resolved, error) {
 	default:
 		return nil, errors.New("spec: neither podTemplateRef nor scalableRef is set")
 	}
-	pods.RequestsFromLimits(&r.Template.Spec)
+	fakepods.RequestsFromLimits(&r.Template.Spec)
 	if r.Replicas, err = replicas(spec, r.Template, scalable); err != nil {
 		return nil, err
 	}

@@ -39,8 +39,8 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/planner"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
@@ -195,7 +195,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error {
 	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
 	// Events about fake pods go to the objects they were made for.
-	a.report = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: pods.FakePodEvents(a.recorder),
+	a.report = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: fakepods.FakePodEvents(a.recorder),
 		Health: a.health, Status: scaleup.StatusConfigMapRef(a.opts)})
 	cms := a.cache.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
 	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
@@ -223,7 +223,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 
 // AddPodListProcessor adds p to the processors scale-up runs on the pending
 // pods, after those added before. Call it before Run.
-func (a *Autoscaler) AddPodListProcessor(p pods.PodListProcessor) {
+func (a *Autoscaler) AddPodListProcessor(p fakepods.PodListProcessor) {
 	a.capacity.processors = append(a.capacity.processors, p)
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/capacitybuffer"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
@@ -21,7 +21,7 @@ import (
 // bufferWriter), and the pod list processors that turn them into pods
 // placed beside the pending ones.
 type capacityRequests struct {
-	processors    pods.Combined
+	processors    fakepods.Combined
 	requests      *provisioningrequest.Manager
 	requestWriter *provisioningrequest.Writer
 	buffers       *capacitybuffer.Injector

@@ -15,7 +15,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 )
 
 // fakePods is a processor adding n fake pods of milliCPU each, owned by a
@@ -25,13 +25,13 @@ type fakePods struct {
 	milliCPU int64
 }
 
-func (f *fakePods) Process(_ *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
+func (f *fakePods) Process(_ *fakepods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
 	for i := 0; i < f.n; i++ {
 		p := test.BuildPendingPod(fmt.Sprintf("capacity-buffer-warm-%d", i), f.milliCPU, 256*test.MiB, "")
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "autoscaling.x-k8s.io/v1beta1", Kind: "CapacityBuffer", Name: "warm", UID: "warm-uid", Controller: ptr.To(true)}}
 		p.UID = types.UID(fmt.Sprintf("warm-uid-%d", i))
 		p.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}
-		pods.MarkFake(p)
+		fakepods.MarkFake(p)
 		pending = append(pending, p)
 	}
 	return pending, nil

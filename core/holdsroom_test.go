@@ -7,14 +7,14 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 )
 
 // booking is a processor that puts room-holding fake pods before the
 // pending ones, as a ProvisioningRequest's booking does.
 type booking struct{ pods []*apiv1.Pod }
 
-func (b booking) Process(_ *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
+func (b booking) Process(_ *fakepods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
 	return append(append([]*apiv1.Pod{}, b.pods...), pending...), nil
 }
 func (booking) CleanUp() {}
@@ -24,7 +24,7 @@ func (booking) CleanUp() {}
 func TestHoldsRoomOnlyPods(t *testing.T) {
 	held := func(milliCPU int64) *apiv1.Pod {
 		p := test.BuildPendingPod("booked", milliCPU, 256*test.MiB, "")
-		pods.MarkHoldsRoomOnly(p)
+		fakepods.MarkHoldsRoomOnly(p)
 		return p
 	}
 	cases := []struct {

@@ -16,8 +16,8 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
@@ -375,7 +375,7 @@ func (a *Autoscaler) scaleUpPhase(sim *iterationSimulation, c clusterView, group
 	toPlace := append(slices.Clip(pending.Eligible), drained...)
 	// Processors add their fake pods after the real ones (which are placed
 	// first) and after the metrics above, which count real pods only.
-	toPlace, err := a.capacity.processors.Process(&pods.Context{Now: now}, toPlace)
+	toPlace, err := a.capacity.processors.Process(&fakepods.Context{Now: now}, toPlace)
 	if err != nil {
 		return false, report.InternalError(fmt.Errorf("pod list processors: %w", err))
 	}
@@ -414,7 +414,7 @@ func (a *Autoscaler) scaleUpPhase(sim *iterationSimulation, c clusterView, group
 		return false, err
 	}
 	// Bookings hold the room they find; they never ask for more.
-	stillPending, holding := pods.WithoutHoldsRoomOnly(stillPending)
+	stillPending, holding := fakepods.WithoutHoldsRoomOnly(stillPending)
 	if holding > 0 {
 		klog.V(1).InfoS("Scale-up: booked fake pods fit no existing or upcoming node; they cause no scale-up", "pods", holding)
 	}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/lru"
 
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 )
 
 // Upstream's fixed times (no flags): how long a Provisioned request's room
@@ -105,9 +105,9 @@ func (m *Manager) Results() Results {
 	return r
 }
 
-// Process implements pods.PodListProcessor. It starts an iteration: the
+// Process implements fakepods.PodListProcessor. It starts an iteration: the
 // results of the previous one, if nobody took them, are dropped.
-func (m *Manager) Process(ctx *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
+func (m *Manager) Process(ctx *fakepods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod, error) {
 	m.due = nil
 	m.results = Results{}
 	prs, err := m.client.List()
@@ -127,7 +127,7 @@ func (m *Manager) Process(ctx *pods.Context, pending []*apiv1.Pod) ([]*apiv1.Pod
 	return append(holders, pending...), nil
 }
 
-// CleanUp implements pods.PodListProcessor.
+// CleanUp implements fakepods.PodListProcessor.
 func (m *Manager) CleanUp() {}
 
 // Due says which classes have a request to provision this iteration.
@@ -154,7 +154,7 @@ func (m *Manager) withoutConsumers(pending []*apiv1.Pod, now time.Time) []*apiv1
 	dropped := 0
 	for _, p := range pending {
 		name, ok := ConsumedRequest(p)
-		if !ok || pods.IsFake(p) {
+		if !ok || fakepods.IsFake(p) {
 			out = append(out, p)
 			continue
 		}
@@ -190,7 +190,7 @@ func (m *Manager) booked(prs []*v1.ProvisioningRequest, now time.Time) []*apiv1.
 		}
 		n := len(ps) - bound[pr.Namespace+"/"+pr.Name]
 		for _, p := range ps[:max(n, 0)] {
-			pods.MarkHoldsRoomOnly(p)
+			fakepods.MarkHoldsRoomOnly(p)
 			out = append(out, p)
 		}
 		klog.V(4).InfoS("ProvisioningRequest: booked room held", "request", klog.KObj(pr), "pods", max(n, 0), "consumersBound", len(ps)-max(n, 0))

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 )
 
 // templateGetter returns a PodTemplate by namespace and name.
@@ -45,7 +45,7 @@ func podsFor(pr *v1.ProvisioningRequest, get templateGetter) ([]*apiv1.Pod, erro
 				ObjectMeta: *tmpl.Template.ObjectMeta.DeepCopy(),
 				Spec:       *tmpl.Template.Spec.DeepCopy(),
 			}
-			pods.RequestsFromLimits(&p.Spec)
+			fakepods.RequestsFromLimits(&p.Spec)
 			p.GenerateName = pr.Name + "-"
 			p.Name = fmt.Sprintf("%s%d-%d", p.GenerateName, i, j)
 			p.Namespace = pr.Namespace
@@ -60,7 +60,7 @@ func podsFor(pr *v1.ProvisioningRequest, get templateGetter) ([]*apiv1.Pod, erro
 			if p.Spec.SchedulerName == "" {
 				p.Spec.SchedulerName = apiv1.DefaultSchedulerName
 			}
-			pods.MarkFake(p)
+			fakepods.MarkFake(p)
 			out = append(out, p)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 
 	prfake "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned/fake"
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
-	"github.com/doks-autoscaler/cluster-autoscaler/processors/pods"
+	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 )
 
 func request(name, class string, params map[string]v1.Parameter) *v1.ProvisioningRequest {
@@ -127,7 +127,7 @@ func TestPodsForInvalidPodSets(t *testing.T) {
 	pr := request("r", v1.ProvisioningClassCheckCapacity, nil)
 	pr.Spec.PodSets = []v1.PodSet{{PodTemplateRef: v1.Reference{Name: "t"}, Count: 2}}
 	ps, err := podsFor(pr, get)
-	if err != nil || len(ps) != 2 || ps[1].Name != "r-0-1" || !pods.IsFake(ps[0]) || ps[0].Annotations[v1.ProvisioningRequestPodAnnotationKey] != "r" {
+	if err != nil || len(ps) != 2 || ps[1].Name != "r-0-1" || !fakepods.IsFake(ps[0]) || ps[0].Annotations[v1.ProvisioningRequestPodAnnotationKey] != "r" {
 		t.Fatalf("pods %v, err %v", ps, err)
 	}
 	if q := ps[0].Spec.Containers[0].Resources.Requests["nvidia.com/gpu"]; q.Value() != 1 {
@@ -200,18 +200,18 @@ func TestBookingLifetime(t *testing.T) {
 	e := newEnv(t, pr)
 	real := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
 
-	out, err := e.m.Process(&pods.Context{Now: t0.Add(BookingTime - time.Second)}, []*apiv1.Pod{real})
+	out, err := e.m.Process(&fakepods.Context{Now: t0.Add(BookingTime - time.Second)}, []*apiv1.Pod{real})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) != 4 || out[3] != real || !pods.HoldsRoomOnly(out[0]) {
+	if len(out) != 4 || out[3] != real || !fakepods.HoldsRoomOnly(out[0]) {
 		t.Fatalf("within the booking: got %d pods (last real: %v), want 3 booked first then the pending one", len(out), out[len(out)-1] == real)
 	}
 	if cc, at := e.m.Due(); cc || at {
 		t.Fatal("a Provisioned request is provisioned again")
 	}
 
-	out, _ = e.m.Process(&pods.Context{Now: t0.Add(BookingTime + time.Second)}, []*apiv1.Pod{real})
+	out, _ = e.m.Process(&fakepods.Context{Now: t0.Add(BookingTime + time.Second)}, []*apiv1.Pod{real})
 	e.write()
 	got := e.status(t, "job-prov-1")
 	if c := findCondition(got, v1.BookingExpired); c == nil || c.Status != metav1.ConditionTrue || c.Reason != CapacityReservationTimeExpiredReason || c.Message != CapacityReservationTimeExpiredMsg {
@@ -219,7 +219,7 @@ func TestBookingLifetime(t *testing.T) {
 	}
 	// The cache has not seen the update yet; the next iteration reads it.
 	e.waitCondition(t, "job-prov-1", v1.BookingExpired)
-	out, _ = e.m.Process(&pods.Context{Now: t0.Add(BookingTime + 2*time.Second)}, []*apiv1.Pod{real})
+	out, _ = e.m.Process(&fakepods.Context{Now: t0.Add(BookingTime + 2*time.Second)}, []*apiv1.Pod{real})
 	if len(out) != 1 {
 		t.Fatalf("after expiry %d pods hold room, want none", len(out)-1)
 	}
@@ -239,7 +239,7 @@ func TestFailedStatusWriteLeavesTheCache(t *testing.T) {
 	})
 	after := t0.Add(BookingTime + time.Second)
 	for i := 1; i <= 2; i++ {
-		if _, err := e.m.Process(&pods.Context{Now: after}, nil); err != nil {
+		if _, err := e.m.Process(&fakepods.Context{Now: after}, nil); err != nil {
 			t.Fatal(err)
 		}
 		e.write()
@@ -282,8 +282,8 @@ func TestConsumersTakeOverTheBooking(t *testing.T) {
 	old := pendingConsumer.DeepCopy()
 	old.Annotations = map[string]string{v1.DeprecatedProvisioningRequestPodAnnotationKey: "job-prov-1"}
 	old.Name, old.UID = "older-spelling", "u-old"
-	out, _ := e.m.Process(&pods.Context{Now: t0.Add(time.Minute)}, []*apiv1.Pod{pendingConsumer, old})
-	if len(out) != 1 || !pods.HoldsRoomOnly(out[0]) {
+	out, _ := e.m.Process(&fakepods.Context{Now: t0.Add(time.Minute)}, []*apiv1.Pod{pendingConsumer, old})
+	if len(out) != 1 || !fakepods.HoldsRoomOnly(out[0]) {
 		t.Fatalf("got %d pods, want 1 booked pod (3 booked - 2 bound consumers) and no pending consumer", len(out))
 	}
 }
@@ -404,7 +404,7 @@ func TestMissingPodTemplate(t *testing.T) {
 	young.CreationTimestamp = metav1.NewTime(now.Add(-TemplateGrace / 2))
 	old.CreationTimestamp = metav1.NewTime(now.Add(-TemplateGrace - time.Second))
 	e := newEnv(t, young, old)
-	if _, err := e.m.Process(&pods.Context{Now: now}, nil); err != nil {
+	if _, err := e.m.Process(&fakepods.Context{Now: now}, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.write()
@@ -429,7 +429,7 @@ func TestDecisionsWrittenAfter(t *testing.T) {
 	e := newEnv(t, pr)
 	consumer := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: "ns", UID: "u-worker",
 		Annotations: map[string]string{v1.ProvisioningRequestPodAnnotationKey: "job-prov-1"}}}
-	if _, err := e.m.Process(&pods.Context{Now: t0.Add(BookingTime + time.Second)}, []*apiv1.Pod{consumer}); err != nil {
+	if _, err := e.m.Process(&fakepods.Context{Now: t0.Add(BookingTime + time.Second)}, []*apiv1.Pod{consumer}); err != nil {
 		t.Fatal(err)
 	}
 	if c := findCondition(e.status(t, "job-prov-1"), v1.BookingExpired); c != nil {

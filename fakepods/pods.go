@@ -1,4 +1,4 @@
-// Package pods is the seam where capacity APIs (CapacityBuffers,
+// Package fakepods is the seam where capacity APIs (CapacityBuffers,
 // ProvisioningRequests) add pods to an iteration's simulation: a
 // PodListProcessor gets the pending pods scale-up is about to place and
 // returns the list to place, with pods of its own beside the real ones
@@ -10,7 +10,7 @@
 // else they cause a scale-up), but they are never sent to the API server:
 // no events name them (FakePodEvents sends those to their owner), no
 // metric counts them as pending, nothing evicts or preempts for them.
-package pods
+package fakepods
 
 import (
 	"time"
