@@ -1,4 +1,4 @@
-package main
+package eventreasons
 
 import (
 	"bufio"
@@ -10,6 +10,9 @@ import (
 	"testing"
 )
 
+// root is the module's root, whose code the test reads.
+const root = "../.."
+
 // eventCall finds the reason of a recorder.Event/Eventf call.
 var eventCall = regexp.MustCompile(`\.Eventf?\([^,]+,\s*apiv1\.EventType\w+,\s*"(\w+)"`)
 
@@ -18,11 +21,15 @@ var eventCall = regexp.MustCompile(`\.Eventf?\([^,]+,\s*apiv1\.EventType\w+,\s*"
 func recordedReasons(t *testing.T) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (path == "sandbox" || path == "test" || path == "hack" || path == "cmd" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (rel == "sandbox" || rel == "test" || rel == "hack" || rel == "cmd" || strings.HasPrefix(d.Name(), ".")) && rel != "." {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
@@ -48,7 +55,7 @@ func recordedReasons(t *testing.T) map[string][]string {
 // project's own (testdata/upstream-1.36.1-events.tsv says on which object and
 // with which message).
 func TestEventReasonsAsUpstream(t *testing.T) {
-	f, err := os.Open("testdata/upstream-1.36.1-events.tsv")
+	f, err := os.Open(filepath.Join(root, "testdata/upstream-1.36.1-events.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}
