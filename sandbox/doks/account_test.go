@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/digitalocean/godo"
 	"golang.org/x/oauth2"
@@ -59,5 +60,50 @@ func TestAccountDropletLimitAndCount(t *testing.T) {
 	_, _, err = narrow.Droplets.List(ctx, &godo.ListOptions{PerPage: 1})
 	if !errors.As(err, &ae) || ae.Response.StatusCode != http.StatusForbidden {
 		t.Fatalf("droplets without droplet:read: %v, want 403", err)
+	}
+}
+
+// A size out of stock is refused (422) for creates and resizes that need
+// new droplets of it, while the Sizes API still lists it; one the Sizes API
+// lists as not available is refused as well; a shrink is never refused.
+func TestSizeOutOfStock(t *testing.T) {
+	s, c, _ := newTestServer(t, Options{})
+	ctx := context.Background()
+	pool := mustPool(t, s, PoolSpec{Name: "g", Size: "gpu-h100x1-80gb", Count: 1})
+	s.SetOutOfStock("gpu-h100x1-80gb", time.Hour)
+	two := 2
+	_, _, err := c.Kubernetes.UpdateNodePool(ctx, testCluster, pool.ID, &godo.KubernetesNodePoolUpdateRequest{Count: &two})
+	var ae *godo.ErrorResponse
+	if !errors.As(err, &ae) || ae.Response.StatusCode != http.StatusUnprocessableEntity || ae.Message != SizeUnavailableMessage {
+		t.Fatalf("resize of a size out of stock: %v, want 422 %q", err, SizeUnavailableMessage)
+	}
+	one := 1
+	_, _, err = c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{Name: "h", Size: "gpu-h100x1-80gb", Count: one})
+	if !errors.As(err, &ae) || ae.Response.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("create of a size out of stock: %v, want 422", err)
+	}
+	zero := 0
+	if _, _, err := c.Kubernetes.UpdateNodePool(ctx, testCluster, pool.ID, &godo.KubernetesNodePoolUpdateRequest{Count: &zero}); err != nil {
+		t.Fatalf("a shrink: %v", err)
+	}
+	if n := s.StockRefusals("gpu-h100x1-80gb"); n != 2 {
+		t.Fatalf("%d refusals counted, want 2", n)
+	}
+	sizes, _, _ := c.Sizes.List(ctx, &godo.ListOptions{PerPage: 200})
+	for _, sz := range sizes {
+		if sz.Slug == "gpu-h100x1-80gb" && !sz.Available {
+			t.Fatal("the Sizes API lists the size out of stock as not available: it should lag")
+		}
+	}
+	s.SetOutOfStock("gpu-h100x1-80gb", 0)
+	s.SetSizeAvailable("gpu-l40sx1-48gb", false)
+	sizes, _, _ = c.Sizes.List(ctx, &godo.ListOptions{PerPage: 200})
+	for _, sz := range sizes {
+		if sz.Slug == "gpu-l40sx1-48gb" && sz.Available {
+			t.Fatal("gpu-l40sx1-48gb listed available after SetSizeAvailable(false)")
+		}
+	}
+	if _, _, err := c.Kubernetes.CreateNodePool(ctx, testCluster, &godo.KubernetesNodePoolCreateRequest{Name: "h", Size: "gpu-h100x1-80gb", Count: one}); err != nil {
+		t.Fatalf("create back in stock: %v", err)
 	}
 }

@@ -496,6 +496,8 @@ func (s *Server) handleUpdatePool(w http.ResponseWriter, r *http.Request, reqID 
 		problem = fmt.Sprintf("a node pool named %q already exists", name)
 	case autoScale && boundsErr != nil:
 		problem = boundsErr.Error()
+	case s.refuseForStockLocked(p.size, count-len(p.activeNodes())):
+		problem = SizeUnavailableMessage
 	case s.dropletsOverLimitLocked(count - len(p.activeNodes())):
 		problem = DropletLimitMessage
 	}
@@ -598,9 +600,13 @@ func (s *Server) handleSizes(w http.ResponseWriter, r *http.Request, _ string) {
 	page, perPage := paging(r)
 	lo, hi, links := pageBounds(r, len(catalogue), page, perPage)
 	out := make([]godo.Size, 0, hi-lo)
+	s.mu.Lock()
 	for _, sz := range catalogue[lo:hi] {
-		out = append(out, sz.godoSize())
+		g := sz.godoSize()
+		g.Available = !s.notAvailable[sz.slug]
+		out = append(out, g)
 	}
+	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, struct {
 		Sizes []godo.Size `json:"sizes"`
 		Links apiLinks    `json:"links"`

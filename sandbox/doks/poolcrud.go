@@ -114,6 +114,9 @@ func (s *Server) handleCreatePool(w http.ResponseWriter, r *http.Request, reqID 
 	}
 	s.mu.Lock()
 	problem := s.checkCreateLocked(req)
+	if problem == "" && s.refuseForStockLocked(req.Size, *req.Count) {
+		problem = SizeUnavailableMessage
+	}
 	if problem == "" && s.dropletsOverLimitLocked(*req.Count) {
 		problem = DropletLimitMessage
 	}

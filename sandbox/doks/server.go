@@ -198,6 +198,12 @@ type Server struct {
 	dropletLimit int
 	// otherDroplets are the account's droplets outside the cluster.
 	otherDroplets int
+	// outOfStock: size → until when it is out of stock; notAvailable:
+	// sizes the Sizes API lists as not available; stockRefusals counts
+	// the refusals per size (stock.go).
+	outOfStock    map[string]time.Time
+	notAvailable  map[string]bool
+	stockRefusals map[string]int
 	// noDropletRead are tokens without droplet:read (account.go).
 	noDropletRead map[string]bool
 	// tokens are the bearer tokens accepted (Options.Token, or SetTokens);
