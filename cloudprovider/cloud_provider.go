@@ -229,3 +229,20 @@ type InstanceQuota struct {
 type InstanceQuotaReporter interface {
 	InstanceQuota() (q InstanceQuota, known bool)
 }
+
+// AvailabilityReporter is optionally implemented by a NodeGroup whose
+// machine type may be unavailable for a while (SizeUnavailableError):
+// Unavailable says why it cannot grow now, "" when it can. The scale-up
+// planner skips such a group and takes the next option in the same loop.
+type AvailabilityReporter interface {
+	Unavailable() string
+}
+
+// ProvisionTimeoutLearner is optionally implemented by a NodeGroup whose
+// provider learns from nodes that never registered: the core calls
+// NodesNeverCame when it gives up on the group's nodes after
+// --max-node-provision-time, and the provider may hold the group's machine
+// type unavailable, for every group of that type.
+type ProvisionTimeoutLearner interface {
+	NodesNeverCame()
+}

@@ -1,6 +1,10 @@
 package cloudprovider
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // AccountLimitError is a size change the cloud refused because an
 // account-wide quota would be exceeded (DigitalOcean's droplet limit, say).
@@ -24,4 +28,36 @@ func AsAccountLimit(err error) (*AccountLimitError, bool) {
 	var al *AccountLimitError
 	ok := errors.As(err, &al)
 	return al, ok
+}
+
+// SizeUnavailableError is a size change or creation the cloud refused, or
+// the provider did not send, because a machine type cannot be had in the
+// region now (no capacity, not offered). It is learnt per machine type and
+// region, not per node group: every group of that type would get the same
+// answer until Until, so the core tries another type at once instead of
+// backing off this group and learning the next one group by group.
+type SizeUnavailableError struct {
+	// Size is the machine type (a DigitalOcean size slug), Region where.
+	Size, Region string
+	// Until: the provider sends no request for the size before then.
+	Until time.Time
+	// Message is the cloud's own words, or why no request was sent.
+	Message string
+	// Err is the whole error; nil when no request was sent.
+	Err error
+}
+
+func (e *SizeUnavailableError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("size %s is unavailable in %s until %s: %s", e.Size, e.Region, e.Until.UTC().Format(time.RFC3339), e.Message)
+}
+func (e *SizeUnavailableError) Unwrap() error { return e.Err }
+
+// AsSizeUnavailable returns the SizeUnavailableError in err's chain, if any.
+func AsSizeUnavailable(err error) (*SizeUnavailableError, bool) {
+	var su *SizeUnavailableError
+	ok := errors.As(err, &su)
+	return su, ok
 }

@@ -72,6 +72,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&f.coresTotal, "cores-total", fmt.Sprintf("%d:%d", d.MinCoresTotal, d.MaxCoresTotal), "Minimum and maximum number of cores in the cluster, as <min>:<max>.")
 	fs.StringVar(&f.memoryTotal, "memory-total", fmt.Sprintf("%d:%d", d.MinMemoryTotal/GiB, d.MaxMemoryTotal/GiB), "Minimum and maximum GiB of memory in the cluster, as <min>:<max>.")
 	fs.Float64Var(&o.MaxHourlyCost, "max-hourly-cost", d.MaxHourlyCost, "(not in upstream) Most the autoscaled node groups' nodes may cost an hour together, in USD, at the Sizes API's prices or the cloud config's price_overrides; every phase that buys checks it (docs/limits.md). 0 means no limit.")
+	fs.DurationVar(&o.UnavailableSizeTTL, "unavailable-size-ttl", d.UnavailableSizeTTL, "(not in upstream) How long a droplet size that DigitalOcean refused for capacity in the cluster's region, or whose nodes did not register within --max-node-provision-time, is not asked for again; pools on demand and consolidation take the next cheapest allowed size meanwhile (docs/limits.md).")
 	fs.IntVar(&o.MaxNodesPerScaleUp, "max-nodes-per-scaleup", d.MaxNodesPerScaleUp, "Maximum number of nodes added in one scale-up.")
 	fs.DurationVar(&o.NewPodScaleUpDelay, "new-pod-scale-up-delay", d.NewPodScaleUpDelay, "Pods younger than this are not considered for scale-up.")
 	fs.BoolVar(&o.BalanceSimilarNodeGroups, "balance-similar-node-groups", d.BalanceSimilarNodeGroups, "Split scale-ups across node groups with the same node shape.")
@@ -384,6 +385,7 @@ func validate(o AutoscalingOptions) []error {
 		{"scale-down-unneeded-time", o.NodeGroupDefaults.ScaleDownUnneededTime},
 		{"scale-down-unready-time", o.NodeGroupDefaults.ScaleDownUnreadyTime},
 		{"max-pod-eviction-time", o.MaxPodEvictionTime},
+		{"unavailable-size-ttl", o.UnavailableSizeTTL},
 		{"max-startup-time", o.MaxStartupTime},
 		{"blocking-system-pod-distruption-timeout", o.BspDisruptionTimeout},
 	}

@@ -62,7 +62,11 @@ type AutoscalingOptions struct {
 	MaxMemoryTotal int64 // bytes
 	// MaxHourlyCost bounds what the autoscaled groups' nodes cost an hour,
 	// in USD (--max-hourly-cost); 0 means no limit.
-	MaxHourlyCost            float64
+	MaxHourlyCost float64
+	// UnavailableSizeTTL is how long a droplet size refused for capacity in
+	// the region, or whose nodes did not come, is not asked for again
+	// (--unavailable-size-ttl).
+	UnavailableSizeTTL       time.Duration
 	MaxNodesPerScaleUp       int
 	NewPodScaleUpDelay       time.Duration
 	BalanceSimilarNodeGroups bool
@@ -269,6 +273,7 @@ func Defaults() AutoscalingOptions {
 		MaxFailingTime:                               15 * time.Minute,
 		ExpanderNames:                                []string{"least-waste"},
 		MaxNodesTotal:                                0,
+		UnavailableSizeTTL:                           3 * time.Minute,
 		MinCoresTotal:                                0,
 		MaxCoresTotal:                                320000,
 		MinMemoryTotal:                               0,

@@ -60,6 +60,11 @@ func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) 
 	}
 	target, err := lowerTarget(p, deleted)
 	g.Decreased = r.RecordGiveUp(p, target, now)
+	if l, ok := p.Group.(cloudprovider.ProvisionTimeoutLearner); ok && p.Reason == clusterstate.GiveUpTimeout && !p.Retry {
+		// Nodes that never came: the provider may hold their size
+		// unavailable, so the next plans take another.
+		l.NodesNeverCame()
+	}
 	return g, err
 }
 

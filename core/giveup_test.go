@@ -73,6 +73,10 @@ func TestProvisionTimeoutGivesUpAndBacksOff(t *testing.T) {
 	if off, info, until := r.BackedOff("g1", now); !off || info.ErrorCode != "timeout" || until != now.Add(5*time.Minute) {
 		t.Fatalf("backoff = %v %+v %v", off, info, until)
 	}
+	// The provider learns the size's nodes did not come (held per size).
+	if n := g.NeverCame(); n != 1 {
+		t.Fatalf("NodesNeverCame called %d times, want 1", n)
+	}
 	mustUpdate(t, r, all, now)
 	if gs, _ := r.NodeGroup("g1"); gs.Upcoming != 0 || scaleUpInProgress(r, now) {
 		t.Fatalf("after give-up: %+v inProgress=%v", gs, scaleUpInProgress(r, now))

@@ -63,6 +63,9 @@ const (
 	FailedScaleUpCloudProviderError = "cloudProviderError"
 	FailedScaleUpAPICallError       = "apiCallError"
 	FailedScaleUpTimeout            = "timeout"
+	// FailedScaleUpSizeUnavailable: the size cannot be had in the region
+	// now (not in upstream).
+	FailedScaleUpSizeUnavailable = "sizeUnavailable"
 )
 
 // Scale-down reasons (scaled_down_nodes_total{reason}).

@@ -395,7 +395,12 @@ func (p *CloudProvider) offered() ([]godo.Size, error) {
 	if region == "" {
 		return nil, errors.New("the cluster's region is not known yet: cannot tell which sizes it is offered")
 	}
-	return offeredSizes(c, catalog, region), nil
+	// Sizes that cannot be had now are not offered: the next cheapest
+	// allowed size is (unavailable.go).
+	return slices.DeleteFunc(offeredSizes(c, catalog, region), func(s godo.Size) bool {
+		why, _ := p.m.sizeUnavailable(s.Slug, catalog)
+		return why != ""
+	}), nil
 }
 
 // NewNodeGroup describes a pool that does not exist yet, of the given size

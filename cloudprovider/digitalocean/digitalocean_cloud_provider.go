@@ -89,7 +89,9 @@ func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *c
 	}
 	klog.InfoS("DigitalOcean provider", "cluster", cfg.clusterID, "apiBaseURL", endpoint,
 		"userAgent", userAgent(), "gpuLabel", gpuLabel, "nodePoolSelection", m.selection, "selectionRule", selectionRule(m.selection))
-	return &CloudProvider{m: m, limiter: rl, gpuLabel: gpuLabel, pricing: &pricingModel{m: m}}, nil
+	m.unavailableTTL = opts.UnavailableSizeTTL
+	m.pricing = &pricingModel{m: m}
+	return &CloudProvider{m: m, limiter: rl, gpuLabel: gpuLabel, pricing: m.pricing}, nil
 }
 
 // Name returns "digitalocean".

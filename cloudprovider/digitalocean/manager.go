@@ -98,6 +98,12 @@ type manager struct {
 	poolDroplets int
 	// quota is the account's droplet limit (quota.go).
 	quota dropletQuota
+	// unavailable are the sizes that cannot be had now (unavailable.go),
+	// held for unavailableTTL; pricing is the provider's pricing model,
+	// whose catalogue says which sizes the Sizes API offers.
+	unavailable    unavailableSizes
+	unavailableTTL time.Duration
+	pricing        *pricingModel
 
 	// priceOverrides are the cloud config's price_overrides (size slug →
 	// USD an hour); set before the first Refresh, read-only after.

@@ -168,7 +168,13 @@ func (g *NodeGroup) IncreaseSize(delta int) error {
 	if target > g.maxSize {
 		return fmt.Errorf("node pool %s: size increase too large: desired %d, max %d (current %d)", g.name, target, g.maxSize, g.pool.Count)
 	}
-	return g.setCountLocked(target, "increase")
+	if err := g.m.unavailableErr(g.pool.Size); err != nil {
+		return fmt.Errorf("node pool %s: %w", g.name, err)
+	}
+	if err := g.setCountLocked(target, "increase"); err != nil {
+		return g.m.capacityRefusal(err, g.pool.Size)
+	}
+	return nil
 }
 
 // setCountLocked asks DOKS for a new count and updates the cache only when
@@ -462,8 +468,16 @@ func (g *NodeGroup) Create() (cloudprovider.NodeGroup, error) { return g.CreateW
 
 // CreateWithSize makes the pool of a planned group with count nodes.
 func (g *NodeGroup) CreateWithSize(count int) (cloudprovider.NodeGroup, error) {
+	if g.planned != nil {
+		if err := g.m.unavailableErr(g.planned.Slug); err != nil {
+			return nil, err
+		}
+	}
 	created, err := g.create(count)
 	if err != nil {
+		if g.planned != nil {
+			err = g.m.capacityRefusal(err, g.planned.Slug)
+		}
 		return nil, err
 	}
 	return created, nil

@@ -25,6 +25,8 @@ var considered = map[string]string{
 	"SizedCreator":              "group",
 	"HourlyCostLimiter":         "group",
 	"InstanceQuotaReporter":     "Provider",
+	"AvailabilityReporter":      "group",
+	"ProvisionTimeoutLearner":   "group",
 }
 
 func TestEveryInterfaceOfTheContractIsConsidered(t *testing.T) {

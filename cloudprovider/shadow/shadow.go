@@ -380,6 +380,22 @@ func (g *group) MaxHourlyCost() float64 {
 	return 0
 }
 
+// Unavailable is the real group's word on its size (shadow sends no
+// write, so only the Sizes API's catalogue and timeouts can mark one).
+func (g *group) Unavailable() string {
+	if a, ok := g.inner.(cloudprovider.AvailabilityReporter); ok {
+		return a.Unavailable()
+	}
+	return ""
+}
+
+// NodesNeverCame is passed on to the real group.
+func (g *group) NodesNeverCame() {
+	if l, ok := g.inner.(cloudprovider.ProvisionTimeoutLearner); ok {
+		l.NodesNeverCame()
+	}
+}
+
 // Exist is true for a group created in shadow while it is shown.
 func (g *group) Exist() bool {
 	if g.created {

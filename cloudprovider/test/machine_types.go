@@ -45,11 +45,32 @@ func (p *Provider) GetAvailableMachineTypes() ([]string, error) {
 	if p.creationStopped != "" {
 		return nil, fmt.Errorf("%w: %s", cloudprovider.ErrCreationStopped, p.creationStopped)
 	}
-	out := make([]string, len(p.machines))
-	for i, m := range p.machines {
-		out[i] = m.name
+	out := make([]string, 0, len(p.machines))
+	for _, m := range p.machines {
+		if !p.unavailable[m.name] {
+			out = append(out, m.name)
+		}
 	}
 	return out, nil
+}
+
+// AllowCreation lets planned groups be created (CreateWithSize).
+func (p *Provider) AllowCreation() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.creates = true
+}
+
+// OutOfStock makes creating a group of the machine type fail with a
+// cloudprovider.SizeUnavailableError, after which GetAvailableMachineTypes
+// no longer lists it, as a provider holding the size unavailable does.
+func (p *Provider) OutOfStock(machine string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.outOfStock == nil {
+		p.outOfStock = map[string]bool{}
+	}
+	p.outOfStock[machine] = true
 }
 
 // NewNodeGroup implements cloudprovider.CloudProvider: a group that does
@@ -76,7 +97,7 @@ func (p *Provider) NewNodeGroup(machine string, labels map[string]string, _ map[
 		id = append(id, t.ToString())
 	}
 	g := &NodeGroup{p: p, id: strings.Join(id, ","), max: 10, template: tmpl, errs: map[string]error{}}
-	return &PlannedGroup{NodeGroup: g, Labels: maps.Clone(labels), Taints: slices.Clone(taints)}, nil
+	return &PlannedGroup{NodeGroup: g, Labels: maps.Clone(labels), Taints: slices.Clone(taints), machine: machine}, nil
 }
 
 // PlannedGroup is a group NewNodeGroup described: it does not exist.
@@ -85,6 +106,37 @@ type PlannedGroup struct {
 	// Labels and Taints are those NewNodeGroup was asked for.
 	Labels map[string]string
 	Taints []apiv1.Taint
+	// machine is the machine type.
+	machine string
+}
+
+// CreateWithSize implements cloudprovider.SizedCreator: a machine type out
+// of stock (OutOfStock) is refused for capacity and held unavailable;
+// otherwise, after AllowCreation, the group is made with count nodes asked
+// for, and without it creation is refused (ErrNotImplemented), as planning
+// tests expect.
+func (g *PlannedGroup) CreateWithSize(count int) (cloudprovider.NodeGroup, error) {
+	p := g.p
+	p.mu.Lock()
+	p.record(Call{Method: "CreateWithSize", Group: g.id, Delta: count})
+	if p.outOfStock[g.machine] {
+		if p.unavailable == nil {
+			p.unavailable = map[string]bool{}
+		}
+		p.unavailable[g.machine] = true
+		p.mu.Unlock()
+		return nil, &cloudprovider.SizeUnavailableError{Size: g.machine, Region: "test", Message: "out of stock"}
+	}
+	creates := p.creates
+	p.mu.Unlock()
+	if !creates {
+		return nil, cloudprovider.ErrNotImplemented
+	}
+	made := p.AddNodeGroup("created-"+g.id, 0, g.max, 0, g.template)
+	if err := made.IncreaseSize(count); err != nil {
+		return nil, err
+	}
+	return made, nil
 }
 
 // Exist implements cloudprovider.NodeGroup.

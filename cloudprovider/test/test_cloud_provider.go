@@ -44,6 +44,12 @@ type Provider struct {
 	problems []string
 	// machines are the machine types new groups may be made of (AddMachineType).
 	machines []machineType
+	// outOfStock are the machine types whose creation is refused for
+	// capacity (OutOfStock); unavailable those refused so far, no longer
+	// listed by GetAvailableMachineTypes.
+	outOfStock, unavailable map[string]bool
+	// creates: planned groups may be created (AllowCreation).
+	creates bool
 	// creationStopped, when set, is why node group creation is stopped
 	// (StopCreation).
 	creationStopped string
@@ -89,6 +95,23 @@ type NodeGroup struct {
 	goesWithLastNodes, gone bool
 	// maxHourlyCost: the group's own hourly limit (0: none).
 	maxHourlyCost float64
+	// neverCame counts NodesNeverCame calls.
+	neverCame int
+}
+
+// NodesNeverCame implements cloudprovider.ProvisionTimeoutLearner; it is
+// counted (NeverCame), not recorded among the calls.
+func (g *NodeGroup) NodesNeverCame() {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	g.neverCame++
+}
+
+// NeverCame is how many times the core said the group's nodes never came.
+func (g *NodeGroup) NeverCame() int {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	return g.neverCame
 }
 
 // SetMaxHourlyCost sets the group's own hourly cost limit in USD

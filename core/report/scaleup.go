@@ -139,6 +139,10 @@ func (r *Reporter) scaleUpCall(c scaleup.Call, now time.Time) {
 func (r *Reporter) scaleUpFailed(c scaleup.Call, now time.Time) {
 	inc := c.Increase
 	delta := inc.To - inc.From
+	if su, ok := cloudprovider.AsSizeUnavailable(c.Err); ok {
+		r.sizeUnavailable(c, su)
+		return
+	}
 	al, atLimit := cloudprovider.AsAccountLimit(c.Err)
 	switch {
 	case atLimit:
@@ -181,6 +185,24 @@ func (r *Reporter) scaleUpFailed(c scaleup.Call, now time.Time) {
 	}
 	r.events.Eventf(r.status, apiv1.EventTypeWarning, "FailedToCreateNodeGroup",
 		"Creating node group %s failed (node pool creation backed off until %s): %v", inc.GroupID, until, c.Err)
+}
+
+// sizeUnavailable records a call refused (or not sent) because its size
+// cannot be had in the region now: counted under sizeUnavailable, told on
+// the status ConfigMap, and no group backed off, since the provider holds
+// the size (every group of it) for --unavailable-size-ttl and the
+// executor took another size in the same loop.
+func (r *Reporter) sizeUnavailable(c scaleup.Call, su *cloudprovider.SizeUnavailableError) {
+	inc := c.Increase
+	delta := inc.To - inc.From
+	klog.InfoS("Scale-up: size unavailable in the region; another size is tried", "nodeGroup", inc.GroupID, "size", su.Size,
+		"region", su.Region, "until", su.Until.UTC().Format(time.RFC3339), "why", su.Message)
+	metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpSizeUnavailable, delta)
+	gpuName, gpuType, draDrivers := MetricLabels(r.provider, c.Template)
+	metrics.RegisterFailedScaleUp(metrics.FailedScaleUpSizeUnavailable, gpuName, gpuType, draDrivers)
+	r.events.Eventf(r.status, apiv1.EventTypeWarning, "SizeUnavailable",
+		"Size %s is unavailable in %s until %s (%s): group %s not grown; no request for the size until then",
+		su.Size, su.Region, su.Until.UTC().Format(time.RFC3339), su.Message, inc.GroupID)
 }
 
 // maxNodesTotalReached records upstream's MaxNodesTotalReached event on the

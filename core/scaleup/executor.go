@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
@@ -55,7 +56,13 @@ func (e *executor) run(plan *Plan, in Input) (*Result, *Outcome) {
 			c := e.create(*best, in.Now)
 			att.Calls = []Call{c}
 			_, accountLimit = cloudprovider.AsAccountLimit(c.Err)
-			options = existingOnly(options)
+			if su, ok := cloudprovider.AsSizeUnavailable(c.Err); ok {
+				// Only this size is out: the others are tried now. The
+				// option itself goes whatever its template says.
+				options = withoutSize(withoutFailed(options, map[string]bool{id: true}), su.Size)
+			} else {
+				options = existingOnly(options)
+			}
 		} else {
 			incs := plan.Increases[id]
 			if len(incs) > 1 {
@@ -63,6 +70,11 @@ func (e *executor) run(plan *Plan, in Input) (*Result, *Outcome) {
 			}
 			att.Calls, failed, accountLimit = e.execute(incs, in.Templates, plan.AllOrNothing)
 			options = withoutFailed(options, failed)
+			for _, c := range att.Calls {
+				if su, ok := cloudprovider.AsSizeUnavailable(c.Err); ok {
+					options = withoutSize(options, su.Size)
+				}
+			}
 		}
 		out.Attempts = append(out.Attempts, att)
 		if done := att.Done(); len(done) > 0 {
@@ -110,6 +122,15 @@ func withoutFailed(options []expander.Option, failed map[string]bool) []expander
 		}
 	}
 	return rest
+}
+
+// withoutSize drops the options whose nodes are of the given machine type
+// (their template's instance-type label): the provider holds it
+// unavailable, for every group of it.
+func withoutSize(options []expander.Option, size string) []expander.Option {
+	return slices.DeleteFunc(slices.Clone(options), func(o expander.Option) bool {
+		return o.NodeInfo != nil && o.NodeInfo.Node() != nil && o.NodeInfo.Node().Labels[apiv1.LabelInstanceTypeStable] == size
+	})
 }
 
 // existingOnly drops the options of groups that do not exist yet.
@@ -187,7 +208,10 @@ func (e *executor) create(best expander.Option, now time.Time) Call {
 	}
 	if err != nil {
 		c.Err = err
-		c.CreationPausedUntil = e.pauseCreation(now)
+		if _, ok := cloudprovider.AsSizeUnavailable(err); !ok {
+			// A size out of stock says nothing of the others.
+			c.CreationPausedUntil = e.pauseCreation(now)
+		}
 		return c
 	}
 	c.Group = made

@@ -90,11 +90,39 @@ func (o *Orchestrator) ScaleUp(in Input) (*Result, error) {
 		return &Result{}, nil
 	}
 	start := time.Now()
-	plan := o.computePlan(in)
-	res, out := o.exec.run(plan, in)
-	out.Took = time.Since(start)
-	o.recorder.ScaleUp(plan, out)
-	return res, nil
+	for round := 0; ; round++ {
+		plan := o.computePlan(in)
+		res, out := o.exec.run(plan, in)
+		out.Took = time.Since(start)
+		if !res.ScaledUp() && sizeRefused(out) && round < maxSizeReplans {
+			// A size the cloud has no capacity for: the provider now
+			// holds it unavailable, and this loop plans again without
+			// it (the next cheapest size of a pool on demand is only
+			// planned then). The refused calls are recorded; the pods
+			// are told why at the last round.
+			o.recorder.ScaleUp(&Plan{Increases: plan.Increases, CappedByMaxNodes: plan.CappedByMaxNodes, EstimateTimes: plan.EstimateTimes}, out)
+			continue
+		}
+		o.recorder.ScaleUp(plan, out)
+		return res, nil
+	}
+}
+
+// maxSizeReplans bounds the plans one scale-up makes again after sizes
+// refused for capacity: each round costs one refused request at most.
+const maxSizeReplans = 3
+
+// sizeRefused reports whether a call of the outcome met a size the cloud
+// has no capacity for (cloudprovider.SizeUnavailableError).
+func sizeRefused(out *Outcome) bool {
+	for _, a := range out.Attempts {
+		for _, c := range a.Calls {
+			if _, ok := cloudprovider.AsSizeUnavailable(c.Err); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ScaleUpToMinSize raises the groups below their min size to it

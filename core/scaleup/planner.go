@@ -213,6 +213,12 @@ func (pl *Planner) skipReason(gs clusterstate.NodeGroupState, in Input) Reason {
 	if !gs.Healthy {
 		return ReasonUnhealthy
 	}
+	if a, ok := gs.Group.(cloudprovider.AvailabilityReporter); ok {
+		if why := a.Unavailable(); why != "" {
+			// Held per size, not per group: the next option is taken.
+			return Reason(why)
+		}
+	}
 	if gs.Target >= gs.Group.MaxSize() {
 		return ReasonMaxSize
 	}
