@@ -253,3 +253,28 @@ func TestHasherIsFNV1a(t *testing.T) {
 		t.Errorf("hasher %x, hash/fnv %x", h.sum(), ref.Sum64())
 	}
 }
+
+// A pass asks the controller lookup once per controller.
+func TestReplicasMemo(t *testing.T) {
+	if replicasMemo(nil) != nil {
+		t.Error("nil lookup wrapped")
+	}
+	calls := 0
+	f := replicasMemo(func(ns string, ref metav1.OwnerReference) (int32, bool) {
+		calls++
+		return int32(len(ref.Name)), ref.UID != "gone"
+	})
+	rs := metav1.OwnerReference{Kind: "ReplicaSet", Name: "web-abc", UID: "u1"}
+	for range 3 {
+		if r, ok := f("default", rs); r != 7 || !ok {
+			t.Errorf("got %d %v", r, ok)
+		}
+	}
+	if _, ok := f("default", metav1.OwnerReference{Kind: "ReplicaSet", Name: "web-abc", UID: "gone"}); ok {
+		t.Error("another UID answered from the first's entry")
+	}
+	f("other", rs)
+	if calls != 3 {
+		t.Errorf("%d lookups, want 3 (one per namespace, kind, name and UID)", calls)
+	}
+}
