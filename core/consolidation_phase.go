@@ -110,6 +110,14 @@ func (a *Autoscaler) replacements(sim *iterationSimulation, c clusterView, pm cl
 		if tmpl == nil || room < 1 {
 			return
 		}
+		if a, ok := g.(cloudprovider.AvailabilityReporter); ok {
+			// A size held unavailable (no capacity, nodes that never
+			// came): the next cheapest replacement is taken instead.
+			if why := a.Unavailable(); why != "" {
+				klog.V(4).InfoS("Consolidation: replacement unavailable", "nodeGroup", g.Id(), "why", why)
+				return
+			}
+		}
 		p, err := pm.NodePrice(tmpl.Node(), now, now.Add(time.Hour))
 		if err != nil {
 			klog.V(4).InfoS("Consolidation: replacement without a price", "nodeGroup", g.Id(), "err", err)

@@ -97,6 +97,23 @@ type NodeGroup struct {
 	maxHourlyCost float64
 	// neverCame counts NodesNeverCame calls.
 	neverCame int
+	// unavailable: why the group's machine type cannot be had now.
+	unavailable string
+}
+
+// SetUnavailable makes the group say its machine type cannot be had now
+// (cloudprovider.AvailabilityReporter); "" makes it available.
+func (g *NodeGroup) SetUnavailable(why string) {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	g.unavailable = why
+}
+
+// Unavailable implements cloudprovider.AvailabilityReporter.
+func (g *NodeGroup) Unavailable() string {
+	g.p.mu.Lock()
+	defer g.p.mu.Unlock()
+	return g.unavailable
 }
 
 // NodesNeverCame implements cloudprovider.ProvisionTimeoutLearner; it is
