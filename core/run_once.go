@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -75,8 +76,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 		return err
 	}
 	// Consolidation plans on the cluster scale-down leaves.
-	sim.drains += len(drained)
-	if err := sim.remove(heldByScaleDown, append(empty, drained...), c.nodes); err != nil {
+	if err := sim.remove(heldByScaleDown, empty, drained, c.nodes); err != nil {
 		return err
 	}
 	a.consolidationPhase(ctx, sim, c, now)
@@ -263,13 +263,16 @@ func (a *Autoscaler) newIterationSimulation(c clusterView, groups []clusterstate
 	return sim
 }
 
-// remove records that phase started removing the named nodes: the later
-// phases neither count them against the minima nor place pods on them,
-// and none acts on them.
-func (sim *iterationSimulation) remove(phase string, names []string, nodes []*apiv1.Node) error {
+// remove records that phase started removing nodes, empty ones and ones
+// it drains: the later phases neither count them against the minima nor
+// place pods on them, none acts on them, and a drain's pods, which need
+// room no later plan sees, hold consolidation back (drains).
+func (sim *iterationSimulation) remove(phase string, empty, drained []string, nodes []*apiv1.Node) error {
+	names := append(slices.Clip(empty), drained...)
 	if len(names) == 0 {
 		return nil
 	}
+	sim.drains += len(drained)
 	sim.beingDeleted = maps.Clone(sim.beingDeleted)
 	if sim.beingDeleted == nil {
 		sim.beingDeleted = map[string]bool{}
