@@ -217,3 +217,15 @@ func TestNewLimitsReadsTheInstanceQuota(t *testing.T) {
 		t.Fatalf("unknown quota: Instances = %+v, want nil", l.Instances)
 	}
 }
+
+// Nodes coming up in a group without a template have no known price: under
+// a money limit nothing more is bought until they are priced.
+func TestUpcomingNodesWithoutATemplateAreUnpriced(t *testing.T) {
+	p := test.NewProvider()
+	tr := NewTracker(Limits{Money: money(100, "small")}, nil, nil)
+	up := tr.WithUpcoming([]clusterstate.NodeGroupState{{Group: p.AddNodeGroup("g", 0, 10, 2, nil), UpcomingUnregistered: 2}},
+		func(string) *apiv1.Node { return nil })
+	if room, stop := up.Room(node("small-t", 1000, gib), 1); room != 0 || stop != Cost {
+		t.Fatalf("Room = %d, %q; want 0, %q", room, stop, Cost)
+	}
+}

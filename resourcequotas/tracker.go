@@ -113,8 +113,14 @@ func (t *Tracker) Add(node *apiv1.Node, n int) {
 func (t *Tracker) addUpcoming(node *apiv1.Node, n int) { t.used = t.used.plus(t.of(node, n, true)) }
 
 // AddNodes counts n more nodes whose capacity is unknown (no template): they
-// count toward --max-nodes-total only.
-func (t *Tracker) AddNodes(n int) { t.used.Nodes += n }
+// count toward --max-nodes-total, and, with money limits, as unpriced (their
+// cost unknown, --max-hourly-cost cannot be shown to hold).
+func (t *Tracker) AddNodes(n int) {
+	t.used.Nodes += n
+	if t.limits.Money != nil {
+		t.used.Unpriced += n
+	}
+}
 
 // Remove counts a node as gone (a removal planned).
 func (t *Tracker) Remove(node *apiv1.Node) { t.used = t.used.minus(t.of(node, 1, false)) }
