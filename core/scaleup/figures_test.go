@@ -187,3 +187,32 @@ func poolSizes(sim *doks.Server) []string {
 	}
 	return out
 }
+
+// Figure: the droplet quota reached under a burst. The account has 5
+// droplets of a limit of 6 (4 outside the cluster, the base pool's 1):
+// one node is bought, and the loops after it send no create or resize,
+// so DigitalOcean answers no 422.
+func TestFigureDropletQuotaUnderABurst(t *testing.T) {
+	d := newDOKSScaleUp(t, doks.Options{BootDelay: -1, DropletLimit: 6}, `["s-*"]`, nil)
+	d.sim.SetOtherDroplets(4)
+	var pods []*apiv1.Pod
+	for i := range 10 {
+		p := test.BuildPendingPod(fmt.Sprintf("burst-%d", i), 1500, test.GiB, "burst")
+		p.UID = types.UID(p.Name)
+		pods = append(pods, p)
+	}
+	start := time.Now()
+	for i := range 5 {
+		d.loop(t, pods, start.Add(time.Duration(i)*10*time.Second))
+	}
+	writes := d.sim.RequestCount(doks.OpCreateNodePool) + d.sim.RequestCount(doks.OpUpdateNodePool)
+	nodes := 0
+	for _, p := range d.sim.ListedPools() {
+		nodes += p.Count
+	}
+	if nodes != 2 || writes != 1 {
+		t.Fatalf("cluster droplets %d (want 2: base + 1 bought), writes %d (want 1)", nodes, writes)
+	}
+	t.Logf("FIGURE droplet-quota: limit 6, 5 droplets: 5 loops of a 10-pod burst sent %d write (the one node that fits), no write past the limit (no 422); reads: %d GET /v2/account, %d GET /v2/droplets",
+		writes, d.sim.RequestCount(doks.OpGetAccount), d.sim.RequestCount(doks.OpListDroplets))
+}
