@@ -17,7 +17,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,9 +40,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/expander/factory"
 	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
-	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
-	"github.com/doks-autoscaler/cluster-autoscaler/simulator/dra"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
@@ -416,57 +413,4 @@ func (a *Autoscaler) ExitCleanUp() {
 	if err := a.provider.Cleanup(); err != nil {
 		klog.ErrorS(err, "Exit: provider clean-up failed")
 	}
-}
-
-// clusterView is what an iteration reads from the informer caches.
-type clusterView struct {
-	nodes []*apiv1.Node
-	pods  []*apiv1.Pod
-	pdbs  []*policyv1.PodDisruptionBudget
-	dss   []*appsv1.DaemonSet
-	// DRA objects, read as they are: each consumer builds its own
-	// dra.Snapshot of them (newDRA).
-	resourceSlices []*resourceapi.ResourceSlice
-	resourceClaims []*resourceapi.ResourceClaim
-	deviceClasses  []*resourceapi.DeviceClass
-	// dra: a read-only snapshot of them for utilization, readiness and
-	// templates (the simulation gets its own).
-	dra *dra.Snapshot
-	// limits are the cluster-wide limits (flags and the provider's
-	// resource limiter), computed once per iteration.
-	limits resourcequotas.Limits
-}
-
-// newDRA returns a fresh snapshot of the cluster's DRA objects: cheap
-// (maps of pointers), and each user may change its own in forks.
-func (c clusterView) newDRA() *dra.Snapshot {
-	return dra.NewSnapshot(c.resourceSlices, c.resourceClaims, c.deviceClasses)
-}
-
-// clusterObjects reads the informer caches.
-func (a *Autoscaler) clusterObjects() (clusterView, error) {
-	var c clusterView
-	var err error
-	if c.nodes, err = a.cache.nodes.List(labels.Everything()); err != nil {
-		return c, fmt.Errorf("listing nodes: %w", err)
-	}
-	if c.pods, err = a.cache.pods.List(labels.Everything()); err != nil {
-		return c, fmt.Errorf("listing pods: %w", err)
-	}
-	if c.pdbs, err = a.cache.pdbs.List(labels.Everything()); err != nil {
-		return c, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
-	}
-	if c.dss, err = a.cache.dss.List(labels.Everything()); err != nil {
-		return c, fmt.Errorf("listing DaemonSets: %w", err)
-	}
-	if c.resourceSlices, err = a.cache.resourceSlices.List(labels.Everything()); err != nil {
-		return c, fmt.Errorf("listing ResourceSlices: %w", err)
-	}
-	if c.resourceClaims, err = a.cache.resourceClaims.List(labels.Everything()); err != nil {
-		return c, fmt.Errorf("listing ResourceClaims: %w", err)
-	}
-	if c.deviceClasses, err = a.cache.deviceClasses.List(labels.Everything()); err != nil {
-		return c, fmt.Errorf("listing DeviceClasses: %w", err)
-	}
-	return c, nil
 }

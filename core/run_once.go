@@ -3,8 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -17,8 +15,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
-	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
-	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
 // RunOnce is one iteration at time now: observe the cluster, give up on
@@ -184,125 +180,6 @@ func (a *Autoscaler) healthCheck(now time.Time) (clusterstate.Readiness, bool) {
 	}
 	a.report.Safety(true, now)
 	return total, true
-}
-
-// iterationSimulation is the simulated cluster of one iteration: real nodes
-// except those being removed (their capacity is going away), and their pods
-// except expendable ones, which neither keep a node nor take room a
-// pending pod could preempt. The snapshot (every pod through the scheduler
-// framework's bookkeeping) is the costliest part of an iteration; it is
-// built on first use, only when pending pods or scale-down candidates need
-// a simulation.
-//
-// It is the one view the loop's phases share: what a phase removes is
-// taken out of it (remove) before the next phase plans, and the nodes a
-// phase holds are listed in held, so no node is acted on by two phases
-// in one loop.
-type iterationSimulation struct {
-	beingDeleted map[string]bool
-	// held: node name to the phase that acted on it this loop or holds it
-	// (a consolidation command in flight).
-	held     map[string]string
-	placed   []*apiv1.Pod
-	snapshot func() (*simulator.ClusterSnapshot, error)
-	// built: the snapshot was built (its iteration layer is in use).
-	built bool
-	// drains counts the drains a phase started in this iteration: their
-	// pods need room no later plan sees (their nodes left the snapshot).
-	drains int
-	// templates returns every node group's template, built once per
-	// iteration on first use and shared by the phases.
-	templates func() scaleup.Templates
-	// quotas counts the live nodes against the cluster-wide limits. What
-	// a phase started removing stays counted against the maxima (its
-	// removal may still fail); afterRemovals counts it gone, for the
-	// minima.
-	quotas, afterRemovals resourcequotas.Tracker
-}
-
-// The phases that hold nodes, as iterationSimulation.held names them.
-const (
-	heldByScaleDown     = "scale-down"
-	heldByConsolidation = "a consolidation command in flight"
-)
-
-func (a *Autoscaler) newIterationSimulation(c clusterView, groups []clusterstate.NodeGroupState) *iterationSimulation {
-	sim := &iterationSimulation{
-		beingDeleted: a.removals.BeingDeleted(),
-		held:         map[string]string{},
-		placed:       drain.WithoutExpendable(c.pods, a.opts.ExpendablePodsPriorityCutoff),
-	}
-	if a.consolidation != nil {
-		for _, n := range a.consolidation.Held(c.nodes, a.registry.NodeGroupIDForNode) {
-			sim.held[n] = heldByConsolidation
-		}
-	}
-	var templates *scaleup.Templates
-	sim.templates = func() scaleup.Templates {
-		if templates == nil {
-			t := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
-			a.report.Templates(t)
-			templates = &t
-		}
-		return *templates
-	}
-	sim.quotas = resourcequotas.NewTracker(c.limits, c.nodes, sim.beingDeleted)
-	sim.afterRemovals = sim.quotas
-	a.report.Usage(sim.quotas)
-	sim.snapshot = func() (*simulator.ClusterSnapshot, error) {
-		if !sim.built {
-			live := resourcequotas.LiveNodes(c.nodes, sim.beingDeleted)
-			if err := a.sync.begin(live, sim.placed, c.newDRA()); err != nil {
-				a.sync.invalidate()
-				return nil, report.InternalError(fmt.Errorf("building cluster snapshot: %w", err))
-			}
-			sim.built = true
-		}
-		return a.snapshot, nil
-	}
-	return sim
-}
-
-// remove records that phase started removing nodes, empty ones and ones
-// it drains: the later phases neither count them against the minima nor
-// place pods on them, none acts on them, and a drain's pods, which need
-// room no later plan sees, hold consolidation back (drains).
-func (sim *iterationSimulation) remove(phase string, empty, drained []string, nodes []*apiv1.Node) error {
-	names := append(slices.Clip(empty), drained...)
-	if len(names) == 0 {
-		return nil
-	}
-	sim.drains += len(drained)
-	sim.beingDeleted = maps.Clone(sim.beingDeleted)
-	if sim.beingDeleted == nil {
-		sim.beingDeleted = map[string]bool{}
-	}
-	gone := make(map[string]bool, len(names))
-	for _, name := range names {
-		sim.held[name] = phase
-		gone[name] = true
-	}
-	for _, n := range nodes {
-		if gone[n.Name] && !sim.beingDeleted[n.Name] {
-			sim.afterRemovals.Remove(n)
-			sim.beingDeleted[n.Name] = true
-		}
-	}
-	if !sim.built {
-		return nil // built later without them
-	}
-	snap, err := sim.snapshot()
-	if err != nil {
-		return err
-	}
-	for name := range gone {
-		if snap.HasNode(name) {
-			if err := snap.RemoveNode(name); err != nil {
-				return report.InternalError(fmt.Errorf("taking node %s out of the snapshot: %w", name, err))
-			}
-		}
-	}
-	return nil
 }
 
 // scaleDownPhase removes unneeded nodes (unless --scale-down-enabled=false)
