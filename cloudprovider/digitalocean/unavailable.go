@@ -112,17 +112,19 @@ func (m *manager) unavailableErr(size string) error {
 	return &cloudprovider.SizeUnavailableError{Size: size, Region: region, Until: until, Message: why + " (no request sent)"}
 }
 
-// capacityRefusal turns a 422 that is not the droplet limit into a
+// capacityRefusal turns a 422 about the size's availability into a
 // SizeUnavailableError and holds the size: DigitalOcean does not document
-// the body of a refusal for capacity, so any 422 for a create or resize
-// of the size is taken as "this size here, not now" (docs/limits.md says
-// so). Other errors are returned as they are.
+// the body of a refusal for capacity, so a 422 whose message names the
+// size or the region, or speaks of availability, capacity or stock, is
+// taken as "this size here, not now" (docs/limits.md says so). The droplet
+// limit's 422 and others (a name taken, a bad field) are returned as they
+// are.
 func (m *manager) capacityRefusal(err error, size string) error {
 	var ae *apiError
 	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnprocessableEntity {
 		return err
 	}
-	if _, limit := cloudprovider.AsAccountLimit(err); limit || strings.Contains(strings.ToLower(ae.Message), "droplet limit") {
+	if _, limit := cloudprovider.AsAccountLimit(err); limit || !capacityWords(ae.Message, size, m.regionSlug()) {
 		return err
 	}
 	until := m.markUnavailable(size, fmt.Sprintf("DigitalOcean refused it: %s", ae.Message))
@@ -163,4 +165,37 @@ func (g *NodeGroup) Unavailable() string {
 // register within --max-node-provision-time.
 func (g *NodeGroup) NodesNeverCame() {
 	g.m.markUnavailable(g.size(), "its nodes did not register within --max-node-provision-time")
+}
+
+// capacityWords says whether a 422's message is about the size's
+// availability: it names "size", the size slug as a word, or the region,
+// or speaks of availability, capacity or stock; never the droplet limit.
+// A pool name holds the slug inside a longer word ("ca-s-8vcpu-16gb-1"),
+// which is not taken for it.
+func capacityWords(msg, size, region string) bool {
+	low := strings.ToLower(msg)
+	if strings.Contains(low, "droplet limit") {
+		return false
+	}
+	for _, w := range []string{"not available", "unavailable", "capacity", "out of stock", "insufficient"} {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	words := strings.FieldsFunc(low, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
+	})
+	for _, w := range words {
+		if w == "size" || w == size || (region != "" && w == region) {
+			return true
+		}
+	}
+	return false
+}
+
+// regionSlug is the cluster's region as last read.
+func (m *manager) regionSlug() string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.region
 }

@@ -116,3 +116,23 @@ func TestCreateRefusedForCapacity(t *testing.T) {
 		t.Fatalf("creation stopped after a capacity refusal: %s", why)
 	}
 }
+
+// Which 422 messages are taken for "this size here, not now".
+func TestCapacityWords(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want bool
+	}{
+		{doks.SizeUnavailableMessage, true},
+		{"gpu-h100x1-80gb is out of stock in nyc2", true},
+		{"insufficient capacity for the requested droplets", true},
+		{"nyc1 cannot host more droplets of this type right now", true},
+		{"creating this/these droplet(s) will exceed your droplet limit", false},
+		{`a node pool named "ca-gpu-h100x1-80gb-1" already exists`, false},
+		{"name must be a valid DNS label", false},
+	} {
+		if got := capacityWords(c.msg, "gpu-h100x1-80gb", "nyc1"); got != c.want {
+			t.Errorf("capacityWords(%q) = %v, want %v", c.msg, got, c.want)
+		}
+	}
+}
