@@ -106,7 +106,15 @@ func (m *manager) refreshQuota(ctx context.Context) {
 	}
 	q.known, q.why = true, ""
 	q.limit, q.droplets, q.poolDroplets, q.readAt = limit, droplets, poolDroplets, now
+	if droplets >= limit {
+		// At the limit: read again soon, so that droplets deleted
+		// elsewhere or a raised limit are seen within a minute.
+		q.nextRead = now.Add(min(quotaReachedTTL, m.o.quotaTTL))
+	}
 }
+
+// quotaReachedTTL spaces the reads while the account is at its limit.
+const quotaReachedTTL = time.Minute
 
 func (m *manager) readQuota(ctx context.Context) (limit, droplets int, err error) {
 	acct, err := m.client.getAccount(ctx)

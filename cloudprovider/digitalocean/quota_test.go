@@ -42,6 +42,13 @@ func TestDropletQuotaIsReadRarelyAndFollowsTheListings(t *testing.T) {
 	if a := e.sim.RequestCount(doks.OpGetAccount); a != 2 {
 		t.Fatalf("%d account reads after the TTL, want 2", a)
 	}
+	// At the limit it is read every minute: a raised limit is seen soon.
+	e.sim.SetDropletLimit(20)
+	e.advance(61 * time.Second)
+	e.refresh()
+	if q, _ := e.p.InstanceQuota(); q.Limit != 20 || q.Headroom != 10 {
+		t.Fatalf("a minute after the limit was raised: %+v, want limit 20, 10 left", q)
+	}
 }
 
 // A refusal at the limit has the quota read again at the next Refresh.
