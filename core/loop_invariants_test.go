@@ -14,6 +14,7 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
@@ -55,6 +56,7 @@ func TestLoopInvariants(t *testing.T) {
 		s := newLoopScenario(t, uint64(seed))
 		for i := range 8 {
 			s.perturb()
+			s.settle()
 			deletesBefore := len(s.h.provider.CallsOf("DeleteNodes"))
 			evictsBefore := len(s.h.evicts.Evictions())
 			s.h.runOnce(t0.Add(time.Duration(i) * 61 * time.Second))
@@ -196,6 +198,36 @@ func (s *loopScenario) perturb() {
 			h.createNode(n)
 		}
 	}
+}
+
+// settle waits until the autoscaler's caches show what the API server
+// holds (the previous iteration's evictions, taints and deletions): a scan
+// interval apart, iterations never see their predecessor's writes half
+// done, while here they run back to back.
+func (s *loopScenario) settle() {
+	h := s.h
+	h.waitCache("caches in step with the API server", func() bool {
+		nodes, err := h.kube.CoreV1().Nodes().List(h.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		cached, _ := h.a.cache.nodes.List(labels.Everything())
+		if len(cached) != len(nodes.Items) {
+			return false
+		}
+		for i := range nodes.Items {
+			n, err := h.a.cache.nodes.Get(nodes.Items[i].Name)
+			if err != nil || n.ResourceVersion != nodes.Items[i].ResourceVersion {
+				return false
+			}
+		}
+		pods, err := h.kube.CoreV1().Pods("").List(h.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		cachedPods, _ := h.a.cache.pods.List(labels.Everything())
+		return len(cachedPods) == len(pods.Items)
+	})
 }
 
 // check applies TestLoopInvariants' rules to one iteration.
