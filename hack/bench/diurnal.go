@@ -157,6 +157,9 @@ type diurnalResult struct {
 	churnDrains, churnEvictions             int
 	createdNodes                            int
 	peakNodes                               int
+	// stall is the longest gap between two of the harness's 100 ms ticks: a machine so
+	// loaded that the load's steps and the samples fell behind the day's clock.
+	stall time.Duration
 }
 
 func runDiurnal(ctx context.Context, c config, out io.Writer) error {
@@ -194,8 +197,16 @@ func runDiurnal(ctx context.Context, c config, out io.Writer) error {
 		}
 		results = append(results, res)
 		printDiurnalTimeline(out, dc, b.name, res)
+		printDiurnalSummary(out, b.name, res)
 	}
 	return printDiurnal(out, dc, builds, results)
+}
+
+// printDiurnalSummary prints one build's figures as soon as its day is over.
+func printDiurnalSummary(out io.Writer, name string, r diurnalResult) {
+	fmt.Fprintf(out, "  %s: evictions per pod per day %.2f (%d ÷ %.1f; scale-down %d, consolidation %d), bill ÷ bound %.2f ($%.4f ÷ $%.4f), pending samples %d of %d, steady-stretch evictions %d, churn drains %d of %d, longest harness stall %v\n",
+		name, evictionsPerPodDay(r.evictions, r.meanPods), r.evictions, r.meanPods, r.byScaleDown, r.byConsolidation,
+		r.bill/r.bound, r.bill, r.bound, r.pending, r.samples, r.steadyEvictions, r.churnDrains, len(r.drains), r.stall.Round(time.Millisecond))
 }
 
 func printDiurnal(out io.Writer, dc diurnalConfig, builds []consolidationBuild, results []diurnalResult) error {
@@ -229,6 +240,7 @@ func printDiurnal(out io.Writer, dc diurnalConfig, builds []consolidationBuild, 
 	row("drained nodes / bought again soon after", func(r diurnalResult) string {
 		return fmt.Sprintf("%d / %d (%d evictions)", len(r.drains), r.churnDrains, r.churnEvictions)
 	})
+	row("longest harness stall (want < 1s)", func(r diurnalResult) string { return r.stall.Round(time.Millisecond).String() })
 	row("nodes created over the day / most at once", func(r diurnalResult) string {
 		return fmt.Sprintf("%d / %d", r.createdNodes, r.peakNodes)
 	})
@@ -471,6 +483,7 @@ func runDiurnalBuild(ctx context.Context, dc diurnalConfig, b consolidationBuild
 	nodes := map[string]nodeLife{}
 	var price, bound, pods integrator
 	var lastStep, lastSample, lastHour = -1, -1, -1
+	var lastTick time.Time
 	current := make([]int, len(diurnalWorkloads))
 	for i, w := range diurnalWorkloads {
 		current[i] = diurnalReplicas(w, 0, noise(i, 0))
@@ -489,6 +502,10 @@ func runDiurnalBuild(ctx context.Context, dc diurnalConfig, b consolidationBuild
 		}
 		now := time.Now()
 		t := dayOf(now)
+		if !lastTick.IsZero() && now.Sub(lastTick) > res.stall {
+			res.stall = now.Sub(lastTick)
+		}
+		lastTick = now
 		if t >= end {
 			break
 		}
