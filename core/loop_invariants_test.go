@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,28 +48,35 @@ func TestLoopInvariants(t *testing.T) {
 	checker := sdtest.Checker(t)
 	evicted, deleted, increased := 0, 0, 0
 	// Each scenario's decisions are kept, and shown when it fails.
-	var logs bytes.Buffer
+	logs := &lockedBuffer{}
 	klog.LogToStderr(false)
-	klog.SetOutput(&logs)
+	klog.SetOutput(logs)
 	defer func() { klog.SetOutput(os.Stderr); klog.LogToStderr(true) }()
 	for seed := range n {
-		logs.Reset()
-		s := newLoopScenario(t, uint64(seed))
-		for i := range 8 {
-			s.perturb()
-			s.settle()
-			deletesBefore := len(s.h.provider.CallsOf("DeleteNodes"))
-			evictsBefore := len(s.h.evicts.Evictions())
-			s.h.runOnce(t0.Add(time.Duration(i) * 61 * time.Second))
-			calls := s.h.provider.CallsOf("DeleteNodes")[deletesBefore:]
-			if why := s.check(checker, calls, s.h.evicts.Evictions()[evictsBefore:]); why != "" {
-				klog.Flush()
-				t.Fatalf("seed %d, iteration %d: %s\n%s", seed, i, why, logs.String())
+		logs.reset()
+		// A subtest per scenario: its harness (informers, goroutines) is
+		// cleaned up before the next one starts.
+		ok := t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			s := newLoopScenario(t, uint64(seed))
+			for i := range 8 {
+				s.perturb()
+				s.settle()
+				deletesBefore := len(s.h.provider.CallsOf("DeleteNodes"))
+				evictsBefore := len(s.h.evicts.Evictions())
+				s.h.runOnce(t0.Add(time.Duration(i) * 61 * time.Second))
+				calls := s.h.provider.CallsOf("DeleteNodes")[deletesBefore:]
+				if why := s.check(checker, calls, s.h.evicts.Evictions()[evictsBefore:]); why != "" {
+					klog.Flush()
+					t.Fatalf("iteration %d: %s\n%s", i, why, logs.String())
+				}
+				deleted += len(calls)
+				evicted += len(s.h.evicts.Evictions()) - evictsBefore
 			}
-			deleted += len(calls)
-			evicted += len(s.h.evicts.Evictions()) - evictsBefore
+			increased += len(increases(s.h.provider))
+		})
+		if !ok {
+			return
 		}
-		increased += len(increases(s.h.provider))
 	}
 	t.Logf("%d scenarios × 8 iterations: %d increases, %d deletions, %d evictions", n, increased, deleted, evicted)
 	if evicted == 0 || deleted == 0 || increased == 0 {
@@ -200,13 +208,37 @@ func (s *loopScenario) perturb() {
 	}
 }
 
+// lockedBuffer is a bytes.Buffer klog and the test may share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *lockedBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
 // settle waits until the autoscaler's caches show what the API server
 // holds (the previous iteration's evictions, taints and deletions): a scan
 // interval apart, iterations never see their predecessor's writes half
 // done, while here they run back to back.
 func (s *loopScenario) settle() {
 	h := s.h
-	h.waitCache("caches in step with the API server", func() bool {
+	inStep := func() bool {
 		nodes, err := h.kube.CoreV1().Nodes().List(h.ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
@@ -226,8 +258,23 @@ func (s *loopScenario) settle() {
 			return false
 		}
 		cachedPods, _ := h.a.cache.pods.List(labels.Everything())
-		return len(cachedPods) == len(pods.Items)
-	})
+		if len(cachedPods) != len(pods.Items) {
+			return false
+		}
+		for i := range pods.Items {
+			p, err := h.a.cache.pods.Pods(pods.Items[i].Namespace).Get(pods.Items[i].Name)
+			if err != nil || p.Spec.NodeName != pods.Items[i].Spec.NodeName {
+				return false
+			}
+		}
+		return true
+	}
+	// Generous: a loaded machine (CI) delivers watch events late.
+	for deadline := time.Now().Add(30 * time.Second); !inStep(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			s.t.Fatal("the autoscaler's caches never caught up with the API server")
+		}
+	}
 }
 
 // check applies TestLoopInvariants' rules to one iteration.
