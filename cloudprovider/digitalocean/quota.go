@@ -80,15 +80,22 @@ func (m *manager) refreshQuota(ctx context.Context) {
 	}
 	q := &m.quota
 	now := m.o.clock.Now()
+	m.mu.RLock()
+	poolDroplets := m.poolDroplets
+	m.mu.RUnlock()
 	q.mu.Lock()
 	due := !now.Before(q.nextRead)
+	// At the limit by the count since the read (the cluster's own
+	// droplets took what was left): read again within a minute, as when
+	// the read itself found the limit reached.
+	atLimit := q.known && q.droplets+poolDroplets-q.poolDroplets >= q.limit
+	if atLimit && !now.Before(q.readAt.Add(min(quotaReachedTTL, m.o.quotaTTL))) {
+		due = true
+	}
 	q.mu.Unlock()
 	if !due {
 		return
 	}
-	m.mu.RLock()
-	poolDroplets := m.poolDroplets
-	m.mu.RUnlock()
 	limit, droplets, err := m.readQuota(ctx)
 	q.mu.Lock()
 	defer q.mu.Unlock()

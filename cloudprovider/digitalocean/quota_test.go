@@ -32,15 +32,27 @@ func TestDropletQuotaIsReadRarelyAndFollowsTheListings(t *testing.T) {
 	if a, d := e.sim.RequestCount(doks.OpGetAccount), e.sim.RequestCount(doks.OpListDroplets); a != 1 || d != 1 {
 		t.Fatalf("%d account and %d droplet reads in 3 loops, want 1 each", a, d)
 	}
+	// The cluster's own growth took the account to its limit: read again
+	// a minute after the last read, not after the TTL.
+	if err := e.group(p.ID).IncreaseSize(1); err != nil {
+		t.Fatal(err)
+	}
+	e.sim.SetDropletLimit(12)
+	e.advance(61 * time.Second)
+	e.refresh()
+	if q, _ := e.p.InstanceQuota(); q.Limit != 12 || q.Headroom != 2 {
+		t.Fatalf("at the limit by the cluster's own growth, a minute later: %+v, want the limit read again (12, 2 left)", q)
+	}
+	e.sim.SetDropletLimit(10)
 	// Droplets made elsewhere are seen at the next read.
-	e.sim.SetOtherDroplets(5)
+	e.sim.SetOtherDroplets(4)
 	e.advance(11 * time.Minute)
 	e.refresh()
 	if q, _ := e.p.InstanceQuota(); q.Instances != 10 || q.Headroom != 0 {
 		t.Fatalf("after the TTL: %+v, want 10 droplets, none left", q)
 	}
-	if a := e.sim.RequestCount(doks.OpGetAccount); a != 2 {
-		t.Fatalf("%d account reads after the TTL, want 2", a)
+	if a := e.sim.RequestCount(doks.OpGetAccount); a != 3 {
+		t.Fatalf("%d account reads after the TTL, want 3", a)
 	}
 	// At the limit it is read every minute: a raised limit is seen soon.
 	e.sim.SetDropletLimit(20)
