@@ -13,15 +13,29 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
 
+// withoutDropletRead makes the scenario's token one without droplet:read:
+// the account's droplet limit is not known, and the 422 at the limit is
+// what the autoscaler learns it from (the fallback docs/limits.md describes).
+func withoutDropletRead(t *testing.T, s *scenario) {
+	t.Helper()
+	token, err := os.ReadFile(s.sb.TokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.sb.DOKS.SetTokenWithoutDropletRead(strings.TrimSpace(string(token)))
+}
+
 // At the account's droplet limit DigitalOcean refuses the pool update with a
 // 422; every pool would get the same answer, so the autoscaler backs off
 // scale-up of all of them: one refused update, no storm of updates across
 // pools, an event and the status ConfigMap in DigitalOcean's words. Once the
-// limit is raised, the loop after the backoff scales.
+// limit is raised, the loop after the backoff scales. (A token without
+// droplet:read: with it the limit is known before it is met, below.)
 func TestDropletLimitBacksOffEveryPool(t *testing.T) {
 	s := newScenario(t, scenarioOptions{dropletLimit: 4, pools: []doks.PoolSpec{
 		autoscaled("a", 1, 1, 10), autoscaled("b", 1, 1, 10),
 	}})
+	withoutDropletRead(t, s)
 	const backoff = 8 * time.Second
 	// Two nodes take two pods; six more nodes would take the account to 8
 	// droplets. All six are pending before the autoscaler starts, so its
@@ -68,6 +82,53 @@ func TestDropletLimitBacksOffEveryPool(t *testing.T) {
 	if a, b := s.maxTarget("a"), s.maxTarget("b"); a+b != 8 {
 		t.Errorf("pools reached %d + %d nodes, want 8 in all", a, b)
 	}
+}
+
+// With droplet:read the droplet limit is known before it is met: the
+// autoscaler asks for the droplets that are left and no more (no 422), says
+// the quota is reached (a DropletQuotaReached event, the status ConfigMap's
+// limits.dropletQuota), and once the limit is raised it scales within about
+// a minute (the quota is read every minute while reached).
+func TestDropletQuotaIsNeverPlannedPast(t *testing.T) {
+	s := newScenario(t, scenarioOptions{dropletLimit: 4, pools: []doks.PoolSpec{
+		autoscaled("a", 1, 1, 10), autoscaled("b", 1, 1, 10),
+	}})
+	s.deploy("web", 8, bigPod)
+	s.eventually("6 web pods unschedulable", 60*time.Second, func() error {
+		n := 0
+		for _, p := range s.pods("web") {
+			if scaleup.IsUnschedulable(&p) {
+				n++
+			}
+		}
+		if n != 6 {
+			return fmt.Errorf("%d unschedulable", n)
+		}
+		return nil
+	})
+	s.startAutoscaler()
+	ev := s.waitEvent("DropletQuotaReached", 90*time.Second)
+	if !strings.Contains(ev.Message, "4 droplets of its droplet limit 4") {
+		t.Errorf("DropletQuotaReached event %q", ev.Message)
+	}
+	s.eventually("the status ConfigMap's droplet quota Reached", 30*time.Second, func() error {
+		cm, err := s.kube.CoreV1().ConfigMaps(s.ns).Get(s.ctx, statusConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if st := cm.Data["status"]; !strings.Contains(st, "dropletQuota:") || !strings.Contains(st, "status: Reached") {
+			return fmt.Errorf("status:\n%s", st)
+		}
+		return nil
+	})
+	s.holds("no update past the limit", 10*time.Second, func() error {
+		if n := s.sb.DOKS.RequestCount(doks.OpUpdateNodePool); n != 1 {
+			return fmt.Errorf("%d pool updates, want the one within the limit", n)
+		}
+		return nil
+	})
+	s.sb.DOKS.SetDropletLimit(doks.DefaultDropletLimit)
+	s.waitRunning("web", 8, 150*time.Second)
 }
 
 // A token made from custom scopes without tag:read lists pools without

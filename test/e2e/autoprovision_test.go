@@ -266,6 +266,7 @@ func TestAutoprovisionNoAllowedSizeFits(t *testing.T) {
 // sizes; once the limit is raised, the loop after the backoff creates the pool.
 func TestAutoprovisionDropletLimitNoCreationLoop(t *testing.T) {
 	s := newScenario(t, scenarioOptions{dropletLimit: 1, pools: []doks.PoolSpec{autoscaled("small", 1, 1, 2)}, bootDelay: time.Second})
+	withoutDropletRead(t, s) // the 422 fallback; with droplet:read no creation is sent at the limit
 	const backoff = 8 * time.Second
 	ca := s.startAutoscaler(napFlag, "--cloud-config="+s.napConfig("", "s-*", "m-*", "g-*"),
 		"--initial-node-group-backoff-duration="+backoff.String(), "--max-node-group-backoff-duration=1m")
