@@ -39,9 +39,6 @@ func newExecutor(opts config.AutoscalingOptions, provider cloudprovider.CloudPro
 func (e *executor) run(plan *Plan, in Input) (*Result, *Outcome) {
 	res := &Result{}
 	out := &Outcome{Now: in.Now, Pending: len(in.Pods), MaxNodesTotal: e.opts.MaxNodesTotal}
-	for _, nh := range plan.NotHelped {
-		res.NoGroup = append(res.NoGroup, nh.Pods...)
-	}
 	options := plan.Options
 	for len(options) > 0 {
 		best := e.strategy.BestOption(options)
@@ -78,7 +75,7 @@ func (e *executor) run(plan *Plan, in Input) (*Result, *Outcome) {
 		}
 		out.Attempts = append(out.Attempts, att)
 		if done := att.Done(); len(done) > 0 {
-			res.Increases, res.Helped = done, best.Pods
+			res.Increases = done
 			return res, out
 		}
 		if accountLimit {

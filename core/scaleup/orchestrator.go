@@ -64,13 +64,10 @@ type Input struct {
 	AllOrNothing bool
 }
 
-// Result says what a scale-up did.
+// Result says what a scale-up did, for the loop: which groups grew. What
+// happened to each pod and each call is the Outcome the recorder gets.
 type Result struct {
 	Increases []Increase
-	// Helped are the pods the new nodes are for.
-	Helped []*apiv1.Pod
-	// NoGroup are the pods no group can host now (NotTriggerScaleUp).
-	NoGroup []*apiv1.Pod
 }
 
 // ScaledUp reports whether any group grew.
