@@ -193,7 +193,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
 	// Events about fake pods go to the objects they were made for.
 	a.report = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: fakepods.FakePodEvents(a.recorder),
-		Health: a.health, Status: scaleup.StatusConfigMapRef(a.opts)})
+		Health: a.health, Status: statusConfigMapRef(a.opts)})
 	cms := a.cache.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
 	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
 	if err != nil {

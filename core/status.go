@@ -10,6 +10,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/statuscm"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
 )
 
 // statusWriter writes the status ConfigMap (--write-status-configmap) with
@@ -46,4 +47,10 @@ func (w *statusWriter) remove() error {
 	ctx, cancel := context.WithTimeout(context.Background(), exitAPITimeout)
 	defer cancel()
 	return statuscm.DeleteStatusConfigMap(ctx, w.kube, w.namespace, w.name)
+}
+
+// statusConfigMapRef is the object the autoscaler's own events are
+// recorded against: the status ConfigMap.
+func statusConfigMapRef(opts config.AutoscalingOptions) *apiv1.ObjectReference {
+	return &apiv1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
 }

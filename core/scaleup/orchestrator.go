@@ -35,12 +35,6 @@ func New(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, r
 	}
 }
 
-// StatusConfigMapRef is the object the autoscaler's own events are
-// recorded against.
-func StatusConfigMapRef(opts config.AutoscalingOptions) *apiv1.ObjectReference {
-	return &apiv1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
-}
-
 // Input is what one scale-up looks at.
 type Input struct {
 	// Snapshot holds the registered nodes (minus those being deleted) and
