@@ -98,6 +98,9 @@ type Autoscaler struct {
 	// nextScaleDownAt: when the next unneeded node reaches its unneeded
 	// time; the loop wakes then rather than up to a scan interval later.
 	nextScaleDownAt time.Time
+	// newPodsAt: when the oldest of very new pods that made a loop wait
+	// (allPodsNew) is old enough for their scale-up; zero when none waits.
+	newPodsAt time.Time
 	// groupDeletions: the created groups deleted, and refusals backed off.
 	groupDeletions groupDeletions
 	// consolidation: consolidation's phase (nil until first used).
@@ -382,6 +385,13 @@ func (a *Autoscaler) waitInterval(now time.Time) time.Duration {
 	interval := a.opts.ScanInterval
 	if a.opts.FrequentLoopsEnabled && !a.nextScaleDownAt.IsZero() {
 		if d := a.nextScaleDownAt.Sub(now); d < interval {
+			interval = max(d, minWait)
+		}
+	}
+	// Pods that waited for the rest of their burst are acted on as soon as
+	// they are old enough, not a scan interval later.
+	if !a.newPodsAt.IsZero() {
+		if d := a.newPodsAt.Sub(now); d < interval {
 			interval = max(d, minWait)
 		}
 	}

@@ -64,6 +64,15 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 		klog.V(1).InfoS("Scale-down skipped: this iteration scaled up")
 		return nil
 	}
+	if sim.newPodsWait {
+		// Upstream's DisableScaleDownForLoop: the room very new pods need
+		// is not known yet; nothing is removed before their scale-up.
+		klog.V(1).InfoS("Scale-down skipped: unschedulable pods are very new")
+		a.newPodsAt = sim.newPodsAt
+		a.deleteEmptyAutoprovisioned(now)
+		a.minSizePhase(sim, groups, now)
+		return nil
+	}
 	empty, drained, err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
 		Snapshot: sim.snapshot, PodsByNode: podsByNode(sim.placed), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted,
 		Held: sim.held, Quotas: sim.quotas, Now: now, DRA: c.dra,
@@ -85,6 +94,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 // the last_activity metric.
 func (a *Autoscaler) beginIteration(now time.Time) {
 	a.acted = false
+	a.newPodsAt = time.Time{}
 	a.report.IterationStarted(now)
 }
 

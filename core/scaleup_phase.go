@@ -80,6 +80,16 @@ func (a *Autoscaler) scaleUpPhase(sim *iterationSimulation, c clusterView, group
 		klog.InfoS("Scale-up: pending pods but the cluster has no ready node and scale-up from zero is off", "pods", len(stillPending))
 		return false, nil
 	}
+	if allPodsNew(stillPending, now) {
+		// As upstream: more pods of the same burst (a ReplicaSet's slow
+		// start, several Deployments applied together) are likely on their
+		// way; one decision for all of them packs them onto fewer, larger
+		// nodes than one per fragment, which the next dip then empties and
+		// drains. Scale-down waits too, as upstream's does in this loop.
+		klog.V(1).InfoS("Scale-up: unschedulable pods are very new, waiting one iteration for more", "pods", len(stillPending), "buffer", newPodsBuffer)
+		sim.newPodsWait, sim.newPodsAt = true, oldestCreation(stillPending).Add(newPodsBuffer)
+		return false, nil
+	}
 	res, err := a.scaleUp.ScaleUp(scaleup.Input{
 		Snapshot: a.snapshot, Pods: stillPending, Quotas: sim.quotas, Templates: templates, TemplateErrors: templateErrs,
 		DaemonSets: c.dss, Now: now,
@@ -201,4 +211,34 @@ func (a *Autoscaler) placeNominated(snapshot func() (*simulator.ClusterSnapshot,
 // claimTemplate reads a ResourceClaimTemplate from the cache.
 func (a *Autoscaler) claimTemplate(namespace, name string) (*resourceapi.ResourceClaimTemplate, error) {
 	return a.cache.claimTemplates.ResourceClaimTemplates(namespace).Get(name)
+}
+
+// newPodsBuffer is how old the oldest pod needing a new node must be before
+// a scale-up acts: upstream's unschedulablePodTimeBuffer.
+const newPodsBuffer = 2 * time.Second
+
+// allPodsNew reports whether every pod was created within newPodsBuffer of
+// now (upstream's allPodsAreNew). A pod without a creation time (a fake pod)
+// counts as old.
+func allPodsNew(pods []*apiv1.Pod, now time.Time) bool {
+	if len(pods) == 0 {
+		return false
+	}
+	for _, p := range pods {
+		if !p.CreationTimestamp.Time.Add(newPodsBuffer).After(now) {
+			return false
+		}
+	}
+	return true
+}
+
+// oldestCreation is the earliest creation time among pods.
+func oldestCreation(pods []*apiv1.Pod) time.Time {
+	var oldest time.Time
+	for _, p := range pods {
+		if t := p.CreationTimestamp.Time; oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	return oldest
 }

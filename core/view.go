@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
@@ -91,6 +92,11 @@ func (a *Autoscaler) clusterObjects() (clusterView, error) {
 // in one loop.
 type iterationSimulation struct {
 	beingDeleted map[string]bool
+	// newPodsWait: the pods needing new nodes are all very new; this loop
+	// neither scales up nor removes anything (allPodsNew). The loop wakes
+	// at newPodsAt, when the oldest of them is old enough.
+	newPodsWait bool
+	newPodsAt   time.Time
 	// held: node name to the phase that acted on it this loop or holds it
 	// (a consolidation command in flight).
 	held     map[string]string
