@@ -166,13 +166,13 @@ func (t *Tracker) Explain(r Resource, group cloudprovider.NodeGroup, target int,
 	case Cost:
 		m := t.limits.Money
 		if t.used.Unpriced > 0 {
-			return fmt.Sprintf("max hourly cost: %d nodes of autoscaled groups have no price (set price_overrides), so --max-hourly-cost $%.2f/h cannot be shown to hold", t.used.Unpriced, m.MaxHourly)
+			return fmt.Sprintf("max hourly cost: %d nodes of autoscaled groups have no price (set price_overrides), so --max-hourly-cost $%.4f/h cannot be shown to hold", t.used.Unpriced, m.MaxHourly)
 		}
 		p, err := m.price(node)
 		if err != nil {
-			return fmt.Sprintf("max hourly cost: the node has no price (%v), so --max-hourly-cost $%.2f/h cannot be shown to hold", err, m.MaxHourly)
+			return fmt.Sprintf("max hourly cost: the node has no price (%v), so --max-hourly-cost $%.4f/h cannot be shown to hold", err, m.MaxHourly)
 		}
-		return fmt.Sprintf("max hourly cost reached: $%.2f/h of --max-hourly-cost $%.2f/h in use, a node costs $%.2f/h", t.used.HourlyCost, m.MaxHourly, p)
+		return fmt.Sprintf("max hourly cost reached: $%.4f/h of --max-hourly-cost $%.4f/h in use, a node costs $%.4f/h", t.used.HourlyCost, m.MaxHourly, p)
 	case Quota:
 		q := t.limits.Instances
 		return fmt.Sprintf("account droplet limit reached: %d droplets of DigitalOcean's droplet_limit %d (read %s), %d planned this loop",
@@ -181,9 +181,9 @@ func (t *Tracker) Explain(r Resource, group cloudprovider.NodeGroup, target int,
 		limit := groupLimit(group)
 		p, err := t.nodePrice(node)
 		if err != nil {
-			return fmt.Sprintf("node group max hourly cost: the node has no price (%v), so the group's $%.2f/h cannot be shown to hold", err, limit)
+			return fmt.Sprintf("node group max hourly cost: the node has no price (%v), so the group's $%.4f/h cannot be shown to hold", err, limit)
 		}
-		return fmt.Sprintf("node group max hourly cost reached: %d nodes at $%.2f/h = $%.2f/h of the group's $%.2f/h", target, p, p*float64(target), limit)
+		return fmt.Sprintf("node group max hourly cost reached: %d nodes at $%.4f/h = $%.4f/h of the group's $%.4f/h", target, p, p*float64(target), limit)
 	}
 	return string(r)
 }

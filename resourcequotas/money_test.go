@@ -97,7 +97,7 @@ func TestPlannedNodesCountTowardSpend(t *testing.T) {
 		t.Fatalf("Room = %d, %q at the limit; want 0, %q", room, stop, Cost)
 	}
 	msg := tr.Explain(stop, nil, 0, node("small-t", 1000, gib))
-	for _, want := range []string{"max hourly cost reached", "$1.00/h of --max-hourly-cost $1.00/h", "$0.10/h"} {
+	for _, want := range []string{"max hourly cost reached", "$1.0000/h of --max-hourly-cost $1.0000/h", "$0.1000/h"} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("Explain = %q, want it to name %q", msg, want)
 		}
@@ -136,7 +136,7 @@ func TestGroupRoomUnderTheGroupsHourlyLimit(t *testing.T) {
 		t.Fatalf("GroupRoom = %d, %q; want 0, %q", room, stop, GroupCost)
 	}
 	msg := tr.Explain(GroupCost, g, 4, node("big-t", 4000, 8*gib))
-	if !strings.Contains(msg, "4 nodes at $0.50/h = $2.00/h of the group's $2.00/h") {
+	if !strings.Contains(msg, "4 nodes at $0.5000/h = $2.0000/h of the group's $2.0000/h") {
 		t.Fatalf("Explain = %q", msg)
 	}
 	plain := p.AddNodeGroup("plain", 0, 100, 3, nil)

@@ -71,7 +71,7 @@ func TestMaxHourlyCostBoundsScaleUp(t *testing.T) {
 	if len(plan.Increases) != 0 {
 		t.Fatalf("increases = %v, want none", plan.Increases)
 	}
-	want := "max hourly cost reached: $1.00/h of --max-hourly-cost $1.20/h in use, a node costs $0.50/h"
+	want := "max hourly cost reached: $1.0000/h of --max-hourly-cost $1.2000/h in use, a node costs $0.5000/h"
 	if r := reasonsOf(plan); !strings.Contains(r, want) {
 		t.Fatalf("NotTriggerScaleUp reasons = %q, want %q", r, want)
 	}
@@ -88,7 +88,7 @@ func TestGroupMaxHourlyCostBoundsScaleUp(t *testing.T) {
 		t.Fatalf("increases = %v, want a to 3 ($1.50/h)", plan.Increases)
 	}
 	plan = moneyPlan(t, 1, 3, 0, 1.5)
-	want := "node group max hourly cost reached: 3 nodes at $0.50/h = $1.50/h of the group's $1.50/h"
+	want := "node group max hourly cost reached: 3 nodes at $0.5000/h = $1.5000/h of the group's $1.5000/h"
 	if r := reasonsOf(plan); len(plan.Increases) != 0 || !strings.Contains(r, want) {
 		t.Fatalf("increases %v, reasons %q; want none and %q", plan.Increases, r, want)
 	}
