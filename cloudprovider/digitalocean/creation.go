@@ -1,8 +1,10 @@
 package digitalocean
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,6 +115,17 @@ func (g *NodeGroup) create(count int) (*NodeGroup, error) {
 	case maybeApplied(err):
 		klog.ErrorS(err, "Creating node pool: no clear answer; the pool counts as being created until a listing shows it (it is never sent again)",
 			"name", name, "deadline", createListDeadline)
+		asked := &godo.KubernetesNodePool{ID: name, Name: name, Size: req.Size, Count: count,
+			Labels: req.Labels, Taints: req.Taints, Tags: req.Tags}
+		return m.addCreated(asked, g.maxSize, &predicted, sent, false, true), nil
+	case nameTaken(err):
+		// No listing shows a pool of this name (poolName chose a free
+		// one), yet DigitalOcean has one: a creation whose answer was
+		// lost and that listings have not shown yet, by this process or
+		// by the leader before it (a restart forgets what it sent). It is
+		// that pool, adopted by name once listed: a second is never made.
+		klog.InfoS("Creating node pool: DigitalOcean already has a pool of this name that no listing shows yet; taken for a creation whose answer was lost (maybe by a previous leader), it counts as being created until a listing shows it",
+			"name", name, "deadline", createListDeadline, "answer", err)
 		asked := &godo.KubernetesNodePool{ID: name, Name: name, Size: req.Size, Count: count,
 			Labels: req.Labels, Taints: req.Taints, Tags: req.Tags}
 		return m.addCreated(asked, g.maxSize, &predicted, sent, false, true), nil
@@ -258,4 +271,14 @@ func (m *manager) checkCreation() error {
 		return fmt.Errorf("%w: %s", cloudprovider.ErrCreationStopped, why)
 	}
 	return nil
+}
+
+// nameTaken tells DigitalOcean's refusal of a pool name already used in the
+// cluster: a 422 saying the name "already exists" (the simulator's words;
+// DigitalOcean's are not documented, and whether it refuses a second pool
+// of the same name at all is not known: docs/autoprovisioning.md).
+func nameTaken(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.StatusCode == http.StatusUnprocessableEntity &&
+		strings.Contains(strings.ToLower(ae.Message), "already exists")
 }
