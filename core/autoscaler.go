@@ -31,6 +31,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/consolidation"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/pending"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
@@ -241,7 +242,7 @@ func (a *Autoscaler) NotifyCapacityChange() { a.trigger.Notify() }
 // waiting for preemption on a node it was nominated for (that one needs no
 // iteration at once; it causes no scale-up).
 func (a *Autoscaler) wantsNode(p *apiv1.Pod) bool {
-	return scaleup.IsUnschedulable(p) && !scaleup.WaitsForPreemption(p, a.nodeExists)
+	return pending.IsUnschedulable(p) && !pending.WaitsForPreemption(p, a.nodeExists)
 }
 
 func (a *Autoscaler) nodeExists(name string) bool {

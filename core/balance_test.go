@@ -30,7 +30,7 @@ func TestBalancedScaleUpUsesSimilarGroupsRoom(t *testing.T) {
 	o := testOptions()
 	o.BalanceSimilarNodeGroups = true
 	o.ExpanderNames = []string{"priority"}
-	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 4, 1500, test.GiB), []runtime.Object{cm})...)
+	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pendingPods("web", 4, 1500, test.GiB), []runtime.Object{cm})...)
 	h.runOnce(t0)
 	if got := increases(p); !reflect.DeepEqual(got, []string{"a+1", "b+3"}) {
 		t.Fatalf("IncreaseSize calls = %v, want [a+1 b+3] in one loop", got)

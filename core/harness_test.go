@@ -240,7 +240,8 @@ func fill(nodes []runtime.Object, milliCPU int64) []runtime.Object {
 	return out
 }
 
-func pending(prefix string, count int, milliCPU, mem int64) []runtime.Object {
+// pendingPods are count pods of the owner prefix, unschedulable.
+func pendingPods(prefix string, count int, milliCPU, mem int64) []runtime.Object {
 	var out []runtime.Object
 	for i := 0; i < count; i++ {
 		out = append(out, test.BuildPendingPod(fmt.Sprintf("%s-%d", prefix, i), milliCPU, mem, prefix))

@@ -43,7 +43,7 @@ func TestHoldsRoomOnlyPods(t *testing.T) {
 			p, nodes := cluster(groupSpec{id: "g1", min: 1, max: 5, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
 			objs := join(nodes, fill(nodes, 1000))
 			if tc.pending {
-				objs = join(objs, pending("web", 1, 800, 256*test.MiB))
+				objs = join(objs, pendingPods("web", 1, 800, 256*test.MiB))
 			}
 			h := newHarness(t, testOptions(), p, objs...)
 			h.a.AddPodListProcessor(booking{pods: tc.book})

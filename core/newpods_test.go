@@ -28,7 +28,7 @@ func createdAt(objs []runtime.Object, at time.Time) {
 // pods, not one per fragment the loop happened to see.
 func TestVeryNewPodsWaitForTheirBurst(t *testing.T) {
 	p, nodes := cluster(groupSpec{id: "g1", min: 1, max: 10, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
-	burst := pending("web", 10, 500, 256*test.MiB)
+	burst := pendingPods("web", 10, 500, 256*test.MiB)
 	createdAt(burst, t0.Add(-time.Second))
 	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes, 1800), burst)...)
 	h.runOnce(t0)
@@ -93,7 +93,7 @@ func TestAllPodsNew(t *testing.T) {
 // enough, not a scan interval later.
 func TestVeryNewPodsWakeTheLoop(t *testing.T) {
 	p, nodes := cluster(groupSpec{id: "g1", min: 1, max: 10, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
-	burst := pending("web", 2, 500, 256*test.MiB)
+	burst := pendingPods("web", 2, 500, 256*test.MiB)
 	createdAt(burst, t0.Add(-500*time.Millisecond))
 	o := testOptions()
 	o.FrequentLoopsEnabled = true

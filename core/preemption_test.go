@@ -54,7 +54,7 @@ func TestNominatedPodTakesRoomOnItsNode(t *testing.T) {
 		groupSpec{id: "base", min: 1, max: 1, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},
 		groupSpec{id: "small", min: 0, max: 5, nodes: 0, milliCPU: 1000, mem: 4 * test.GiB},
 	)
-	objs := join(nodes, fill(nodes, 1000), []runtime.Object{nominated("preemptor", 1200, "base-n0")}, pending("other", 2, 600, 256*test.MiB))
+	objs := join(nodes, fill(nodes, 1000), []runtime.Object{nominated("preemptor", 1200, "base-n0")}, pendingPods("other", 2, 600, 256*test.MiB))
 	h := newHarness(t, testOptions(), p, objs...)
 	h.runOnce(t0)
 	if got := increases(p); !reflect.DeepEqual(got, []string{"small+2"}) {

@@ -39,7 +39,7 @@ func TestNotYetReadyNodeCountsAsUpcoming(t *testing.T) {
 			starting := nodes[1].(*apiv1.Node)
 			starting.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
 			tc.modify(starting)
-			h := newHarness(t, testOptions(), p, join(nodes, fill(nodes[:1], 1800), pending("web", 1, 500, 256*test.MiB))...)
+			h := newHarness(t, testOptions(), p, join(nodes, fill(nodes[:1], 1800), pendingPods("web", 1, 500, 256*test.MiB))...)
 			h.runOnce(t0)
 			h.runOnce(t0.Add(10 * time.Second))
 			if got := increases(p); len(got) != 0 {
@@ -51,7 +51,7 @@ func TestNotYetReadyNodeCountsAsUpcoming(t *testing.T) {
 
 // gpuPods are pending pods asking for one nvidia.com/gpu each.
 func gpuPods(prefix string, count int) []runtime.Object {
-	out := pending(prefix, count, 500, 256*test.MiB)
+	out := pendingPods(prefix, count, 500, 256*test.MiB)
 	for _, o := range out {
 		c := &o.(*apiv1.Pod).Spec.Containers[0]
 		one := *resource.NewQuantity(1, resource.DecimalSI)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/pending"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
 	"github.com/doks-autoscaler/cluster-autoscaler/fakepods"
@@ -104,27 +105,27 @@ func (a *Autoscaler) scaleUpPhase(sim *iterationSimulation, c clusterView, group
 // enough to act on, those being evicted from nodes under drain (they need
 // room as much), and the capacity APIs' fake pods after them. Pods waiting
 // for preemption are put on their nominated nodes in the snapshot.
-func (a *Autoscaler) podsToPlace(snapshot func() (*simulator.ClusterSnapshot, error), c clusterView, now time.Time) ([]*apiv1.Pod, scaleup.PendingPods, error) {
-	pending := scaleup.FilterPendingPods(c.pods, a.opts, now, nodeNames(c.nodes))
-	a.report.PendingPods(len(pending.Eligible)+pending.TooYoung+len(pending.Nominated), pending.SchedulerUnprocessed)
-	if len(pending.Nominated) > 0 {
-		if err := a.placeNominated(snapshot, pending.Nominated); err != nil {
-			return nil, pending, err
+func (a *Autoscaler) podsToPlace(snapshot func() (*simulator.ClusterSnapshot, error), c clusterView, now time.Time) ([]*apiv1.Pod, pending.Pods, error) {
+	waiting := pending.Filter(c.pods, a.opts, now, nodeNames(c.nodes))
+	a.report.PendingPods(len(waiting.Eligible)+waiting.TooYoung+len(waiting.Nominated), waiting.SchedulerUnprocessed)
+	if len(waiting.Nominated) > 0 {
+		if err := a.placeNominated(snapshot, waiting.Nominated); err != nil {
+			return nil, waiting, err
 		}
 	}
 	draining := a.removals.Draining()
-	drained := scaleup.DrainedPods(c.pods, draining, a.opts.ExpendablePodsPriorityCutoff)
+	drained := pending.Drained(c.pods, draining, a.opts.ExpendablePodsPriorityCutoff)
 	if len(drained) > 0 {
 		klog.V(1).InfoS("Scale-up: pods being evicted from nodes under drain are placed as pending pods", "pods", len(drained), "nodes", len(draining))
 	}
-	toPlace := append(slices.Clip(pending.Eligible), drained...)
+	toPlace := append(slices.Clip(waiting.Eligible), drained...)
 	// Processors add their fake pods after the real ones (which are placed
 	// first) and after the metrics above, which count real pods only.
 	toPlace, err := a.capacity.processors.Process(&fakepods.Context{Now: now}, toPlace)
 	if err != nil {
-		return nil, pending, report.InternalError(fmt.Errorf("pod list processors: %w", err))
+		return nil, waiting, report.InternalError(fmt.Errorf("pod list processors: %w", err))
 	}
-	return toPlace, pending, nil
+	return toPlace, waiting, nil
 }
 
 // scaleUpAtomic answers a best-effort-atomic ProvisioningRequest, and

@@ -21,7 +21,7 @@ import (
 // node, so 3 nodes are needed.
 func scaleUpFixture(max int) (*test.Provider, []runtime.Object) {
 	p, nodes := cluster(groupSpec{id: "g1", min: 1, max: max, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
-	return p, join(nodes, fill(nodes, 1800), pending("web", 10, 500, 256*test.MiB))
+	return p, join(nodes, fill(nodes, 1800), pendingPods("web", 10, 500, 256*test.MiB))
 }
 
 func TestScaleUpExactCountAndEvents(t *testing.T) {
@@ -197,7 +197,7 @@ func TestScaleUpFromZeroNodesFlag(t *testing.T) {
 		p, _ := cluster(groupSpec{id: "g", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB})
 		o := testOptions()
 		o.ScaleUpFromZero = enabled
-		h := newHarness(t, o, p, pending("p", 1, 500, test.GiB)...)
+		h := newHarness(t, o, p, pendingPods("p", 1, 500, test.GiB)...)
 		h.runOnce(t0)
 		if got := len(increases(p)); (got == 1) != enabled {
 			t.Errorf("ScaleUpFromZero=%v with no ready node: %d scale-ups", enabled, got)
@@ -246,7 +246,7 @@ func TestPendingPodFilters(t *testing.T) {
 func TestPodsFittingExistingNodesDoNotScaleUp(t *testing.T) {
 	// Scheduler lag: the pod is marked unschedulable but a node has room.
 	p, nodes := cluster(groupSpec{id: "g1", min: 1, max: 5, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
-	h := newHarness(t, testOptions(), p, join(nodes, pending("p", 3, 500, test.GiB))...)
+	h := newHarness(t, testOptions(), p, join(nodes, pendingPods("p", 3, 500, test.GiB))...)
 	h.runOnce(t0)
 	if got := increases(p); len(got) != 0 {
 		t.Fatalf("IncreaseSize calls = %v, want none", got)
@@ -274,7 +274,7 @@ func TestStartupTaintedNodeCountsAsUpcoming(t *testing.T) {
 			starting.Spec.Taints = append(starting.Spec.Taints, apiv1.Taint{Key: cilium, Effect: apiv1.TaintEffectNoSchedule})
 			o := testOptions()
 			o.StartupTaints = tc.startupTaints
-			h := newHarness(t, o, p, join(nodes, fill(nodes[:1], 1800), pending("web", 1, 500, 256*test.MiB))...)
+			h := newHarness(t, o, p, join(nodes, fill(nodes[:1], 1800), pendingPods("web", 1, 500, 256*test.MiB))...)
 			h.runOnce(t0)
 			if got := increases(p); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("IncreaseSize calls = %v, want %v", got, tc.want)
@@ -298,7 +298,7 @@ func TestTransientTaintsLeftOutOfTemplates(t *testing.T) {
 					taints: []apiv1.Taint{{Key: key, Effect: apiv1.TaintEffectNoSchedule}}})
 			o := testOptions()
 			o.StatusTaints = []string{"example.com/warming"}
-			h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 2, 500, 256*test.MiB))...)
+			h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pendingPods("web", 2, 500, 256*test.MiB))...)
 			h.runOnce(t0)
 			if got := increases(p); !reflect.DeepEqual(got, []string{"g1+1"}) {
 				t.Fatalf("IncreaseSize calls = %v, want [g1+1]", got)
@@ -328,7 +328,7 @@ func TestExpanderChoice(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.expanders, ",")+" "+tc.want, func(t *testing.T) {
 			p, nodes := cluster(specs...)
-			objs := join(nodes, fill(nodes, 1800), pending("web", 4, 500, 256*test.MiB))
+			objs := join(nodes, fill(nodes, 1800), pendingPods("web", 4, 500, 256*test.MiB))
 			if tc.cm != "" {
 				objs = append(objs, &apiv1.ConfigMap{
 					ObjectMeta: metav1.ObjectMeta{Name: priority.ConfigMapName, Namespace: "kube-system", ResourceVersion: "1"},
@@ -358,7 +358,7 @@ func TestPriorityConfigMapReload(t *testing.T) {
 	}
 	o := testOptions()
 	o.ExpanderNames = []string{"priority", "least-waste"}
-	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("first", 2, 1000, test.GiB), []runtime.Object{cm})...)
+	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pendingPods("first", 2, 1000, test.GiB), []runtime.Object{cm})...)
 	h.runOnce(t0)
 	if got := increases(p); !reflect.DeepEqual(got, []string{"a+1"}) {
 		t.Fatalf("before reload: %v, want [a+1]", got)
@@ -385,7 +385,7 @@ func TestPriorityConfigMapReload(t *testing.T) {
 		got, err := h.a.cache.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps("kube-system").Get(priority.ConfigMapName)
 		return err == nil && strings.Contains(got.Data[priority.ConfigMapKey], "^b$\n10")
 	})
-	for _, o := range pending("second", 2, 1000, test.GiB) {
+	for _, o := range pendingPods("second", 2, 1000, test.GiB) {
 		h.createPod(o.(*apiv1.Pod))
 	}
 	h.runOnce(t0.Add(time.Minute))
@@ -402,7 +402,7 @@ func TestBalanceSimilarNodeGroups(t *testing.T) {
 		)
 		o := testOptions()
 		o.BalanceSimilarNodeGroups = balance
-		h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 8, 1000, test.GiB))...)
+		h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pendingPods("web", 8, 1000, test.GiB))...)
 		h.runOnce(t0)
 		got := increases(p)
 		if balance && !reflect.DeepEqual(got, []string{"a+2", "b+2"}) {
@@ -430,7 +430,7 @@ func preferAOverB(t *testing.T, baseNodes, pods int, milliCPU int64) (*test.Prov
 	}
 	o := testOptions()
 	o.ExpanderNames = []string{"priority"}
-	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", pods, milliCPU, test.GiB), []runtime.Object{cm})...)
+	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pendingPods("web", pods, milliCPU, test.GiB), []runtime.Object{cm})...)
 	return p, h
 }
 
@@ -479,7 +479,7 @@ func TestInstanceErrorBacksOffAtOnce(t *testing.T) {
 	}
 	o := testOptions()
 	o.ExpanderNames = []string{"priority"}
-	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pending("web", 2, 1000, test.GiB), []runtime.Object{cm})...)
+	h := newHarness(t, o, p, join(nodes, fill(nodes, 1800), pendingPods("web", 2, 1000, test.GiB), []runtime.Object{cm})...)
 	h.runOnce(t0)
 	ins, _ := p.Group("a").Nodes()
 	p.Group("a").SetInstanceError(ins[0].Id, &cloudprovider.InstanceErrorInfo{
@@ -497,7 +497,7 @@ func TestFailedInstancesGivenUpInUnhealthyCluster(t *testing.T) {
 		groupSpec{id: "base", min: 3, max: 3, nodes: 3, milliCPU: 2000, mem: 4 * test.GiB},
 		groupSpec{id: "a", min: 0, max: 5, nodes: 0, milliCPU: 2000, mem: 4 * test.GiB},
 	)
-	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes, 1800), pending("web", 4, 1500, test.GiB))...)
+	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes, 1800), pendingPods("web", 4, 1500, test.GiB))...)
 	h.runOnce(t0)
 	if got := increases(p); !reflect.DeepEqual(got, []string{"a+4"}) {
 		t.Fatalf("IncreaseSize calls = %v, want [a+4]", got)
@@ -521,7 +521,7 @@ func TestIncreaseSizeErrorTriesNextGroup(t *testing.T) {
 		groupSpec{id: "b", min: 0, max: 5, nodes: 0, milliCPU: 4000, mem: 8 * test.GiB},
 	)
 	p.Group("a").InjectError("IncreaseSize", errString("quota exceeded"))
-	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes, 1800), pending("web", 4, 500, 256*test.MiB))...)
+	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes, 1800), pendingPods("web", 4, 500, 256*test.MiB))...)
 	h.runOnce(t0)
 	if got := increases(p); !reflect.DeepEqual(got, []string{"a+2", "b+1"}) {
 		t.Fatalf("IncreaseSize calls = %v, want [a+2 b+1]", got)
@@ -540,7 +540,7 @@ func TestUnhealthyClusterDoesNotScale(t *testing.T) {
 	for _, o := range nodes[:4] {
 		test.SetNodeReady(o.(*apiv1.Node), false, t0.Add(-time.Hour))
 	}
-	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes[4:], 1800), pending("web", 4, 1000, test.GiB))...)
+	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes[4:], 1800), pendingPods("web", 4, 1000, test.GiB))...)
 	h.runOnce(t0)
 	if got := p.Calls(); len(increases(p)) != 0 || len(sdtest.Deletions(p)) != 0 {
 		t.Fatalf("calls on an unhealthy cluster: %+v", got)
@@ -575,7 +575,7 @@ func TestAccountLimitBacksOffEveryGroup(t *testing.T) {
 	p, nodes := cluster(
 		groupSpec{id: "g1", min: 1, max: 10, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB},
 		groupSpec{id: "g2", min: 1, max: 10, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
-	objs := join(nodes, fill(nodes, 1800), pending("web", 10, 500, 256*test.MiB))
+	objs := join(nodes, fill(nodes, 1800), pendingPods("web", 10, 500, 256*test.MiB))
 	limit := &cloudprovider.AccountLimitError{Code: "dropletLimitExceeded", Message: words, Err: errString("PUT node_pools: 422 " + words)}
 	p.Group("g1").InjectError("IncreaseSize", limit)
 	p.Group("g2").InjectError("IncreaseSize", limit)

@@ -1,3 +1,7 @@
+// Package scaleup decides which node group grows, and by how much, so that
+// pods the scheduler cannot place get nodes: the Planner plans, the
+// executor asks the cloud and returns an Outcome, and the Orchestrator
+// hands plan and outcome to a Recorder (core/report), which records them.
 package scaleup
 
 import (

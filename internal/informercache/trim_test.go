@@ -287,7 +287,7 @@ func transform(obj any) (any, error) {
 	return template(obj)
 }
 
-// unschedulable is how scale-up reads a pending pod (scaleup.IsUnschedulable):
+// unschedulable is how scale-up reads a pending pod (pending.IsUnschedulable):
 // unbound, PodScheduled false for the reason Unschedulable.
 func unschedulable(p *apiv1.Pod) bool {
 	if p.Spec.NodeName != "" {

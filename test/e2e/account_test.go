@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/pending"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
 
@@ -46,7 +46,7 @@ func TestDropletLimitBacksOffEveryPool(t *testing.T) {
 	s.eventually("6 web pods unschedulable", 60*time.Second, func() error {
 		n := 0
 		for _, p := range s.pods("web") {
-			if scaleup.IsUnschedulable(&p) {
+			if pending.IsUnschedulable(&p) {
 				n++
 			}
 		}
@@ -97,7 +97,7 @@ func TestDropletQuotaIsNeverPlannedPast(t *testing.T) {
 	s.eventually("6 web pods unschedulable", 60*time.Second, func() error {
 		n := 0
 		for _, p := range s.pods("web") {
-			if scaleup.IsUnschedulable(&p) {
+			if pending.IsUnschedulable(&p) {
 				n++
 			}
 		}

@@ -1,8 +1,8 @@
-// Package scaleup decides which node group grows, and by how much, so that
-// pods the scheduler cannot place get nodes: the Planner plans, the
-// executor asks the cloud and returns an Outcome, and the Orchestrator
-// hands plan and outcome to a Recorder (core/report), which records them.
-package scaleup
+// Package pending sorts the cluster's pods that wait for a node: which the
+// scale-up phase acts on (old enough, not expendable), which wait for
+// preemption on a nominated node, and which are being evicted from nodes
+// under drain and need room as much.
+package pending
 
 import (
 	"sort"
@@ -18,8 +18,8 @@ import (
 // PodScaleUpDelayAnnotation overrides --new-pod-scale-up-delay for one pod.
 const PodScaleUpDelayAnnotation = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
 
-// PendingPods sorts the cluster's pods that wait for a node.
-type PendingPods struct {
+// Pods sorts the cluster's pods that wait for a node.
+type Pods struct {
 	// Eligible: unschedulable, old enough, not expendable.
 	Eligible []*apiv1.Pod
 	// TooYoung: unschedulable but younger than their scale-up delay.
@@ -53,10 +53,10 @@ func IsUnschedulable(p *apiv1.Pod) bool {
 	return false
 }
 
-// FilterPendingPods picks, from all pods, the unschedulable ones that may
+// Filter picks, from all pods, the unschedulable ones that may
 // cause a scale-up at now; nodeExists tells a node of the cluster by name.
-func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now time.Time, nodeExists func(string) bool) PendingPods {
-	var out PendingPods
+func Filter(pods []*apiv1.Pod, opts config.AutoscalingOptions, now time.Time, nodeExists func(string) bool) Pods {
+	var out Pods
 	for _, p := range pods {
 		if !IsUnschedulable(p) {
 			if isUnprocessed(p) {
@@ -93,7 +93,7 @@ func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now ti
 	return out
 }
 
-// DrainedPods returns, as pending pods, the pods being evicted from the
+// Drained returns, as pending pods, the pods being evicted from the
 // nodes the autoscaler drains: their controllers will recreate them and the
 // scheduler must find them room, so the simulation places them first, as
 // upstream's currently-drained-nodes pod list processor does. Without this a
@@ -102,7 +102,7 @@ func FilterPendingPods(pods []*apiv1.Pod, opts config.AutoscalingOptions, now ti
 // and so are pods nothing recreates (mirror, DaemonSet), those that
 // finished, and expendable ones, which take no room in the simulation. The
 // returned pods are copies with no node name.
-func DrainedPods(pods []*apiv1.Pod, draining map[string]bool, expendableCutoff int) []*apiv1.Pod {
+func Drained(pods []*apiv1.Pod, draining map[string]bool, expendableCutoff int) []*apiv1.Pod {
 	if len(draining) == 0 {
 		return nil
 	}

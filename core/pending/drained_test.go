@@ -1,4 +1,4 @@
-package scaleup
+package pending
 
 import (
 	"slices"
@@ -29,7 +29,7 @@ func TestDrainedPods(t *testing.T) {
 		test.BuildDaemonSetPod("ds", 100, test.MiB, "ds", "drained"),
 		on("expendable", "drained", func(p *apiv1.Pod) { prio := int32(-20); p.Spec.Priority = &prio }),
 	}
-	got := DrainedPods(pods, map[string]bool{"drained": true}, -10)
+	got := Drained(pods, map[string]bool{"drained": true}, -10)
 	var names []string
 	for _, p := range got {
 		names = append(names, p.Name)
@@ -43,7 +43,7 @@ func TestDrainedPods(t *testing.T) {
 	if pods[0].Spec.NodeName != "drained" {
 		t.Fatal("the cached pod was modified")
 	}
-	if got := DrainedPods(pods, nil, -10); got != nil {
+	if got := Drained(pods, nil, -10); got != nil {
 		t.Fatalf("no drain in flight: got %d pods", len(got))
 	}
 }
