@@ -10,6 +10,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/giveup"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaleup"
@@ -143,7 +144,7 @@ func (a *Autoscaler) giveUpPhase(c clusterView, now time.Time) ([]clusterstate.N
 		a.report.NothingToScale()
 		return nil, nil
 	}
-	gaveUp, err := fixNodeGroupSizes(a.registry, now)
+	gaveUp, err := giveup.Run(a.registry, now)
 	if err != nil {
 		a.report.Error(report.CloudProviderError(err))
 		klog.ErrorS(err, "Giving up on nodes failed")

@@ -7,16 +7,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/giveup"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
-// GiveUp is what carrying out one give-up plan did: how far the target
-// went down, and whether the provider deleted the plan's instances.
-type GiveUp struct {
-	Plan      clusterstate.GiveUpPlan
-	Decreased int
-	DeleteErr error // nil when the provider deleted Plan.Instances
-}
+var _ giveup.Recorder = (*Reporter)(nil)
 
 // GiveUps records the give-ups of a loop, as upstream does: the nodes that
 // will not come in failed_node_creations_total and failed_scale_ups_total,
@@ -24,7 +19,7 @@ type GiveUp struct {
 // did not register in time, DeleteUnregistered / DeleteUnregisteredFailed
 // for each never-registered instance whose deletion was asked for. Groups
 // the registry backed off get their health series at once.
-func (r *Reporter) GiveUps(gaveUp []GiveUp, now time.Time) {
+func (r *Reporter) GiveUps(gaveUp []giveup.Outcome, now time.Time) {
 	backedOff := false
 	for _, g := range gaveUp {
 		p := g.Plan

@@ -7,6 +7,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/giveup"
 )
 
 // A give-up of a scale-up whose nodes never registered tells the timeout
@@ -37,7 +38,7 @@ func TestGiveUps(t *testing.T) {
 				TimedOutAfter: 15 * time.Minute, Instances: []cloudprovider.Instance{{Id: "digitalocean://1"},
 					// failed to create: no DeleteUnregistered event, as upstream
 					{Id: "digitalocean://2", Status: &cloudprovider.InstanceStatus{ErrorInfo: &cloudprovider.InstanceErrorInfo{ErrorCode: "x"}}}}}
-			f.r.GiveUps([]GiveUp{{Plan: p, Decreased: 2, DeleteErr: c.deleteErr}}, t0)
+			f.r.GiveUps([]giveup.Outcome{{Plan: p, Decreased: 2, DeleteErr: c.deleteErr}}, t0)
 			wantEvents(t, f.drain(), c.want...)
 			if v, _ := f.value(t, "old_unregistered_nodes_removed_count", nil); v != removedBefore+c.removed {
 				t.Errorf("old_unregistered_nodes_removed_count rose by %v, want %v", v-removedBefore, c.removed)
@@ -58,7 +59,7 @@ func TestGiveUpRetryIsNoNewFailure(t *testing.T) {
 	before, _ := f.value(t, "failed_scale_ups_total", map[string]string{"reason": "timeout"})
 	p := clusterstate.GiveUpPlan{GroupID: "g1", Group: f.p.Group("g1"), Retry: true, Reason: clusterstate.GiveUpTimeout,
 		Instances: []cloudprovider.Instance{{Id: "digitalocean://1"}}}
-	f.r.GiveUps([]GiveUp{{Plan: p}}, t0)
+	f.r.GiveUps([]giveup.Outcome{{Plan: p}}, t0)
 	wantEvents(t, f.drain(), "Normal DeleteUnregistered Removed unregistered node digitalocean://1")
 	if v, _ := f.value(t, "failed_scale_ups_total", map[string]string{"reason": "timeout"}); v != before {
 		t.Errorf("failed_scale_ups_total{timeout} rose by %v on a retry, want 0", v-before)

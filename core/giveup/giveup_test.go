@@ -1,4 +1,4 @@
-package core
+package giveup
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
@@ -15,20 +14,19 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 )
 
+// t0 is after the test builders' creation timestamps, so nodes are past
+// their start-up time.
+var t0 = time.Unix(1_700_000_000, 0).Add(2 * time.Hour)
+
 // giveUpCluster returns group g1 (min 1, max 10) with one ready node, and a
 // registry that has seen it.
 func giveUpCluster(t *testing.T) (*test.Provider, *test.NodeGroup, []*apiv1.Node, *clusterstate.Registry) {
 	t.Helper()
-	p, objs := cluster(groupSpec{id: "g1", min: 1, max: 10, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
-	return p, p.Group("g1"), nodesOf(objs), clusterstate.NewRegistry(p, config.Defaults())
-}
-
-func nodesOf(objs []runtime.Object) []*apiv1.Node {
-	var out []*apiv1.Node
-	for _, o := range objs {
-		out = append(out, o.(*apiv1.Node))
-	}
-	return out
+	p := test.NewProvider()
+	p.AddNodeGroup("g1", 1, 10, 1, test.BuildTemplate("g1", 2000, 4*test.GiB, nil))
+	n := test.BuildNode("g1-n0", 2000, 4*test.GiB)
+	p.AddNode("g1", n)
+	return p, p.Group("g1"), []*apiv1.Node{n}, clusterstate.NewRegistry(p, config.Defaults())
 }
 
 func mustUpdate(t *testing.T, r *clusterstate.Registry, nodes []*apiv1.Node, now time.Time) {
@@ -54,13 +52,13 @@ func TestProvisionTimeoutGivesUpAndBacksOff(t *testing.T) {
 	all := append(append([]*apiv1.Node(nil), nodes...), arrived)
 
 	mustUpdate(t, r, all, t0.Add(14*time.Minute))
-	if gu, err := fixNodeGroupSizes(r, t0.Add(14*time.Minute)); err != nil || len(gu) != 0 {
+	if gu, err := Run(r, t0.Add(14*time.Minute)); err != nil || len(gu) != 0 {
 		t.Fatalf("gave up before the deadline: %+v %v", gu, err)
 	}
 	now := t0.Add(16 * time.Minute)
 	mustUpdate(t, r, all, now)
 	p.ResetCalls()
-	gu, err := fixNodeGroupSizes(r, now)
+	gu, err := Run(r, now)
 	if err != nil || len(gu) != 1 || gu[0].Decreased != 2 || !gu[0].Plan.BackOff || len(gu[0].Plan.Instances) != 2 {
 		t.Fatalf("give-up = %+v, %v", gu, err)
 	}
@@ -81,7 +79,7 @@ func TestProvisionTimeoutGivesUpAndBacksOff(t *testing.T) {
 	if gs, _ := r.NodeGroup("g1"); gs.Upcoming != 0 || scaleUpInProgress(r, now) {
 		t.Fatalf("after give-up: %+v inProgress=%v", gs, scaleUpInProgress(r, now))
 	}
-	if gu, _ := fixNodeGroupSizes(r, now); len(gu) != 0 {
+	if gu, _ := Run(r, now); len(gu) != 0 {
 		t.Fatalf("gave up twice: %+v", gu)
 	}
 }
@@ -99,7 +97,7 @@ func TestProvisionTimeoutBacksOffWhenInstancesTimeOutLast(t *testing.T) {
 	// The next loop comes after both deadlines.
 	now := t0.Add(15*time.Minute + 5*time.Second)
 	mustUpdate(t, r, nodes, now)
-	if _, err := fixNodeGroupSizes(r, now); err != nil {
+	if _, err := Run(r, now); err != nil {
 		t.Fatal(err)
 	}
 	if ts, _ := g.TargetSize(); ts != 1 {
@@ -117,7 +115,7 @@ func TestDeleteRefusedLowersTarget(t *testing.T) {
 	g.InjectError("DeleteNodes", errors.New("placeholder nodes not supported"))
 	now := t0.Add(20 * time.Minute)
 	mustUpdate(t, r, nodes, now)
-	gu, err := fixNodeGroupSizes(r, now)
+	gu, err := Run(r, now)
 	if err != nil || len(gu) != 1 || gu[0].Decreased != 2 || gu[0].DeleteErr == nil {
 		t.Fatalf("give-up = %+v, %v", gu, err)
 	}
@@ -141,18 +139,18 @@ func TestRefusedDeleteIsRetried(t *testing.T) {
 	g.InjectError("DecreaseTargetSize", errors.New("busy"))
 	now := t0.Add(time.Minute)
 	mustUpdate(t, r, nodes, now)
-	if gu, err := fixNodeGroupSizes(r, now); err == nil || len(gu) != 1 || gu[0].Plan.Retry || gu[0].DeleteErr == nil {
+	if gu, err := Run(r, now); err == nil || len(gu) != 1 || gu[0].Plan.Retry || gu[0].DeleteErr == nil {
 		t.Fatalf("give-up = %+v, %v", gu, err)
 	}
 	mustUpdate(t, r, nodes, now.Add(30*time.Second))
-	if gu, _ := fixNodeGroupSizes(r, now.Add(30*time.Second)); len(gu) != 0 {
+	if gu, _ := Run(r, now.Add(30*time.Second)); len(gu) != 0 {
 		t.Fatalf("asked again within a minute: %+v", gu)
 	}
 	g.InjectError("DeleteNodes", nil)
 	p.ResetCalls()
 	later := now.Add(time.Minute)
 	mustUpdate(t, r, nodes, later)
-	gu, err := fixNodeGroupSizes(r, later)
+	gu, err := Run(r, later)
 	if err != nil || len(gu) != 1 || !gu[0].Plan.Retry || gu[0].Decreased != 2 {
 		t.Fatalf("retry = %+v, %v", gu, err)
 	}
@@ -173,7 +171,7 @@ func TestErrorInstancesBackOffAtOnce(t *testing.T) {
 	if gs.Upcoming != 1 || gs.Readiness.LongUnregistered != 1 {
 		t.Fatalf("state = %+v", gs)
 	}
-	gu, err := fixNodeGroupSizes(r, now)
+	gu, err := Run(r, now)
 	if err != nil || len(gu) != 1 || gu[0].Decreased != 1 || gu[0].Plan.Reason != clusterstate.GiveUpCloudError {
 		t.Fatalf("give-up = %+v %v", gu, err)
 	}
@@ -201,12 +199,12 @@ func TestSizeMismatchWithoutRequest(t *testing.T) {
 	g.SetProvisionInstances(false)
 	g.SetTargetSize(3) // e.g. set before a restart; the cloud lists no instances
 	mustUpdate(t, r, nodes, t0)
-	if gu, _ := fixNodeGroupSizes(r, t0); len(gu) != 0 {
+	if gu, _ := Run(r, t0); len(gu) != 0 {
 		t.Fatal("gave up at first sight")
 	}
 	now := t0.Add(16 * time.Minute)
 	mustUpdate(t, r, nodes, now)
-	gu, _ := fixNodeGroupSizes(r, now)
+	gu, _ := Run(r, now)
 	if len(gu) != 1 || gu[0].Decreased != 2 || gu[0].Plan.BackOff {
 		t.Fatalf("give-up = %+v", gu)
 	}
@@ -220,7 +218,7 @@ func TestPerGroupProvisionTime(t *testing.T) {
 	r.RegisterScaleUp(g, 1, t0)
 	now := t0.Add(3 * time.Minute)
 	mustUpdate(t, r, nodes, now)
-	if gu, _ := fixNodeGroupSizes(r, now); len(gu) != 1 {
+	if gu, _ := Run(r, now); len(gu) != 1 {
 		t.Fatalf("per-group provision time ignored: %+v", gu)
 	}
 }

@@ -1,4 +1,10 @@
-package core
+// Package giveup gives up on nodes that will not come, as upstream's
+// removeOldUnregisteredNodes and deleteCreatedNodesWithErrors do: nodes
+// that never registered within --max-node-provision-time, and instances
+// the cloud reports failed. The cluster state registry plans (it knows
+// the nodes and the scale-ups); Run carries the plans out through the
+// provider and returns Outcomes, which core/report records.
+package giveup
 
 import (
 	"fmt"
@@ -10,11 +16,23 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 )
 
-// fixNodeGroupSizes gives up on nodes that will not come, as upstream's
-// removeOldUnregisteredNodes and deleteCreatedNodesWithErrors do: for each
+// Outcome is what carrying out one give-up plan did: how far the target
+// went down, and whether the provider deleted the plan's instances.
+type Outcome struct {
+	Plan      clusterstate.GiveUpPlan
+	Decreased int
+	DeleteErr error // nil when the provider deleted Plan.Instances
+}
+
+// Recorder records what Run did: the metrics, events and health of the
+// groups given up on (core/report implements it).
+type Recorder interface {
+	GiveUps(gaveUp []Outcome, now time.Time)
+}
+
+// Run gives up on nodes that will not come: for each
 // group the registry plans (PlanRetryDelete, then PlanGiveUp, which sees
 // the target the retry left), this deletes the plan's instances when the
 // provider can, lowers the target for the rest (never below the registered
@@ -22,8 +40,8 @@ import (
 // off when a scale-up of ours failed. It returns what each plan did, for
 // the reporter. The caller should then run UpdateNodes again before
 // scaling up.
-func fixNodeGroupSizes(r *clusterstate.Registry, now time.Time) ([]report.GiveUp, error) {
-	var out []report.GiveUp
+func Run(r *clusterstate.Registry, now time.Time) ([]Outcome, error) {
+	var out []Outcome
 	var errs []string
 	for _, gs := range r.NodeGroups() {
 		id := gs.Group.Id()
@@ -49,9 +67,9 @@ func fixNodeGroupSizes(r *clusterstate.Registry, now time.Time) ([]report.GiveUp
 // off, and tells the registry the target it left (the registry, which
 // planned the give-up, backs the group off with it: the next plan of the
 // same loop must see both).
-func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) (report.GiveUp, error) {
+func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) (Outcome, error) {
 	klog.InfoS("Giving up on nodes that will not come", "nodeGroup", p.GroupID, "nodes", p.Decrease, "reason", p.Reason, "why", p.Why)
-	g := report.GiveUp{Plan: p}
+	g := Outcome{Plan: p}
 	deleted := 0
 	if g.DeleteErr = deleteInstances(p); g.DeleteErr == nil {
 		deleted = len(p.Instances)
@@ -70,9 +88,9 @@ func giveUp(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) 
 
 // retryDelete carries out a plan to delete again instances given up
 // earlier.
-func retryDelete(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) report.GiveUp {
+func retryDelete(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.Time) Outcome {
 	klog.V(1).InfoS("Asking again to delete given-up instances the cloud still lists", "nodeGroup", p.GroupID, "instances", len(p.Instances))
-	g := report.GiveUp{Plan: p, DeleteErr: deleteInstances(p)}
+	g := Outcome{Plan: p, DeleteErr: deleteInstances(p)}
 	target := p.Target
 	if t, err := p.Group.TargetSize(); err == nil {
 		target = t
@@ -87,7 +105,7 @@ func retryDelete(r *clusterstate.Registry, p clusterstate.GiveUpPlan, now time.T
 // that deleting instances did not take off, never below its registered
 // nodes, and returns the target it leaves. It starts from the cloud's own
 // target after the deletions when the provider can say it. The error is
-// returned, not logged: fixNodeGroupSizes' caller logs it.
+// returned, not logged: Run's caller logs it.
 func lowerTarget(p clusterstate.GiveUpPlan, deleted int) (int, error) {
 	target := p.Target - deleted
 	if t, err := p.Group.TargetSize(); err == nil {
