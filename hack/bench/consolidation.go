@@ -321,29 +321,36 @@ func writeConsolidationCloudConfig(sb *sandbox.Sandbox, dir string) (string, err
 }
 
 func createConsolidationWorkload(ctx context.Context, sb *sandbox.Sandbox, w consolidationWorkload) error {
-	labels := map[string]string{"app": w.name}
+	return createBenchDeployment(ctx, sb, w.name, w.cpu, w.mem, w.grow, w.maxUnavailable)
+}
+
+// createBenchDeployment creates a Deployment of pause pods with requests
+// cpu and mem in the bench namespace and, when maxUnavailable is not 0, its
+// PodDisruptionBudget.
+func createBenchDeployment(ctx context.Context, sb *sandbox.Sandbox, name, cpu, mem string, replicas, maxUnavailable int) error {
+	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: "bench"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench"},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(w.grow)),
+			Replicas: ptr.To(int32(replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: apiv1.PodSpec{
 				TerminationGracePeriodSeconds: ptr.To(int64(1)),
 				Containers: []apiv1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
 					Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
-						apiv1.ResourceCPU: resource.MustParse(w.cpu), apiv1.ResourceMemory: resource.MustParse(w.mem)}}}},
+						apiv1.ResourceCPU: resource.MustParse(cpu), apiv1.ResourceMemory: resource.MustParse(mem)}}}},
 			}},
 		},
 	}
 	if _, err := sb.Kube.AppsV1().Deployments("bench").Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	if w.maxUnavailable == 0 {
+	if maxUnavailable == 0 {
 		return nil
 	}
 	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: "bench"},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(int32(w.maxUnavailable))),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(int32(maxUnavailable))),
 			Selector: &metav1.LabelSelector{MatchLabels: labels}},
 	}
 	_, err := sb.Kube.PolicyV1().PodDisruptionBudgets("bench").Create(ctx, pdb, metav1.CreateOptions{})

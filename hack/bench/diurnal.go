@@ -16,16 +16,11 @@ import (
 	"time"
 
 	"github.com/digitalocean/godo"
-	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
@@ -661,31 +656,5 @@ func writeDiurnalNodes(dir string, nodes map[string]nodeLife) error {
 }
 
 func createDiurnalWorkload(ctx context.Context, sb *sandbox.Sandbox, w diurnalWorkload, replicas int) error {
-	labels := map[string]string{"app": w.name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: "bench"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(replicas)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: apiv1.PodSpec{
-				TerminationGracePeriodSeconds: ptr.To(int64(1)),
-				Containers: []apiv1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
-					Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
-						apiv1.ResourceCPU: resource.MustParse(w.cpu), apiv1.ResourceMemory: resource.MustParse(w.mem)}}}},
-			}},
-		},
-	}
-	if _, err := sb.Kube.AppsV1().Deployments("bench").Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if w.maxUnavailable == 0 {
-		return nil
-	}
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: "bench"},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(int32(w.maxUnavailable))),
-			Selector: &metav1.LabelSelector{MatchLabels: labels}},
-	}
-	_, err := sb.Kube.PolicyV1().PodDisruptionBudgets("bench").Create(ctx, pdb, metav1.CreateOptions{})
-	return err
+	return createBenchDeployment(ctx, sb, w.name, w.cpu, w.mem, replicas, w.maxUnavailable)
 }
