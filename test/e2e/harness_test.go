@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/apis/capacitybuffer/v1beta1"
@@ -518,12 +519,19 @@ func (s *scenario) deploy(name string, replicas int, cpu string, opts ...deployO
 
 func (s *scenario) scaleDeployment(name string, replicas int) {
 	s.t.Helper()
-	sc, err := s.kube.AppsV1().Deployments(s.ns).GetScale(s.ctx, name, metav1.GetOptions{})
+	// The scale subresource carries the Deployment's resourceVersion: the
+	// controller's status write between the read and the update is a
+	// conflict, read again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc, err := s.kube.AppsV1().Deployments(s.ns).GetScale(s.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		sc.Spec.Replicas = int32(replicas)
+		_, err = s.kube.AppsV1().Deployments(s.ns).UpdateScale(s.ctx, name, sc, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		s.t.Fatal(err)
-	}
-	sc.Spec.Replicas = int32(replicas)
-	if _, err := s.kube.AppsV1().Deployments(s.ns).UpdateScale(s.ctx, name, sc, metav1.UpdateOptions{}); err != nil {
 		s.t.Fatal(err)
 	}
 }
