@@ -538,17 +538,9 @@ func (c *apiClient) updateNodePoolCount(ctx context.Context, poolID string, coun
 	if count < 0 {
 		return nil, fmt.Errorf("%s: refusing to set node pool %s to a negative count, %d", opUpdateNodePool, poolID, count)
 	}
-	var out *godo.KubernetesNodePool
-	var status int
-	err := c.call(ctx, opUpdateNodePool, repeatable, func(ctx context.Context) (*godo.Response, error) {
-		var resp *godo.Response
-		var err error
+	out, status, err := c.poolCall(ctx, opUpdateNodePool, repeatable, func(ctx context.Context) (*godo.KubernetesNodePool, *godo.Response, error) {
 		n := count
-		out, resp, err = c.godo.Kubernetes.UpdateNodePool(ctx, c.clusterID, poolID, &godo.KubernetesNodePoolUpdateRequest{Count: &n})
-		if resp != nil && resp.Response != nil {
-			status = resp.StatusCode
-		}
-		return resp, err
+		return c.godo.Kubernetes.UpdateNodePool(ctx, c.clusterID, poolID, &godo.KubernetesNodePoolUpdateRequest{Count: &n})
 	})
 	switch {
 	case errors.Is(err, errUnusableAnswer):
@@ -601,6 +593,24 @@ func (c *apiClient) deleteNode(ctx context.Context, poolID, nodeID string) error
 	})
 }
 
+// poolCall runs a write whose answer holds a pool, through call, and
+// returns the pool and the answer's status code (0 without an answer).
+func (c *apiClient) poolCall(ctx context.Context, op string, kind callKind,
+	write func(context.Context) (*godo.KubernetesNodePool, *godo.Response, error)) (*godo.KubernetesNodePool, int, error) {
+	var out *godo.KubernetesNodePool
+	var status int
+	err := c.call(ctx, op, kind, func(ctx context.Context) (*godo.Response, error) {
+		var resp *godo.Response
+		var err error
+		out, resp, err = write(ctx)
+		if resp != nil && resp.Response != nil {
+			status = resp.StatusCode
+		}
+		return resp, err
+	})
+	return out, status, err
+}
+
 // createNodePool creates a pool. A POST is not idempotent: it is never
 // repeated after an unclear answer (a second pool would be made); the error
 // then satisfies maybeApplied and the caller looks for the pool by name.
@@ -612,16 +622,8 @@ func (c *apiClient) createNodePool(ctx context.Context, req *godo.KubernetesNode
 	if err := checkPathID("node pool name", req.Name); err != nil {
 		return nil, fmt.Errorf("%s: %w", opCreateNodePool, err)
 	}
-	var out *godo.KubernetesNodePool
-	var status int
-	err := c.call(ctx, opCreateNodePool, once, func(ctx context.Context) (*godo.Response, error) {
-		var resp *godo.Response
-		var err error
-		out, resp, err = c.godo.Kubernetes.CreateNodePool(ctx, c.clusterID, req)
-		if resp != nil && resp.Response != nil {
-			status = resp.StatusCode
-		}
-		return resp, err
+	out, status, err := c.poolCall(ctx, opCreateNodePool, once, func(ctx context.Context) (*godo.KubernetesNodePool, *godo.Response, error) {
+		return c.godo.Kubernetes.CreateNodePool(ctx, c.clusterID, req)
 	})
 	switch {
 	case errors.Is(err, errUnusableAnswer):
