@@ -132,7 +132,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 		recorder = &record.FakeRecorder{}
 	}
 	a := &Autoscaler{opts: opts, kube: kube, provider: provider, recorder: recorder, health: health, groupDeletions: newGroupDeletions(),
-		status: statusWriter{kube: kube, namespace: opts.Namespace, name: opts.StatusConfigMapName, recorder: recorder}}
+		status: statusWriter{kube: kube, namespace: opts.Namespace, name: opts.StatusConfigMapName}}
 
 	var err error
 	if a.cache, err = newClusterCache(kube, opts); err != nil {
@@ -198,6 +198,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 	// Events about fake pods go to the objects they were made for.
 	a.report = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: fakepods.FakePodEvents(a.recorder),
 		Health: a.health, Status: statusConfigMapRef(a.opts)})
+	a.status.recorder = a.report
 	cms := a.cache.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
 	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
 	if err != nil {

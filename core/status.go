@@ -6,7 +6,6 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/statuscm"
@@ -19,7 +18,8 @@ import (
 type statusWriter struct {
 	kube            kubernetes.Interface
 	namespace, name string
-	recorder        record.EventRecorder
+	// recorder records a failed write (the reporter, set with it).
+	recorder statuscm.Recorder
 	// last is the ConfigMap as the last write returned it (nil after a
 	// failed write: the next one reads it again); written: one write
 	// succeeded, so the ConfigMap is this process's to delete at exit.

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -23,6 +22,13 @@ const (
 	// LastUpdatedAnnotation holds the time of the last write (api.StatusTimeLayout).
 	LastUpdatedAnnotation = "cluster-autoscaler.kubernetes.io/last-updated"
 )
+
+// Recorder records a write of the status ConfigMap that failed. The
+// reporter (core/report) implements it: it alone writes events.
+type Recorder interface {
+	// StatusWriteFailed: the last update of cm failed with err.
+	StatusWriteFailed(cm *apiv1.ConfigMap, err error)
+}
 
 // StatusYAML renders status as the ConfigMap holds it (sigs.k8s.io/yaml: keys sorted).
 func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
@@ -42,10 +48,10 @@ func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
 // ConfigMap as the previous write returned it: it is updated without reading
 // it first (a stale one fails with a conflict and takes the retry), which
 // saves the autoscaler's client one call per loop. recorder may be nil; when set, a
-// failed write is reported as a Warning event on the ConfigMap if it exists.
+// failed update of a ConfigMap that exists is recorded through it.
 // Errors name the ConfigMap and are returned, not logged: the caller logs them.
 func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namespace, name string, last *apiv1.ConfigMap,
-	status *api.ClusterAutoscalerStatus, recorder record.EventRecorder, now time.Time) (*apiv1.ConfigMap, error) {
+	status *api.ClusterAutoscalerStatus, recorder Recorder, now time.Time) (*apiv1.ConfigMap, error) {
 	if status == nil {
 		return nil, fmt.Errorf("writing status ConfigMap %s/%s: nil status", namespace, name)
 	}
@@ -127,11 +133,11 @@ func withStatus(cm *apiv1.ConfigMap, body, stamp string) *apiv1.ConfigMap {
 	return out
 }
 
-func reportFailure(recorder record.EventRecorder, cm *apiv1.ConfigMap, err error) {
+func reportFailure(recorder Recorder, cm *apiv1.ConfigMap, err error) {
 	if recorder == nil || cm == nil {
 		return
 	}
-	recorder.Eventf(cm, apiv1.EventTypeWarning, "StatusWriteFailed", "Failed to update autoscaler status: %v", err)
+	recorder.StatusWriteFailed(cm, err)
 }
 
 // DeleteStatusConfigMap deletes the status ConfigMap; one that is already gone

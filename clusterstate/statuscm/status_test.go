@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
@@ -266,7 +265,7 @@ func TestWriteStatusConfigMapRetriesOnceAfterConflict(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			recorder := record.NewFakeRecorder(10)
+			recorder := &failures{}
 			_, err := WriteStatusConfigMap(context.Background(), kube, ns, cmName, nil, runningStatus(), recorder, time.Now())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
@@ -274,23 +273,27 @@ func TestWriteStatusConfigMapRetriesOnceAfterConflict(t *testing.T) {
 			if updates != tc.wantUpdates || gets != tc.wantGets {
 				t.Errorf("updates=%d gets=%d, want %d/%d", updates, gets, tc.wantUpdates, tc.wantGets)
 			}
-			select {
-			case ev := <-recorder.Events:
-				if !tc.wantEvent {
-					t.Errorf("unexpected event %q", ev)
-				} else if !strings.Contains(ev, "Warning StatusWriteFailed") {
-					t.Errorf("event = %q", ev)
-				}
-			default:
-				if tc.wantEvent {
-					t.Error("no Warning event after a failed write")
-				}
+			// The event's text is core/report's (TestStatusWriteFailed).
+			switch {
+			case len(recorder.got) > 0 && !tc.wantEvent:
+				t.Errorf("unexpected failure recorded: %v", recorder.got)
+			case len(recorder.got) != 1 && tc.wantEvent:
+				t.Errorf("%d failures recorded after a failed write, want 1", len(recorder.got))
+			case tc.wantEvent && recorder.got[0] != ns+"/"+cmName:
+				t.Errorf("failure recorded on %q", recorder.got[0])
 			}
 			if !tc.wantErr && getCM(t, kube).Data[StatusDataKey] != wantRunningYAML {
 				t.Error("status not written")
 			}
 		})
 	}
+}
+
+// failures is a Recorder keeping the ConfigMaps whose writes failed.
+type failures struct{ got []string }
+
+func (f *failures) StatusWriteFailed(cm *apiv1.ConfigMap, _ error) {
+	f.got = append(f.got, cm.Namespace+"/"+cm.Name)
 }
 
 func TestWriteStatusConfigMapCreateRace(t *testing.T) {
