@@ -200,7 +200,7 @@ func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error
 		Health: a.health, Status: statusConfigMapRef(a.opts)})
 	a.status.recorder = a.report
 	cms := a.cache.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)
-	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.recorder, nil, nil)
+	strategy, err := factory.Build(a.opts.ExpanderNames, a.provider, cms, a.report, nil, nil)
 	if err != nil {
 		return fmt.Errorf("core: --expander: %w", err)
 	}

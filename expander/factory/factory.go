@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
@@ -22,10 +21,11 @@ import (
 
 // Build returns the strategy for names (applied in order, e.g.
 // ["priority", "least-waste"]). configMaps lists ConfigMaps in the
-// autoscaler's namespace (needed by "priority"); rnd seeds random choices
+// autoscaler's namespace (needed by "priority"), recorder records a
+// priorities ConfigMap it ignores (may be nil); rnd seeds random choices
 // (nil: time-seeded); clk is the clock for pricing (nil: the real clock).
 func Build(names []string, provider cloudprovider.CloudProvider, configMaps corelisters.ConfigMapNamespaceLister,
-	recorder record.EventRecorder, rnd *rand.Rand, clk clock.PassiveClock) (expander.Strategy, error) {
+	recorder priority.Recorder, rnd *rand.Rand, clk clock.PassiveClock) (expander.Strategy, error) {
 	if len(names) == 0 {
 		names = []string{expander.LeastWasteExpanderName}
 	}

@@ -18,7 +18,6 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -32,6 +31,12 @@ const (
 	ConfigMapKey = "priorities"
 )
 
+// Recorder records a ConfigMap the expander ignores because it does not
+// parse. The reporter (core/report) implements it: it alone writes events.
+type Recorder interface {
+	PriorityConfigMapInvalid(cm *apiv1.ConfigMap, err error)
+}
+
 type level struct {
 	priority int
 	regexps  []*regexp.Regexp
@@ -39,7 +44,7 @@ type level struct {
 
 type filter struct {
 	lister   corelisters.ConfigMapNamespaceLister
-	recorder record.EventRecorder
+	recorder Recorder
 
 	mu       sync.Mutex
 	version  string // resourceVersion of the parsed ConfigMap ("" none)
@@ -50,7 +55,7 @@ type filter struct {
 
 // NewFilter returns the priority filter reading the ConfigMap through lister
 // (scoped to the autoscaler's namespace). recorder may be nil.
-func NewFilter(lister corelisters.ConfigMapNamespaceLister, recorder record.EventRecorder) expander.Filter {
+func NewFilter(lister corelisters.ConfigMapNamespaceLister, recorder Recorder) expander.Filter {
 	return &filter{lister: lister, recorder: recorder}
 }
 
@@ -115,7 +120,7 @@ func (f *filter) reload() []level {
 	if f.parseErr != nil {
 		klog.ErrorS(f.parseErr, "Priority expander: ConfigMap ignored", "configMap", ConfigMapName, "resourceVersion", cm.ResourceVersion)
 		if f.recorder != nil {
-			f.recorder.Eventf(cm, apiv1.EventTypeWarning, "PriorityConfigMapInvalid", "priority expander ignores this ConfigMap: %v", f.parseErr)
+			f.recorder.PriorityConfigMapInvalid(cm, f.parseErr)
 		}
 		return nil
 	}
