@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/digitalocean/godo"
 	apiv1 "k8s.io/api/core/v1"
@@ -57,6 +58,9 @@ type autoprovisioningFile struct {
 	// an hour, in USD; the pool carries it as its
 	// TagPrefixMaxHourlyCostCents tag, in whole cents.
 	MaxHourlyCostPerPool *float64 `json:"max_hourly_cost_per_pool"`
+	// SizePreference, when set, lists the sizes pools may be created with
+	// in the operator's order (autoprovisioning_preference.go).
+	SizePreference []string `json:"size_preference"`
 }
 
 // autoprovisioningConfig is a validated autoprovisioning section.
@@ -67,6 +71,11 @@ type autoprovisioningConfig struct {
 	taintKeys       []string
 	// maxHourlyCostCents: the created pools' own hourly limit (0: none).
 	maxHourlyCostCents int
+	// sizePreference: the only sizes pools are created with, first
+	// preferred; nil: every allowed size, cheapest first.
+	sizePreference []string
+	// loggedUnknown: preferred sizes the catalogue lacks, logged once.
+	loggedUnknown sync.Map
 }
 
 var (
@@ -117,6 +126,9 @@ func parseAutoprovisioning(f *autoprovisioningFile) (*autoprovisioningConfig, er
 			return nil, fmt.Errorf("autoprovisioning.taint_keys[%d] %q is listed twice", i, k)
 		}
 		c.taintKeys = append(c.taintKeys, k)
+	}
+	if c.sizePreference, err = parseSizePreference(f.SizePreference, c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -359,7 +371,8 @@ func sortedTaints(taints []string) []string {
 
 // GetAvailableMachineTypes lists the sizes pools may be created with:
 // allowed by the cloud config's autoprovisioning section, available and
-// offered in the cluster's region, cheapest first (price_hourly).
+// offered in the cluster's region, cheapest first (price_hourly); with
+// autoprovisioning.size_preference, the listed ones only, in its order.
 //
 // While node pool creation is stopped (see creationStopped) the error
 // wraps cloudprovider.ErrCreationStopped and says why.
@@ -395,9 +408,9 @@ func (p *CloudProvider) offered() ([]godo.Size, error) {
 	if region == "" {
 		return nil, errors.New("the cluster's region is not known yet: cannot tell which sizes it is offered")
 	}
-	// Sizes that cannot be had now are not offered: the next cheapest
-	// allowed size is (unavailable.go).
-	return slices.DeleteFunc(offeredSizes(c, catalog, region), func(s godo.Size) bool {
+	// Sizes that cannot be had now are not offered: the next allowed size
+	// is, in price or preference order (unavailable.go).
+	return slices.DeleteFunc(c.inPreferenceOrder(offeredSizes(c, catalog, region), catalog), func(s godo.Size) bool {
 		why, _ := p.m.sizeUnavailable(s.Slug, catalog)
 		return why != ""
 	}), nil
