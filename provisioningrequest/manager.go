@@ -425,5 +425,7 @@ func (m *Manager) update(pr *v1.ProvisioningRequest, now time.Time, cs ...condit
 	// Only the conditions change after this: a copy of them is enough.
 	written := *pr
 	written.Status.Conditions = slices.Clone(pr.Status.Conditions)
-	m.results.Updates = append(m.results.Updates, StatusUpdate{Request: &written, outcome: cs[len(cs)-1]})
+	last := cs[len(cs)-1]
+	m.results.Updates = append(m.results.Updates, StatusUpdate{Request: &written,
+		Outcome: metav1.Condition{Type: last.typ, Status: last.status, Reason: last.reason, Message: last.message}})
 }

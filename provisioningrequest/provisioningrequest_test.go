@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 
 	prfake "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned/fake"
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
@@ -147,7 +146,7 @@ func (n *notFound) Error() string { return n.name + " not found" }
 type env struct {
 	m      *Manager
 	w      *Writer
-	events *record.FakeRecorder
+	events *writes
 	api    *prfake.Clientset
 	kube   *fake.Clientset
 }
@@ -178,13 +177,26 @@ func newEnv(t *testing.T, prs ...*v1.ProvisioningRequest) *env {
 		t.Fatal(err)
 	}
 	m := NewManager(c, podLister, Options{InitialBackoff: time.Minute, MaxBackoff: 10 * time.Minute, BackoffCacheSize: 10})
-	return &env{m: m, w: NewWriter(c), events: record.NewFakeRecorder(100), api: api, kube: kube}
+	return &env{m: m, w: NewWriter(c), events: &writes{}, api: api, kube: kube}
 }
 
 // write applies what the manager decided, as the loop does after its
 // decisions.
 func (e *env) write() {
 	e.w.Write(context.Background(), e.m.Results(), e.events)
+}
+
+// writes is a Recorder keeping what a Writer recorded, in order:
+// "consumer ns/pod request" and "written ns/name Type=Status Reason". The
+// events' text is core/report's (TestProvisioningRequestEvents).
+type writes struct{ got []string }
+
+func (w *writes) ProvisioningRequestConsumer(c Consumer) {
+	w.got = append(w.got, "consumer "+c.Pod.Namespace+"/"+c.Pod.Name+" "+c.Request)
+}
+
+func (w *writes) ProvisioningRequestWritten(u StatusUpdate) {
+	w.got = append(w.got, "written "+u.Request.Namespace+"/"+u.Request.Name+" "+u.Outcome.Type+"="+string(u.Outcome.Status)+" "+u.Outcome.Reason)
 }
 
 func withCondition(pr *v1.ProvisioningRequest, typ string, status metav1.ConditionStatus, at time.Time) *v1.ProvisioningRequest {
@@ -435,20 +447,17 @@ func TestDecisionsWrittenAfter(t *testing.T) {
 	if c := findCondition(e.status(t, "job-prov-1"), v1.BookingExpired); c != nil {
 		t.Fatalf("BookingExpired written during the decisions: %+v", c)
 	}
-	if len(e.events.Events) != 0 {
-		t.Fatalf("events recorded during the decisions: %d", len(e.events.Events))
+	if len(e.events.got) != 0 {
+		t.Fatalf("events recorded during the decisions: %d", len(e.events.got))
 	}
 	e.write()
 	if c := findCondition(e.status(t, "job-prov-1"), v1.BookingExpired); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("after the write: BookingExpired = %+v", c)
 	}
-	var got []string
-	for len(e.events.Events) > 0 {
-		got = append(got, <-e.events.Events)
-	}
+	got := e.events.got
 	want := []string{
-		"Normal NotTriggerScaleUp Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest ns/job-prov-1",
-		"Warning " + CapacityReservationTimeExpiredReason + " BookingExpired=True: " + CapacityReservationTimeExpiredMsg,
+		"consumer ns/worker job-prov-1",
+		"written ns/job-prov-1 BookingExpired=True " + CapacityReservationTimeExpiredReason,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -5,7 +5,6 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	v1 "github.com/doks-autoscaler/cluster-autoscaler/apis/provisioningrequest/v1"
@@ -22,10 +21,10 @@ type Results struct {
 }
 
 // StatusUpdate is a request with its new conditions set, and the
-// condition its event tells (the outcome).
+// condition its event tells (the last one set).
 type StatusUpdate struct {
 	Request *v1.ProvisioningRequest
-	outcome condition
+	Outcome metav1.Condition
 }
 
 // Consumer is a pending pod that consumes Request (a name in the pod's
@@ -40,8 +39,18 @@ func (r Results) Empty() bool {
 	return len(r.Updates) == 0 && len(r.Deletes) == 0 && len(r.Consumers) == 0
 }
 
+// Recorder records what a Writer wrote. The reporter (core/report)
+// implements it: it alone writes events.
+type Recorder interface {
+	// ProvisioningRequestConsumer: c's pod triggers no scale-up of its
+	// own, it consumes c.Request.
+	ProvisioningRequestConsumer(c Consumer)
+	// ProvisioningRequestWritten: u's status was written.
+	ProvisioningRequestWritten(u StatusUpdate)
+}
+
 // Writer applies Results through the client: it deletes, writes each
-// status and records the events of those written.
+// status and records what it wrote through a Recorder.
 type Writer struct {
 	client *Client
 }
@@ -49,11 +58,10 @@ type Writer struct {
 // NewWriter returns a Writer writing through client.
 func NewWriter(client *Client) *Writer { return &Writer{client: client} }
 
-// Write applies r; ctx bounds its calls, events records the outcome of
-// each status written (on the request) and a NotTriggerScaleUp event on
-// each consumer pod. A failed write is logged and dropped: the next
+// Write applies r; ctx bounds its calls, rec records each consumer pod
+// and each status written. A failed write is logged and dropped: the next
 // iteration decides again from what the API server holds.
-func (w *Writer) Write(ctx context.Context, r Results, events record.EventRecorder) {
+func (w *Writer) Write(ctx context.Context, r Results, rec Recorder) {
 	for _, pr := range r.Deletes {
 		klog.V(4).InfoS("ProvisioningRequest: deleting, finished more than a week ago", "request", klog.KObj(pr))
 		if err := w.client.Delete(ctx, pr); err != nil {
@@ -61,21 +69,13 @@ func (w *Writer) Write(ctx context.Context, r Results, events record.EventRecord
 		}
 	}
 	for _, c := range r.Consumers {
-		events.Eventf(c.Pod, apiv1.EventTypeNormal, "NotTriggerScaleUp",
-			"Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest %s/%s", c.Pod.Namespace, c.Request)
+		rec.ProvisioningRequestConsumer(c)
 	}
 	for _, u := range r.Updates {
-		pr := u.Request
-		if err := w.client.UpdateStatus(ctx, pr); err != nil {
-			klog.ErrorS(err, "ProvisioningRequest: status update failed", "request", klog.KObj(pr))
+		if err := w.client.UpdateStatus(ctx, u.Request); err != nil {
+			klog.ErrorS(err, "ProvisioningRequest: status update failed", "request", klog.KObj(u.Request))
 			continue
 		}
-		last := u.outcome
-		typ := apiv1.EventTypeNormal
-		if last.status != metav1.ConditionTrue || last.typ == v1.Failed || last.typ == v1.BookingExpired {
-			typ = apiv1.EventTypeWarning
-		}
-		ref := &apiv1.ObjectReference{APIVersion: v1.SchemeGroupVersion.String(), Kind: v1.Kind, Namespace: pr.Namespace, Name: pr.Name, UID: pr.UID, ResourceVersion: pr.ResourceVersion}
-		events.Eventf(ref, typ, last.reason, "%s=%s: %s", last.typ, last.status, last.message)
+		rec.ProvisioningRequestWritten(u)
 	}
 }
