@@ -23,6 +23,8 @@ const (
 	scopeTagRead          = "tag:read"
 	scopeTagCreate        = "tag:create"
 	scopeSizesRead        = "sizes:read"
+	scopeDropletRead      = "droplet:read"
+	scopeAccountRead      = "account:read"
 )
 
 const (
@@ -124,14 +126,14 @@ func checkDigitalOcean(ctx context.Context, o config.AutoscalingOptions) Report 
 			Detail: "not used in shadow mode (--shadow sends no DigitalOcean write); once it acts, " + writeScopes(o)}
 	}
 	r = append(r, writes)
-	r = append(r, Result{Check: "do-scope-droplet-read", Verdict: OK,
-		Detail: "droplet:read is optional: with it the account's droplet limit and count are read every 10 minutes (GET /v2/account, /v2/droplets) and plans stay under the limit; without it the limit is learnt from DigitalOcean's 422 answers (docs/limits.md)"})
+	r = append(r, dropletReadScope(ctx, in, from))
 	r = append(r, checkPools(in.Selection(), pools, o.NodeAutoprovisioningEnabled, o.Shadow)...)
 
 	sizes, err := in.Sizes(ctx)
 	r = append(r, sizesScope(sizes, err, n, from))
 	if err == nil {
 		r = append(r, checkAutoprovisioningSizes(in, cluster.RegionSlug, sizes, o.NodeAutoprovisioningEnabled)...)
+		r = append(r, checkSizePreference(in.AutoprovisioningSizePreference(), cluster.RegionSlug, sizes, o.NodeAutoprovisioningEnabled)...)
 		if len(n.sizes) > 0 {
 			r = append(r, checkPrices(in.Selection(), pools, sizes))
 		}
@@ -420,4 +422,99 @@ func checkPrices(mode string, pools []*godo.KubernetesNodePool, sizes []godo.Siz
 			Fix: "leave these pools out of consolidation and the price expander, or use sizes the Sizes API prices"}
 	}
 	return Result{Check: "do-prices", Verdict: OK, Detail: "every node group's size has a price in the Sizes API"}
+}
+
+// withoutQuota is what the autoscaler does while the droplet quota is
+// unknown (docs/limits.md, The droplet quota).
+const withoutQuota = "the droplet quota stays unknown: the account's droplet limit is then learnt from DigitalOcean's 422 at the limit (the first create or resize past it is refused and scale-up of every group backs off), instead of plans staying under it (docs/limits.md#the-droplet-quota)"
+
+// dropletReadScope probes droplet:read as the droplet quota reads it: GET
+// /v2/account and GET /v2/droplets?per_page=1. DigitalOcean's API
+// specification (digitalocean/openapi,
+// specification/resources/account/models/account.yml) marks the account's
+// droplet_limit "Requires `droplet:read` scope" (required_scopes:
+// droplet:read): a token without it gets the account without the field,
+// not a 403. A 403 on the account itself is a token that may not read the
+// account (account:read in DigitalOcean's scope reference). Each miss is a
+// warning: the scope is optional.
+func dropletReadScope(ctx context.Context, in *digitalocean.Inspection, from string) Result {
+	res := Result{Check: "do-scope-droplet-read", Verdict: Warn,
+		Fix: fmt.Sprintf("optional: give the token from %s %s (or full access) so that plans stay under the droplet limit", from, scopeDropletRead)}
+	acct, err := in.Account(ctx)
+	if err != nil {
+		status, _ := digitalocean.APIErrorStatus(err)
+		if status == http.StatusForbidden {
+			res.Detail = fmt.Sprintf("GET /v2/account was forbidden (403): the token may not read the account (%s), so %s", scopeAccountRead, withoutQuota)
+			res.Fix = fmt.Sprintf("optional: give the token from %s %s and %s (or full access) so that plans stay under the droplet limit", from, scopeAccountRead, scopeDropletRead)
+			return res
+		}
+		res.Detail = fmt.Sprintf("reading GET /v2/account failed: %v; while it fails %s", err, withoutQuota)
+		res.Fix = "retry; if it persists, check DigitalOcean's status (status.digitalocean.com)"
+		return res
+	}
+	if acct.DropletLimit <= 0 {
+		res.Detail = fmt.Sprintf("GET /v2/account answered without droplet_limit, which DigitalOcean gives only to a token with %s: the token lacks it, so %s", scopeDropletRead, withoutQuota)
+		return res
+	}
+	droplets, err := in.DropletCount(ctx)
+	if err != nil {
+		status, _ := digitalocean.APIErrorStatus(err)
+		what := fmt.Sprintf("counting the account's droplets (GET /v2/droplets) failed: %v", err)
+		if status == http.StatusForbidden {
+			what = fmt.Sprintf("counting the account's droplets (GET /v2/droplets) was forbidden (403): the token lacks %s", scopeDropletRead)
+		}
+		res.Detail = fmt.Sprintf("droplet_limit %d read, but %s, so %s", acct.DropletLimit, what, withoutQuota)
+		return res
+	}
+	res.Detail = fmt.Sprintf("the token has %s: droplet_limit %d, %d droplets on the account; plans stay under the limit (read every 10 minutes)", scopeDropletRead, acct.DropletLimit, droplets)
+	if droplets >= acct.DropletLimit {
+		res.Detail = fmt.Sprintf("the token has %s, and the account is at its droplet limit: %d droplets of droplet_limit %d, so no node can be added", scopeDropletRead, droplets, acct.DropletLimit)
+		res.Fix = "delete droplets the account no longer needs, or ask DigitalOcean to raise the limit (Control Panel, Settings, Droplet limit)"
+		return res
+	}
+	res.Verdict, res.Fix = OK, ""
+	return res
+}
+
+// checkSizePreference reports autoprovisioning.size_preference against the
+// Sizes API: an entry the API does not list, or that cannot be created in
+// the cluster's region, is never used; none usable with autoprovisioning
+// on means no pool is ever created.
+func checkSizePreference(pref []string, region string, sizes []godo.Size, enabled bool) Report {
+	if pref == nil {
+		return nil
+	}
+	unused := ""
+	if !enabled {
+		unused = " (unused while --node-autoprovisioning-enabled is off)"
+	}
+	var r Report
+	var usable []string
+	for i, slug := range pref {
+		at := slices.IndexFunc(sizes, func(s godo.Size) bool { return s.Slug == slug })
+		if at < 0 {
+			r = append(r, Result{Check: "do-autoprovisioning-preference/" + slug, Verdict: Warn,
+				Detail: fmt.Sprintf("autoprovisioning.size_preference[%d] %q is not a size the Sizes API lists (%d sizes): it is never used%s", i, slug, len(sizes), unused),
+				Fix:    "correct the slug (doctl compute size list) or remove it"})
+			continue
+		}
+		if why := sizeUnavailable(sizes[at], region); why != "" {
+			r = append(r, Result{Check: "do-autoprovisioning-preference/" + slug, Verdict: Warn,
+				Detail: fmt.Sprintf("autoprovisioning.size_preference[%d] %q %s: it is never used%s", i, slug, why, unused),
+				Fix:    "remove it, or run the cluster in a region that offers it"})
+			continue
+		}
+		usable = append(usable, fmt.Sprintf("%s ($%.5f/h)", slug, sizes[at].PriceHourly))
+	}
+	res := Result{Check: "do-autoprovisioning-preference", Verdict: OK,
+		Detail: fmt.Sprintf("pools on demand use these sizes only, the first that can be had and fits first: %s%s", strings.Join(usable, ", "), unused)}
+	if len(usable) == 0 {
+		res.Verdict = Warn
+		res.Detail = fmt.Sprintf("no size of autoprovisioning.size_preference can be created in %s: no pool would be created%s", region, unused)
+		res.Fix = "list sizes the region offers in autoprovisioning.size_preference (doctl compute size list), or remove the field"
+		if enabled {
+			res.Verdict = Fail
+		}
+	}
+	return append(r, res)
 }

@@ -34,7 +34,9 @@ const (
 	token      = "dop_v1_preflight-test-token-value"
 	wrongToken = "dop_v1_revoked-token-value"
 	noTagRead  = "dop_v1_custom-scoped-without-tag-read"
-	enabledTag = "k8s-cluster-autoscaler-enabled"
+	// noDropletRead is a custom-scoped token without droplet:read.
+	noDropletRead = "dop_v1_custom-scoped-without-droplet-read"
+	enabledTag    = "k8s-cluster-autoscaler-enabled"
 )
 
 func tagged(name string, lo, hi int) doks.PoolSpec {
@@ -46,8 +48,10 @@ func tagged(name string, lo, hi int) doks.PoolSpec {
 func simulator(t *testing.T, pools ...doks.PoolSpec) *doks.Server {
 	t.Helper()
 	sim := doks.NewServer(doks.Options{ClusterID: clusterID, Region: "nyc1"})
-	sim.SetTokens(token, noTagRead)
+	sim.SetTokens(token, noTagRead, noDropletRead)
 	sim.SetTokenWithoutTagRead(noTagRead)
+	sim.SetTokenWithoutDropletRead(noDropletRead)
+	sim.SetDropletLimit(doks.DefaultDropletLimit) // every real account has one
 	for _, p := range pools {
 		if _, err := sim.CreatePool(p); err != nil {
 			t.Fatal(err)
@@ -155,8 +159,10 @@ func TestDigitalOceanVerdicts(t *testing.T) {
 		extra   map[string]any
 		args    []string
 		faults  []doks.Fault
-		exit    int
-		want    []want
+		// otherDroplets: the account's droplets outside the cluster.
+		otherDroplets int
+		exit          int
+		want          []want
 	}{
 		{
 			name:  "tags mode, healthy",
@@ -175,7 +181,63 @@ func TestDigitalOceanVerdicts(t *testing.T) {
 				{"do-node-groups", OK, []string{"1 of 5 pools are node groups"}},
 				{"do-scope-sizes-read", OK, []string{"droplet sizes"}},
 				{"do-scope-writes", Warn, []string{"kubernetes:update", "cannot prove"}},
+				{"do-scope-droplet-read", OK, []string{"the token has droplet:read", "droplet_limit 25, 7 droplets on the account"}},
 			},
+		},
+		{
+			name:  "token without droplet:read: the account answers without droplet_limit",
+			pools: []doks.PoolSpec{tagged("workers", 1, 6)},
+			token: noDropletRead,
+			extra: map[string]any{"node_pool_selection": "tags"},
+			exit:  0,
+			want: []want{{"do-scope-droplet-read", Warn, []string{"without droplet_limit", "the token lacks it",
+				"learnt from DigitalOcean's 422 at the limit", "scale-up of every group backs off"}}},
+		},
+		{
+			name:   "the account may not be read (403)",
+			pools:  []doks.PoolSpec{tagged("workers", 1, 6)},
+			extra:  map[string]any{"node_pool_selection": "tags"},
+			faults: []doks.Fault{{Operation: doks.OpGetAccount, Status: http.StatusForbidden}},
+			exit:   0,
+			want:   []want{{"do-scope-droplet-read", Warn, []string{"forbidden (403)", "account:read", "422 at the limit"}}},
+		},
+		{
+			name:   "droplets may not be counted (403)",
+			pools:  []doks.PoolSpec{tagged("workers", 1, 6)},
+			extra:  map[string]any{"node_pool_selection": "tags"},
+			faults: []doks.Fault{{Operation: doks.OpListDroplets, Status: http.StatusForbidden}},
+			exit:   0,
+			want:   []want{{"do-scope-droplet-read", Warn, []string{"droplet_limit 25 read", "lacks droplet:read", "422 at the limit"}}},
+		},
+		{
+			name:          "the account is at its droplet limit",
+			pools:         []doks.PoolSpec{tagged("workers", 1, 6)},
+			extra:         map[string]any{"node_pool_selection": "tags"},
+			otherDroplets: 24,
+			exit:          0,
+			want:          []want{{"do-scope-droplet-read", Warn, []string{"at its droplet limit: 25 droplets of droplet_limit 25"}}},
+		},
+		{
+			name:  "size preference: one unknown, one not offered here",
+			pools: []doks.PoolSpec{tagged("workers", 1, 6)},
+			extra: map[string]any{"node_pool_selection": "tags", "autoprovisioning": map[string]any{"sizes": []string{"gpu-*"},
+				"size_preference": []string{"gpu-h999x1-1gb", "gpu-mi300x1-192gb", "gpu-h100x1-80gb", "gpu-l40sx1-48gb"}}},
+			args: []string{"--node-autoprovisioning-enabled"},
+			exit: 0,
+			want: []want{
+				{"do-autoprovisioning-preference/gpu-h999x1-1gb", Warn, []string{`autoprovisioning.size_preference[0] "gpu-h999x1-1gb" is not a size the Sizes API lists`}},
+				{"do-autoprovisioning-preference/gpu-mi300x1-192gb", Warn, []string{`autoprovisioning.size_preference[1] "gpu-mi300x1-192gb" is not offered in nyc1`}},
+				{"do-autoprovisioning-preference", OK, []string{"gpu-h100x1-80gb ($3.39000/h), gpu-l40sx1-48gb ($1.57000/h)"}},
+			},
+		},
+		{
+			name:  "size preference: none can be created here",
+			pools: []doks.PoolSpec{tagged("workers", 1, 6)},
+			extra: map[string]any{"node_pool_selection": "tags", "autoprovisioning": map[string]any{"sizes": []string{"gpu-*"},
+				"size_preference": []string{"gpu-mi300x1-192gb"}}},
+			args: []string{"--node-autoprovisioning-enabled"},
+			exit: 1,
+			want: []want{{"do-autoprovisioning-preference", Fail, []string{"no size of autoprovisioning.size_preference can be created in nyc1"}}},
 		},
 		{
 			name:  "auto_scale mode: two autoscalers on one pool",
@@ -305,6 +367,7 @@ func TestDigitalOceanVerdicts(t *testing.T) {
 			for _, f := range tc.faults {
 				sim.InjectFault(f)
 			}
+			sim.SetOtherDroplets(tc.otherDroplets)
 			url, cluster, tok := sim.URL(), clusterID, token
 			if tc.url != "" {
 				url = tc.url
