@@ -195,8 +195,7 @@ func newAutoscaler(opts config.AutoscalingOptions, kube kubernetes.Interface, pr
 // scale-down planner and actuator.
 func (a *Autoscaler) newDecisionState(actuatorOptions ...actuation.Option) error {
 	a.registry = clusterstate.NewRegistry(a.provider, a.opts)
-	// Events about fake pods go to the objects they were made for.
-	a.report = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: fakepods.FakePodEvents(a.recorder),
+	a.report = report.New(report.Deps{Provider: a.provider, Registry: a.registry, Events: a.recorder,
 		Health: a.health, Status: statusConfigMapRef(a.opts)})
 	a.status.recorder = a.report
 	cms := a.cache.nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(a.opts.Namespace)

@@ -8,7 +8,7 @@
 // They are placed like real pending pods (on existing nodes first, where
 // they stay for the rest of the iteration, so scale-down keeps that room;
 // else they cause a scale-up), but they are never sent to the API server:
-// no events name them (FakePodEvents sends those to their owner), no
+// no events name them (the reporter sends those to their Owner), no
 // metric counts them as pending, nothing evicts or preempts for them.
 package fakepods
 
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Fake pods carry upstream's marker (simulator/fake).
@@ -23,6 +24,17 @@ const (
 	FakePodAnnotationKey   = "podtype"
 	FakePodAnnotationValue = "fakepod"
 )
+
+// Owner is the object a fake pod was made for (its controller: the
+// CapacityBuffer or ProvisioningRequest), which events about the pod name
+// in its place; nil when it has none.
+func Owner(p *apiv1.Pod) *apiv1.ObjectReference {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return nil
+	}
+	return &apiv1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, Namespace: p.Namespace, UID: ref.UID}
+}
 
 // IsFake says whether a processor made p up.
 func IsFake(p *apiv1.Pod) bool {

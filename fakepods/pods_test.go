@@ -8,8 +8,6 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 )
 
 type appendPod string
@@ -39,34 +37,6 @@ func TestCombinedRunsInOrderAfterRealPods(t *testing.T) {
 	}
 	if _, err := (Combined{appendPod("a"), appendPod("fail")}).Process(&Context{}, nil); err == nil {
 		t.Error("a processor's error is lost")
-	}
-}
-
-func TestFakePodEventsGoToTheOwner(t *testing.T) {
-	rec := record.NewFakeRecorder(10)
-	rec.IncludeObject = true
-	r := FakePodEvents(rec)
-	fake := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "capacity-buffer-b-1", Namespace: "ns",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "autoscaling.x-k8s.io/v1beta1", Kind: "CapacityBuffer", Name: "b", UID: "u", Controller: ptr.To(true)}}}}
-	MarkFake(fake)
-	orphan := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}}
-	MarkFake(orphan)
-	real := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "real"}}
-
-	r.Eventf(fake, apiv1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: %s", "[g 1->2]")
-	r.Event(orphan, apiv1.EventTypeNormal, "NotTriggerScaleUp", "dropped")
-	r.Event(real, apiv1.EventTypeNormal, "NotTriggerScaleUp", "kept")
-	close(rec.Events)
-	var got []string
-	for e := range rec.Events {
-		got = append(got, e)
-	}
-	want := []string{
-		"Normal TriggeredScaleUp fake pod capacity-buffer-b-1: pod triggered scale-up: [g 1->2] involvedObject{kind=CapacityBuffer,apiVersion=autoscaling.x-k8s.io/v1beta1}",
-		"Normal NotTriggerScaleUp kept involvedObject{kind=,apiVersion=}", // a Pod without TypeMeta
-	}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("events %q, want %q", got, want)
 	}
 }
 

@@ -50,7 +50,12 @@ type Deps struct {
 	Status   *apiv1.ObjectReference
 }
 
-// New returns a Reporter recording into d.
+// New returns a Reporter recording into d. Its events about fake pods go
+// to the objects they were made for (fakepods.go).
 func New(d Deps) *Reporter {
-	return &Reporter{provider: d.Provider, registry: d.Registry, events: d.Events, health: d.Health, status: d.Status}
+	r := &Reporter{provider: d.Provider, registry: d.Registry, health: d.Health, status: d.Status}
+	if d.Events != nil { // nil stays nil: some cases record no event then
+		r.events = fakePodEvents{d.Events}
+	}
+	return r
 }
