@@ -9,8 +9,8 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/shadow"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/internal/shadowkube"
-	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
 // Shadow mode (--shadow, docs/shadow-mode.md) is wired at the boundaries
@@ -18,16 +18,20 @@ import (
 // from changing anything. Each returns its argument unchanged without
 // --shadow.
 
+// shadowRecorder records shadow mode's metrics: the reporter's, built
+// before the core as these wrappers are.
+var shadowRecorder shadowkube.Recorder = report.Shadow{}
+
 // shadowProvider wraps the provider so that it sends no write.
 func shadowProvider(opts config.AutoscalingOptions, p cloudprovider.CloudProvider) cloudprovider.CloudProvider {
-	metrics.SetShadowMode(opts.Shadow)
+	shadowRecorder.ShadowMode(opts.Shadow)
 	if !opts.Shadow {
 		return p
 	}
 	klog.InfoS("Shadow mode: decisions are recorded, not carried out; no cloud provider write is sent, Kubernetes writes to nodes and pods are dry runs",
 		"provider", p.Name())
 	return shadow.New(p, shadow.Options{Defaults: opts.NodeGroupDefaults, OnWrite: func(w shadow.Write) {
-		metrics.RegisterShadowWrite(metrics.ShadowAPICloud, w.Op)
+		shadowRecorder.WriteHeld(shadowkube.APICloud, w.Op)
 	}})
 }
 
@@ -39,7 +43,7 @@ func shadowTransport(opts config.AutoscalingOptions, cfg *rest.Config) {
 		return
 	}
 	cfg.Wrap(shadowkube.DryRun(shadowkube.Options{OnWrite: func(op string) {
-		metrics.RegisterShadowWrite(metrics.ShadowAPIKubernetes, op)
+		shadowRecorder.WriteHeld(shadowkube.APIKubernetes, op)
 	}}))
 }
 
@@ -51,10 +55,10 @@ func shadowStatus(opts config.AutoscalingOptions, kube kubernetes.Interface) kub
 	return shadowkube.MarkStatus(kube, opts.Namespace, opts.StatusConfigMapName)
 }
 
-// shadowEvents marks every event the recorder records.
+// shadowEvents has the reporter mark every event the recorder records.
 func shadowEvents(opts config.AutoscalingOptions, r record.EventRecorder) record.EventRecorder {
 	if !opts.Shadow {
 		return r
 	}
-	return shadowkube.MarkEvents(r)
+	return report.ShadowEvents(r)
 }

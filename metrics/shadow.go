@@ -14,13 +14,7 @@ var (
 	shadowWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: caNamespace, Name: "shadow_writes_total",
 		Help: "Writes shadow mode did not carry out, by API (cloud: not sent; kubernetes: sent with dryRun=All) and operation.",
-	}, []string{"api", "operation"})
-)
-
-// Values of shadow_writes_total's api label.
-const (
-	ShadowAPICloud      = "cloud"
-	ShadowAPIKubernetes = "kubernetes"
+	}, []string{"api", "operation"}) // api: shadowkube.APICloud or APIKubernetes
 )
 
 func shadowCollectors() []prometheus.Collector {

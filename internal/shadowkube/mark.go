@@ -2,55 +2,46 @@ package shadowkube
 
 import (
 	"context"
-	"maps"
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/statuscm"
 )
 
+// Recorder records shadow mode and the writes it held back. The reporter
+// (core/report.Shadow) implements it: it alone writes metrics.
+type Recorder interface {
+	// ShadowMode records whether shadow mode is on.
+	ShadowMode(on bool)
+	// WriteHeld records a write not carried out: api is APICloud or
+	// APIKubernetes.
+	WriteHeld(api, operation string)
+}
+
+// What a held-back write was for, WriteHeld's api.
+const (
+	// APICloud: the provider's write, not sent.
+	APICloud = "cloud"
+	// APIKubernetes: the main client's write, sent with dryRun=All.
+	APIKubernetes = "kubernetes"
+)
+
 // Annotation marks the events and the status ConfigMap of an autoscaler in
 // shadow mode (value "true").
 const Annotation = "cluster-autoscaler.kubernetes.io/shadow-mode"
 
-// MessagePrefix starts the message of every event recorded in shadow mode;
-// reasons stay as they are, so tools matching them still do.
+// MessagePrefix starts the message of every event recorded in shadow mode
+// (the reporter marks them, core/report.ShadowEvents); reasons stay as
+// they are, so tools matching them still do.
 const MessagePrefix = "[shadow] "
 
 // StatusNote starts the status ConfigMap's message in shadow mode.
 const StatusNote = "Shadow mode (--shadow): decisions are recorded, not carried out"
-
-// MarkEvents returns a recorder that prefixes every message with
-// MessagePrefix and annotates every event with Annotation.
-func MarkEvents(r record.EventRecorder) record.EventRecorder { return markedEvents{r} }
-
-type markedEvents struct{ r record.EventRecorder }
-
-func annotations(extra map[string]string) map[string]string {
-	out := map[string]string{Annotation: "true"}
-	maps.Copy(out, extra)
-	out[Annotation] = "true"
-	return out
-}
-
-func (m markedEvents) Event(obj runtime.Object, eventtype, reason, message string) {
-	m.r.AnnotatedEventf(obj, annotations(nil), eventtype, reason, "%s", MessagePrefix+message)
-}
-
-func (m markedEvents) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
-	m.r.AnnotatedEventf(obj, annotations(nil), eventtype, reason, MessagePrefix+messageFmt, args...)
-}
-
-func (m markedEvents) AnnotatedEventf(obj runtime.Object, ann map[string]string, eventtype, reason, messageFmt string, args ...interface{}) {
-	m.r.AnnotatedEventf(obj, annotations(ann), eventtype, reason, MessagePrefix+messageFmt, args...)
-}
 
 // MarkStatus returns a client whose creates and updates of the ConfigMap
 // namespace/name (the status ConfigMap) carry Annotation and StatusNote at

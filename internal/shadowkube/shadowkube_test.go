@@ -15,7 +15,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -141,46 +140,6 @@ func TestParsePath(t *testing.T) {
 	}
 	if _, ok := ParsePath("/version"); ok {
 		t.Error("/version parsed")
-	}
-}
-
-type recorded struct {
-	ann                     map[string]string
-	eventtype, reason, text string
-}
-
-type captureRecorder struct{ got []recorded }
-
-func (c *captureRecorder) Event(_ runtime.Object, eventtype, reason, message string) {
-	c.got = append(c.got, recorded{nil, eventtype, reason, message})
-}
-func (c *captureRecorder) Eventf(_ runtime.Object, eventtype, reason, f string, args ...interface{}) {
-	c.got = append(c.got, recorded{nil, eventtype, reason, fmt.Sprintf(f, args...)})
-}
-func (c *captureRecorder) AnnotatedEventf(_ runtime.Object, ann map[string]string, eventtype, reason, f string, args ...interface{}) {
-	c.got = append(c.got, recorded{ann, eventtype, reason, fmt.Sprintf(f, args...)})
-}
-
-func TestEventsAreMarkedReasonsKept(t *testing.T) {
-	c := &captureRecorder{}
-	r := MarkEvents(c)
-	pod := &apiv1.Pod{}
-	r.Event(pod, apiv1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: [{g 0->1 (max: 3)}] 100%")
-	r.Eventf(pod, apiv1.EventTypeNormal, "ScaleDown", "deleting node %s", "n1")
-	r.AnnotatedEventf(pod, map[string]string{"k": "v"}, apiv1.EventTypeWarning, "ConsolidationPlanned", "%d nodes", 2)
-	want := []recorded{
-		{eventtype: "Normal", reason: "TriggeredScaleUp", text: "[shadow] pod triggered scale-up: [{g 0->1 (max: 3)}] 100%"},
-		{eventtype: "Normal", reason: "ScaleDown", text: "[shadow] deleting node n1"},
-		{eventtype: "Warning", reason: "ConsolidationPlanned", text: "[shadow] 2 nodes"},
-	}
-	for i, w := range want {
-		g := c.got[i]
-		if g.eventtype != w.eventtype || g.reason != w.reason || g.text != w.text || g.ann[Annotation] != "true" {
-			t.Errorf("event %d: %+v, want %+v with the annotation", i, g, w)
-		}
-	}
-	if c.got[2].ann["k"] != "v" {
-		t.Errorf("the caller's annotations were lost: %v", c.got[2].ann)
 	}
 }
 

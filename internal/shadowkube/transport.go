@@ -12,8 +12,8 @@
 //     once the pod went. Without it every drain would wait for pods that
 //     never leave and fail after --max-graceful-termination-sec.
 //   - MarkStatus marks the status ConfigMap (an annotation and its message)
-//     and MarkEvents marks every event ("[shadow] " before the message,
-//     and an annotation), so that neither is mistaken for a live
+//     and the reporter marks every event with MessagePrefix and Annotation
+//     (core/report.ShadowEvents), so that neither is mistaken for a live
 //     autoscaler's.
 package shadowkube
 
