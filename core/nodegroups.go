@@ -8,7 +8,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
+	"github.com/doks-autoscaler/cluster-autoscaler/core/groupdeletion"
 )
 
 // A refused deletion of an empty group is asked again after a pause that
@@ -99,11 +99,11 @@ func (a *Autoscaler) deleteNodeGroup(g cloudprovider.NodeGroup, now time.Time) b
 	}
 	if err := g.Delete(); err != nil {
 		until := a.groupDeletions.backoff.Backoff(g.Id(), clusterstate.BackoffInfo{ErrorMessage: err.Error()}, now)
-		a.report.NodeGroupDeleted(report.NodeGroupDeletion{GroupID: g.Id(), Err: err, NextAttempt: until})
+		a.report.NodeGroupDeleted(groupdeletion.Outcome{GroupID: g.Id(), Err: err, NextAttempt: until})
 		return false
 	}
 	a.groupDeletions.backoff.Remove(g.Id())
 	a.groupDeletions.deleted[g.Id()] = true
-	a.report.NodeGroupDeleted(report.NodeGroupDeletion{GroupID: g.Id()})
+	a.report.NodeGroupDeleted(groupdeletion.Outcome{GroupID: g.Id()})
 	return true
 }

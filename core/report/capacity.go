@@ -11,6 +11,8 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/provisioningrequest"
 )
 
+var _ provisioningrequest.Recorder = (*Reporter)(nil)
+
 // The capacity APIs' case: what the scale-up phase decided about
 // ProvisioningRequests and CapacityBuffers is written once its decisions
 // are made, as Karpenter writes status from its scheduling results. The

@@ -2,7 +2,11 @@ package report
 
 import (
 	apiv1 "k8s.io/api/core/v1"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/expander/priority"
 )
+
+var _ priority.Recorder = (*Reporter)(nil)
 
 // PriorityConfigMapInvalid records a priorities ConfigMap the priority
 // expander ignores: a Warning event on it (priority.Recorder).

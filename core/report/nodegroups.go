@@ -6,23 +6,17 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/core/groupdeletion"
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
-// NodeGroupDeletion is what asking the provider to delete an empty node
-// group that node autoprovisioning created did.
-type NodeGroupDeletion struct {
-	GroupID string
-	// Err is the provider's refusal (nil: deleted); NextAttempt is when
-	// the deletion is asked again after it.
-	Err         error
-	NextAttempt time.Time
-}
+var _ groupdeletion.Recorder = (*Reporter)(nil)
 
 // NodeGroupDeleted records a node group deletion: deleted_node_groups_total
 // and a DeletedNodeGroup event, or a FailedToDeleteNodeGroup warning naming
-// the next attempt. It is safe to call from removals' goroutines.
-func (r *Reporter) NodeGroupDeleted(d NodeGroupDeletion) {
+// the next attempt (groupdeletion.Recorder). It is safe to call from
+// removals' goroutines.
+func (r *Reporter) NodeGroupDeleted(d groupdeletion.Outcome) {
 	if d.Err != nil {
 		klog.ErrorS(d.Err, "Deleting an empty autoprovisioned node group failed", "group", d.GroupID, "nextAttempt", d.NextAttempt)
 		metrics.RegisterError(metrics.CloudProviderError)

@@ -4,17 +4,19 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/core/groupdeletion"
 )
 
 func TestNodeGroupDeleted(t *testing.T) {
 	cases := []struct {
 		name         string
-		d            NodeGroupDeletion
+		d            groupdeletion.Outcome
 		want         string
 		deleted, err float64
 	}{
-		{"deleted", NodeGroupDeletion{GroupID: "pool-1"}, "Normal DeletedNodeGroup Deleted empty node group pool-1", 1, 0},
-		{"refused", NodeGroupDeletion{GroupID: "pool-1", Err: errors.New("412 not empty"), NextAttempt: t0.Add(time.Minute)},
+		{"deleted", groupdeletion.Outcome{GroupID: "pool-1"}, "Normal DeletedNodeGroup Deleted empty node group pool-1", 1, 0},
+		{"refused", groupdeletion.Outcome{GroupID: "pool-1", Err: errors.New("412 not empty"), NextAttempt: t0.Add(time.Minute)},
 			"Warning FailedToDeleteNodeGroup Deleting empty node group pool-1 failed (next attempt after 2026-01-02T03:01:00Z): 412 not empty", 0, 1},
 	}
 	for _, c := range cases {

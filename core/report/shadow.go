@@ -10,6 +10,8 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/metrics"
 )
 
+var _ shadowkube.Recorder = Shadow{}
+
 // Shadow mode's case (--shadow, docs/shadow-mode.md): its events are
 // marked and the writes it held back counted. main wires both at the
 // boundaries, where shadow mode is, before the core and its Reporter

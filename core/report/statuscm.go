@@ -2,7 +2,11 @@ package report
 
 import (
 	apiv1 "k8s.io/api/core/v1"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/statuscm"
 )
+
+var _ statuscm.Recorder = (*Reporter)(nil)
 
 // StatusWriteFailed records a failed write of the status ConfigMap: a
 // Warning event on it (statuscm.Recorder).
