@@ -62,7 +62,7 @@ func (r *Reporter) countFailedScaleUp(p clusterstate.GiveUpPlan) {
 		klog.V(4).InfoS("No template for the failed scale-up's metric labels", "nodeGroup", p.GroupID, "err", err)
 		tmpl = nil
 	}
-	gpuName, gpuType, draDrivers := MetricLabels(r.provider, tmpl)
+	gpuName, gpuType, draDrivers := metricLabels(r.provider, tmpl)
 	metrics.RegisterFailedScaleUp(failedScaleUpReason(p.Reason), gpuName, gpuType, draDrivers)
 }
 

@@ -124,7 +124,7 @@ func (r *Reporter) scaleUpCall(c scaleup.Call, now time.Time) {
 	inc := c.Increase
 	delta := inc.To - inc.From
 	r.registry.RegisterScaleUp(c.Group, delta, now)
-	gpuName, gpuType, draDrivers := MetricLabels(r.provider, c.Template)
+	gpuName, gpuType, draDrivers := metricLabels(r.provider, c.Template)
 	metrics.RegisterScaleUp(delta, gpuName, gpuType, draDrivers)
 	r.events.Eventf(r.status, apiv1.EventTypeNormal, "ScaledUpGroup",
 		"Scale-up: setting group %s size to %d instead of %d (max: %d)", inc.GroupID, inc.To, inc.From, inc.Max)
@@ -158,7 +158,7 @@ func (r *Reporter) scaleUpFailed(c scaleup.Call, now time.Time) {
 	}
 	metrics.RegisterError(metrics.CloudProviderError)
 	metrics.RegisterFailedNodeCreations(code, delta)
-	gpuName, gpuType, draDrivers := MetricLabels(r.provider, c.Template)
+	gpuName, gpuType, draDrivers := metricLabels(r.provider, c.Template)
 	metrics.RegisterFailedScaleUp(code, gpuName, gpuType, draDrivers)
 	if atLimit {
 		until := r.registry.RegisterAccountLimit(al.Code, clusterstate.BackoffInfo{ErrorCode: al.Code, ErrorMessage: al.Message}, now)
@@ -198,7 +198,7 @@ func (r *Reporter) sizeUnavailable(c scaleup.Call, su *cloudprovider.SizeUnavail
 	klog.InfoS("Scale-up: size unavailable in the region; another size is tried", "nodeGroup", inc.GroupID, "size", su.Size,
 		"region", su.Region, "until", su.Until.UTC().Format(time.RFC3339), "why", su.Message)
 	metrics.RegisterFailedNodeCreations(metrics.FailedScaleUpSizeUnavailable, delta)
-	gpuName, gpuType, draDrivers := MetricLabels(r.provider, c.Template)
+	gpuName, gpuType, draDrivers := metricLabels(r.provider, c.Template)
 	metrics.RegisterFailedScaleUp(metrics.FailedScaleUpSizeUnavailable, gpuName, gpuType, draDrivers)
 	r.events.Eventf(r.status, apiv1.EventTypeWarning, "SizeUnavailable",
 		"Size %s is unavailable in %s until %s (%s): group %s not grown; no request for the size until then",
@@ -249,10 +249,10 @@ func (r *Reporter) notTriggered(pods []*apiv1.Pod, reasons map[scaleup.Reason]in
 	}
 }
 
-// MetricLabels returns the gpu_resource_name, gpu_name and dra_drivers
+// metricLabels returns the gpu_resource_name, gpu_name and dra_drivers
 // labels of the scale-up metrics for a node group with this template: its
 // GPU and the drivers of its ResourceSlices; empty without a template.
-func MetricLabels(p cloudprovider.CloudProvider, tmpl *framework.NodeInfo) (gpuName, gpuType, draDrivers string) {
+func metricLabels(p cloudprovider.CloudProvider, tmpl *framework.NodeInfo) (gpuName, gpuType, draDrivers string) {
 	if tmpl == nil {
 		return "", "", ""
 	}
