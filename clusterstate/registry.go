@@ -570,6 +570,16 @@ func (r *Registry) NodeGroupIDForNode(nodeName string) string {
 	return r.nodeGroup[nodeName]
 }
 
+// InTarget reports whether the cloud still counts the node in its group's
+// target as of the last update: true until its instance is deleting or gone
+// (and when the instance list is unknown). A node whose removal started may
+// still be in the target, and come back if the removal fails, so it counts
+// against the maxima until this says otherwise. Nodes of no group: false.
+func (r *Registry) InTarget(n *apiv1.Node) bool {
+	gs := r.groups[r.nodeGroup[n.Name]]
+	return gs != nil && !leftTarget(gs, n.Spec.ProviderID)
+}
+
 // BackedOff reports whether the group is backed off at now, and why: its
 // own failures, or an account-wide limit that holds every group.
 func (r *Registry) BackedOff(id string, now time.Time) (bool, BackoffInfo, time.Time) {

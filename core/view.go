@@ -110,10 +110,11 @@ type iterationSimulation struct {
 	// templates returns every node group's template, built once per
 	// iteration on first use and shared by the phases.
 	templates func() scaleup.Templates
-	// quotas counts the live nodes against the cluster-wide limits. What
-	// a phase started removing stays counted against the maxima (its
-	// removal may still fail); afterRemovals counts it gone, for the
-	// minima.
+	// quotas counts the nodes against the cluster-wide maxima: the live
+	// ones, and those being removed that the cloud still counts in their
+	// group's target (a removal may still fail, in this iteration or an
+	// earlier one). afterRemovals counts every node being removed gone,
+	// for the minima.
 	quotas, afterRemovals resourcequotas.Tracker
 }
 
@@ -143,8 +144,8 @@ func (a *Autoscaler) newIterationSimulation(c clusterView, groups []clusterstate
 		}
 		return *templates
 	}
-	sim.quotas = resourcequotas.NewTracker(c.limits, c.nodes, sim.beingDeleted)
-	sim.afterRemovals = sim.quotas
+	sim.afterRemovals = resourcequotas.NewTracker(c.limits, c.nodes, sim.beingDeleted)
+	sim.quotas = sim.afterRemovals.WithLeaving(c.nodes, sim.beingDeleted, a.registry.InTarget)
 	a.report.Usage(sim.quotas)
 	sim.snapshot = func() (*simulator.ClusterSnapshot, error) {
 		if !sim.built {

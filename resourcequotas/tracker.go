@@ -91,6 +91,20 @@ func NewTracker(limits Limits, nodes []*apiv1.Node, beingDeleted map[string]bool
 	return t
 }
 
+// WithLeaving returns a copy that also counts, against the maxima, the nodes
+// being removed (not live) that the cloud still counts in their group's
+// target (inTarget): until the cloud has taken a deletion, it may fail and
+// the node stays, so buying in its place could end above a maximum. The
+// minima keep counting such nodes gone.
+func (t Tracker) WithLeaving(nodes []*apiv1.Node, beingDeleted map[string]bool, inTarget func(*apiv1.Node) bool) Tracker {
+	for _, n := range nodes {
+		if !IsLive(n, beingDeleted) && inTarget(n) {
+			t.used = t.used.plus(t.of(n, 1, false))
+		}
+	}
+	return t
+}
+
 // Limits returns the limits the tracker checks.
 func (t *Tracker) Limits() Limits { return t.limits }
 
