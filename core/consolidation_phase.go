@@ -13,6 +13,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/consolidation"
+	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
@@ -50,6 +51,12 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 			Snapshot: snap, Checker: a.checker, DrainOptions: drain.NewOptions(a.opts, a.controllerReplicas), PDBs: c.pdbs, Now: now,
 		},
 		LastScaleUp: a.lastScaleUp,
+		Demand:      consolidation.Demand{Requested: consolidation.Requested(sim.placed)},
+	}
+	for _, n := range c.nodes {
+		if resourcequotas.IsLive(n, sim.beingDeleted) {
+			l.Demand.Allocatable = l.Demand.Allocatable.Plus(consolidation.Allocatable(n))
+		}
 	}
 	if _, drains := a.removals.InFlight(); drains > 0 || sim.drains > 0 {
 		l.View.Busy = fmt.Sprintf("scale-down is draining %d node(s)", max(drains, sim.drains))

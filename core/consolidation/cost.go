@@ -31,6 +31,11 @@ type CostModel struct {
 	// EvictionCost is what one eviction costs, in USD, on top of the
 	// pod's restart.
 	EvictionCost float64
+	// Demand is the cluster now; Growth how fast its requests grew lately
+	// (per hour, Trend). While they grow, a saving lasts only until they
+	// need the room the command leaves.
+	Demand Demand
+	Growth Resources
 }
 
 // Appraisal is a command's weighing.
@@ -39,6 +44,9 @@ type Appraisal struct {
 	// USD; Value is Gain - Cost.
 	Gain, Cost, Value float64
 	Horizon           time.Duration
+	// Growing: the horizon is how long the room left lasts while the
+	// cluster's requests grow, shorter than the learnt one.
+	Growing bool
 	// Evictions counts the pods the command moves.
 	Evictions int
 }
@@ -52,19 +60,30 @@ func (a Appraisal) String() string {
 	if !a.Pays() {
 		verb = "<="
 	}
-	return fmt.Sprintf("$%.4f over %s %s $%.4f for %d eviction(s)", a.Gain, a.Horizon.Round(time.Minute), verb, a.Cost, a.Evictions)
+	over := a.Horizon.Round(time.Minute).String()
+	if a.Growing {
+		over += " (until the growing requests need the room)"
+	}
+	return fmt.Sprintf("$%.4f over %s %s $%.4f for %d eviction(s)", a.Gain, over, verb, a.Cost, a.Evictions)
 }
 
 // Appraise weighs cmd: each moved pod costs EvictionCost plus its share of
 // its node's price (the larger of its cpu and memory request shares of the
 // node's allocatable) over podRestart; a Replace also costs the
-// replacement's price over replacementOverlap.
+// replacement's price over replacementOverlap. The saving lasts the
+// horizon, or less while the requests grow (lasts).
 func (m CostModel) Appraise(cmd *Command) Appraisal {
 	horizon := m.Horizon
 	if horizon <= 0 {
 		horizon = time.Hour
 	}
-	a := Appraisal{Horizon: horizon, Gain: cmd.Saving * horizon.Hours()}
+	growing := false
+	if m.Growth != (Resources{}) {
+		if l := lasts(m.Demand, m.Growth, cmd, horizon); l < horizon {
+			horizon, growing = l, true
+		}
+	}
+	a := Appraisal{Horizon: horizon, Growing: growing, Gain: cmd.Saving * horizon.Hours()}
 	for _, c := range cmd.Remove {
 		for _, p := range c.Moving {
 			a.Evictions++

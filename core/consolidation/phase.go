@@ -47,6 +47,7 @@ type Phase struct {
 
 	moved     *Ledger
 	lifetimes Lifetimes
+	trend     Trend
 	// aborted: when each command (by Key) last aborted.
 	aborted map[string]time.Time
 	// unprofitable: the keys of the commands refused last iteration for
@@ -76,6 +77,9 @@ type Loop struct {
 	Wait string
 	// LastScaleUp is the loop's last scale-up (zero: none).
 	LastScaleUp time.Time
+	// Demand is the cluster's requests and live allocatable this loop,
+	// read every loop for the cost model's trend.
+	Demand Demand
 	// Plan returns the planner's input with its candidates' input, built
 	// from the cluster (prices, groups, replacements, limits); false when
 	// nothing can be planned (no prices). The phase adds its own: the
@@ -88,6 +92,7 @@ func (ph *Phase) Run(ctx context.Context, l Loop) (started bool) {
 	now := l.View.Now
 	ph.planned = nil
 	ph.prune(now)
+	ph.trend.Observe(now, l.Demand.Requested, ph.trendWindow())
 	defer ph.publish()
 	ph.record(ph.exec.Step(ctx, l.View), now)
 	if cmd, phase, since := ph.exec.InFlight(); cmd != nil {
@@ -164,11 +169,21 @@ func (ph *Phase) plan(l Loop) *Command {
 	in.Candidates = cands
 	in.MaxNodes = ph.opts.MaxDisrupted.Nodes(len(cands) + len(skipped))
 	in.Threshold = ph.opts.SavingsThreshold
-	in.Cost = CostModel{Horizon: ph.lifetimes.Horizon(now, ph.opts.SavingHorizon), EvictionCost: ph.opts.EvictionCost}
+	in.Cost = CostModel{Horizon: ph.lifetimes.Horizon(now, ph.opts.SavingHorizon), EvictionCost: ph.opts.EvictionCost,
+		Demand: l.Demand, Growth: ph.trend.Growth(ph.trendWindow())}
 	in.BackedOff = func(key string) bool { at, ok := ph.aborted[key]; return ok && now.Sub(at) < abortBackoff }
 	d := Decide(in)
 	ph.refused(d.Unprofitable)
 	return d.Command
+}
+
+// trendWindow is how far back the requests' growth is read: the longest
+// a saving is counted on (--consolidation-saving-horizon).
+func (ph *Phase) trendWindow() time.Duration {
+	if ph.opts.SavingHorizon > 0 {
+		return ph.opts.SavingHorizon
+	}
+	return time.Hour
 }
 
 // ScaledUp records a scale-up: a sample of how long savings last.

@@ -1,0 +1,66 @@
+package consolidation
+
+import (
+	"testing"
+	"time"
+
+	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
+)
+
+func TestTrendGrowth(t *testing.T) {
+	const window = time.Hour
+	cpu := func(m int64) Resources { return Resources{MilliCPU: m, MilliMemory: m * 1000} }
+	for _, tc := range []struct {
+		name    string
+		minutes []int // sample times
+		milli   []int64
+		want    int64 // milli-cpu per hour
+	}{
+		{"rising 1 core over 30 min", []int{0, 10, 20, 30}, []int64{1000, 1300, 1700, 2000}, 2000},
+		{"falling", []int{0, 20, 40}, []int64{3000, 2000, 1000}, 0},
+		{"too short to read", []int{0, 5, 10}, []int64{1000, 2000, 3000}, 0},
+		{"older than the window forgotten", []int{0, 50, 100, 110, 130}, []int64{9000, 1000, 1000, 2000, 3000}, 4000},
+		{"one sample", []int{0}, []int64{1000}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tr Trend
+			for i, m := range tc.minutes {
+				tr.Observe(sdtest.T0.Add(time.Duration(m)*time.Minute), cpu(tc.milli[i]), window)
+			}
+			got := tr.Growth(window)
+			if got.MilliCPU != tc.want || got.MilliMemory != tc.want*1000 {
+				t.Fatalf("growth = %+v, want %d milli-cpu/h", got, tc.want)
+			}
+		})
+	}
+}
+
+// While the cluster's requests grow, deleting a node saves only until they
+// need its room: the saving that paid over the learnt hour does not pay
+// over the minutes the room lasts, and the rule says why.
+func TestAppraiseWhileRequestsGrow(t *testing.T) {
+	c := newCluster()
+	c.node("a", 4000, 1, 1000)
+	c.node("b", 4000, 1, 1000)
+	cmd := &Command{Kind: Delete, Remove: c.candidates("a")[:1], Saving: 1, RemovedPrice: 1}
+	d := Demand{Requested: Resources{MilliCPU: 2000, MilliMemory: 2000 * 4 * 1024 * 1024 * 1000}, Allocatable: Allocatable(c.nodes[0]).Plus(Allocatable(c.nodes[1]))}
+	for _, tc := range []struct {
+		name    string
+		growth  int64 // milli-cpu per hour
+		horizon time.Duration
+		pays    bool
+	}{
+		{"flat", 0, time.Hour, true},
+		{"slow growth: the room outlasts the horizon", 1000, time.Hour, true},
+		{"fast growth: the room lasts 30 min", 4000, 30 * time.Minute, true},
+		{"the room is needed at once", 1e9, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := CostModel{Horizon: time.Hour, EvictionCost: 0.01, Demand: d, Growth: Resources{MilliCPU: tc.growth}}
+			a := m.Appraise(cmd)
+			if a.Horizon.Round(time.Minute) != tc.horizon || a.Pays() != tc.pays || a.Growing != (tc.horizon < time.Hour) {
+				t.Fatalf("appraisal %s (horizon %s, growing %v), want horizon %s, pays %v", a, a.Horizon, a.Growing, tc.horizon, tc.pays)
+			}
+		})
+	}
+}
