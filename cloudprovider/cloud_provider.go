@@ -230,6 +230,16 @@ type InstanceQuotaReporter interface {
 	InstanceQuota() (q InstanceQuota, known bool)
 }
 
+// MachineTypeOrderer is optionally implemented by a CloudProvider whose
+// GetAvailableMachineTypes may list the sizes in the operator's order of
+// preference rather than cheapest first (DigitalOcean's
+// autoprovisioning.size_preference): when MachineTypesByPreference is true,
+// node autoprovisioning creates the first listed size whose pool helps,
+// not the cheapest per pod.
+type MachineTypeOrderer interface {
+	MachineTypesByPreference() bool
+}
+
 // AvailabilityReporter is optionally implemented by a NodeGroup whose
 // machine type may be unavailable for a while (SizeUnavailableError):
 // Unavailable says why it cannot grow now, "" when it can. The scale-up

@@ -26,6 +26,7 @@ var considered = map[string]string{
 	"HourlyCostLimiter":         "group",
 	"InstanceQuotaReporter":     "Provider",
 	"AvailabilityReporter":      "group",
+	"MachineTypeOrderer":        "Provider",
 	"ProvisionTimeoutLearner":   "group",
 }
 

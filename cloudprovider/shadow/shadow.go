@@ -210,6 +210,12 @@ func (p *Provider) HasInstance(n *apiv1.Node) (bool, error) { return p.inner.Has
 // Pricing is the real provider's.
 func (p *Provider) Pricing() (cloudprovider.PricingModel, error) { return p.inner.Pricing() }
 
+// MachineTypesByPreference is the real provider's (MachineTypeOrderer).
+func (p *Provider) MachineTypesByPreference() bool {
+	o, ok := p.inner.(cloudprovider.MachineTypeOrderer)
+	return ok && o.MachineTypesByPreference()
+}
+
 // GetAvailableMachineTypes is the real provider's.
 func (p *Provider) GetAvailableMachineTypes() ([]string, error) {
 	return p.inner.GetAvailableMachineTypes()

@@ -54,6 +54,21 @@ func (p *Provider) GetAvailableMachineTypes() ([]string, error) {
 	return out, nil
 }
 
+// ListMachineTypesByPreference makes the machine types' order the
+// operator's preference (cloudprovider.MachineTypeOrderer).
+func (p *Provider) ListMachineTypesByPreference() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.byPreference = true
+}
+
+// MachineTypesByPreference implements cloudprovider.MachineTypeOrderer.
+func (p *Provider) MachineTypesByPreference() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byPreference
+}
+
 // AllowCreation lets planned groups be created (CreateWithSize).
 func (p *Provider) AllowCreation() {
 	p.mu.Lock()

@@ -53,6 +53,8 @@ type Provider struct {
 	// creationStopped, when set, is why node group creation is stopped
 	// (StopCreation).
 	creationStopped string
+	// byPreference: the machine types are listed in preference order.
+	byPreference bool
 }
 
 // SetProblems sets what Problems reports from now on.

@@ -292,3 +292,36 @@ func TestRequiredLabelsLeaveKubernetesNamespacesOut(t *testing.T) {
 		}
 	}
 }
+
+// With sizes listed in the operator's order (DigitalOcean's
+// autoprovisioning.size_preference), the new pool is of the first listed
+// size that helps, though a later one is cheaper; without it, the cheapest.
+// A listed size the pod does not fit is passed over.
+func TestNewPoolFollowsTheOperatorsSizePreference(t *testing.T) {
+	machines := []machine{
+		{name: "small", milliCPU: 500, price: 0.1},
+		{name: "nvidia-h100", milliCPU: 8000, gpus: 1, driver: gpudriver.NVIDIA, price: 3},
+		{name: "nvidia-l40s", milliCPU: 8000, gpus: 1, driver: gpudriver.NVIDIA, price: 1.5},
+	}
+	for _, tc := range []struct {
+		byPreference bool
+		want         string
+	}{{true, "nvidia-h100"}, {false, "nvidia-l40s"}} {
+		p := test.NewProvider()
+		if tc.byPreference {
+			p.ListMachineTypesByPreference()
+		}
+		plan := newGroupPlanOf(t, p, machines, []*apiv1.Pod{gpuPod("n1", "n1")}, Claim("n1", gpudriver.NVIDIA, 1))
+		if len(plan.Options) != 1 || plan.Options[0].NodeGroup.Id() != tc.want {
+			t.Fatalf("by preference %v: options %v, want one new group %s", tc.byPreference, optionIDs(plan.Options), tc.want)
+		}
+	}
+}
+
+func optionIDs(opts []expander.Option) []string {
+	var out []string
+	for _, o := range opts {
+		out = append(out, o.NodeGroup.Id())
+	}
+	return out
+}

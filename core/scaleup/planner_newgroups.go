@@ -129,7 +129,9 @@ type need struct {
 // the same cluster-wide limits (quotas). GPU sizes are offered only to pods
 // that ask for a GPU. Of these options only the cheapest (node price per pod
 // placed) is kept, so the expander weighs the existing groups against the
-// cheapest new pool that helps. The executor creates the group if it wins.
+// cheapest new pool that helps; or, when the provider lists its sizes in the
+// operator's order (MachineTypeOrderer), the first size that helps. The
+// executor creates the group if it wins.
 func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator.BinpackingEstimator) {
 	if !p.opts.NodeAutoprovisioningEnabled || len(p.egs) == 0 {
 		return
@@ -174,10 +176,15 @@ func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimato
 		}
 		needs[k].indexes = append(needs[k].indexes, i)
 	}
+	o, ok := p.provider.(cloudprovider.MachineTypeOrderer)
+	byPreference := ok && o.MachineTypesByPreference()
 	helped := make([]bool, len(p.egs))
 	var best *expander.Option
 	var bestCost float64
 	for _, size := range sizes {
+		if byPreference && best != nil {
+			break // an earlier size in the operator's order helps
+		}
 		for _, k := range slices.Sorted(maps.Keys(needs)) {
 			f, ok := p.newGroupCandidate(size, needs[k])
 			if !ok {
@@ -217,7 +224,11 @@ func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimato
 		return
 	}
 	id := best.NodeGroup.Id()
-	klog.V(2).InfoS("Scale-up: cheapest new node pool that helps", "nodeGroup", id, "nodes", best.NodeCount,
+	rule := "cheapest new node pool that helps"
+	if byPreference {
+		rule = "first size of autoprovisioning.size_preference that helps"
+	}
+	klog.V(2).InfoS("Scale-up: "+rule, "nodeGroup", id, "nodes", best.NodeCount,
 		"pods", len(best.Pods), "hourlyPricePerPod", bestCost)
 	p.plan.Options = append(p.plan.Options, *best)
 	p.plan.Increases[id] = []Increase{{GroupID: id, From: 0, To: best.NodeCount, Max: best.NodeGroup.MaxSize()}}
