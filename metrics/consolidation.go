@@ -31,8 +31,27 @@ var consolidationEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Pods consolidation evicted, by the kind of their workload (Deployment, StatefulSet, Job, ...; \"\" for none).",
 }, []string{"owner_kind"})
 
+// The planner's work, bounded per loop (docs/consolidation.md, "Work per
+// loop").
+var (
+	consolidationSimulated = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: caNamespace, Name: "consolidation_planner_simulated_removals_total",
+		Help: "Node removals consolidation's planner simulated to weigh commands.",
+	})
+	consolidationSkipped = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: caNamespace, Name: "consolidation_planner_skipped_commands_total",
+		Help: "Commands consolidation's planner left unweighed because its work budget for the loop was spent.",
+	})
+)
+
 func consolidationCollectors() []prometheus.Collector {
-	return []prometheus.Collector{consolidationCommands, consolidationSavings, consolidationEvictions}
+	return []prometheus.Collector{consolidationCommands, consolidationSavings, consolidationEvictions, consolidationSimulated, consolidationSkipped}
+}
+
+// RegisterConsolidationPlanning counts one loop's planning work.
+func RegisterConsolidationPlanning(simulated, skipped int) {
+	consolidationSimulated.Add(float64(simulated))
+	consolidationSkipped.Add(float64(skipped))
 }
 
 // RegisterConsolidationEviction counts a pod consolidation evicts.

@@ -31,6 +31,9 @@ const (
 type Recorder interface {
 	Consolidation(Outcome)
 	ConsolidationStatus(*api.ConsolidationStatus)
+	// ConsolidationPlanning records one loop's planning work: the node
+	// removals simulated and the commands the work budget left unweighed.
+	ConsolidationPlanning(simulated, skipped int)
 }
 
 // Phase is consolidation's part of the loop: it moves the command in
@@ -173,6 +176,7 @@ func (ph *Phase) plan(l Loop) *Command {
 		Demand: l.Demand, Growth: ph.trend.Growth(ph.trendWindow())}
 	in.BackedOff = func(key string) bool { at, ok := ph.aborted[key]; return ok && now.Sub(at) < abortBackoff }
 	d := Decide(in)
+	ph.rec.ConsolidationPlanning(d.Simulated, d.Skipped)
 	ph.refused(d.Unprofitable)
 	return d.Command
 }

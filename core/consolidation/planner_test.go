@@ -357,3 +357,32 @@ func TestCandidates(t *testing.T) {
 		t.Error("a node of a group not consolidatable is not even considered")
 	}
 }
+
+// The planner's work is bounded: when nothing fits, every multi-node
+// length, single node and replacement size would be simulated; it stops at
+// simulationBudget removals and counts the commands it left unweighed.
+func TestDecideStopsAtItsWorkBudget(t *testing.T) {
+	c := newCluster()
+	var names []string
+	for i := range 12 {
+		name := fmt.Sprintf("n%02d", i)
+		c.node(name, 1000, 1, 900)
+		names = append(names, name)
+	}
+	var repl []Replacement
+	for i := range 5 {
+		repl = append(repl, replacement(fmt.Sprintf("tiny%d", i), 500, 0.1))
+	}
+	d := Decide(c.input(t, names, 10, 0, repl...))
+	if d.Command != nil {
+		t.Fatalf("command %s, want none: no pod fits anywhere", d.Command)
+	}
+	if d.Simulated > simulationBudget || d.Simulated < simulationBudget-10 || d.Skipped == 0 {
+		t.Fatalf("simulated %d removals, skipped %d commands; want the budget (%d) spent and the rest skipped", d.Simulated, d.Skipped, simulationBudget)
+	}
+	// A small search stays within it and skips nothing.
+	d = Decide(c.input(t, names[:3], 3, 0))
+	if d.Skipped != 0 || d.Simulated == 0 {
+		t.Fatalf("small search: simulated %d, skipped %d; want some work and nothing skipped", d.Simulated, d.Skipped)
+	}
+}

@@ -56,6 +56,13 @@ func (r *Reporter) Consolidation(o consolidation.Outcome) {
 	}
 }
 
+// ConsolidationPlanning counts the planner's work:
+// consolidation_planner_simulated_removals_total and
+// consolidation_planner_skipped_commands_total.
+func (r *Reporter) ConsolidationPlanning(simulated, skipped int) {
+	metrics.RegisterConsolidationPlanning(simulated, skipped)
+}
+
 // ConsolidationStatus sets the status ConfigMap's consolidation section
 // (nil: consolidation is off).
 func (r *Reporter) ConsolidationStatus(st *api.ConsolidationStatus) {
