@@ -60,7 +60,13 @@ func (a Appraisal) String() string {
 	if !a.Pays() {
 		verb = "<="
 	}
-	over := a.Horizon.Round(time.Minute).String()
+	// Minutes suffice for the default horizon; a shorter one (a flag, a
+	// compressed test day) shows its seconds rather than "0s".
+	unit := time.Minute
+	if a.Horizon < 10*time.Minute {
+		unit = time.Second
+	}
+	over := a.Horizon.Round(unit).String()
 	if a.Growing {
 		over += " (until the growing requests need the room)"
 	}
