@@ -17,7 +17,6 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/consolidation"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/internal/reporttest"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/report"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
@@ -67,7 +66,7 @@ func TestReplacementCreateWithLostAnswerMakesOnePool(t *testing.T) {
 	}
 	refresh(now)
 	orch := scaleup.New(opts, p, registry, nil, sdtest.Checker(t),
-		report.New(report.Deps{Provider: p, Registry: registry, Events: record.NewFakeRecorder(100), Status: reporttest.StatusRef}))
+		report.New(report.Deps{Provider: p, Registry: registry, Events: record.NewFakeRecorder(100), Status: &apiv1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-system", Name: "status"}}))
 
 	g, err := p.NewNodeGroup("s-2vcpu-4gb", nil, nil, nil, nil)
 	if err != nil {

@@ -8,11 +8,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/internal/reporttest"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
@@ -42,7 +40,7 @@ func newPasses(t *testing.T, c *sdtest.Cluster, opts config.AutoscalingOptions, 
 	if !async {
 		options = append(options, actuation.Synchronous())
 	}
-	p.actuator = actuation.New(opts, actuation.Deps{Kube: p.kube, Provider: c.Provider, Outcomes: reporttest.Outcomes(record.NewFakeRecorder(1000), c.Provider),
+	p.actuator = actuation.New(opts, actuation.Deps{Kube: p.kube, Provider: c.Provider, Outcomes: &sdtest.Outcomes{},
 		DrainOptions: sdtest.DrainOptions(opts), Removals: p.removals}, options...)
 	pl := planner.New(opts, c.Provider, p.registry, sdtest.Checker(t), sdtest.DrainOptions(opts))
 	p.sd = scaledown.New(opts, p.registry, pl, p.actuator, p.removals)

@@ -8,6 +8,7 @@ package scaledowntest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -311,4 +312,33 @@ func Deletions(p *test.Provider) []string {
 		out = append(out, c.Group+":"+strings.Join(c.Nodes, ","))
 	}
 	return out
+}
+
+// Outcomes records what an actuator under test reports (scaledown.Outcomes);
+// the events and metrics they become are core/report's, tested there.
+type Outcomes struct {
+	mu       sync.Mutex
+	failures []scaledown.RemovalFailure
+}
+
+var _ scaledown.Outcomes = (*Outcomes)(nil)
+
+func (o *Outcomes) RemovalsStarted(scaledown.RemovalStart) {}
+func (o *Outcomes) NodeTainted(*apiv1.Node)                {}
+func (o *Outcomes) PodEvicted(*apiv1.Pod)                  {}
+func (o *Outcomes) EvictionsEnded(scaledown.Evictions)     {}
+
+func (o *Outcomes) RemovalFailed(f scaledown.RemovalFailure) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.failures = append(o.failures, f)
+}
+
+func (o *Outcomes) NodeRemoved(*scaledown.UnneededNode) {}
+
+// Failures returns the removal failures reported so far.
+func (o *Outcomes) Failures() []scaledown.RemovalFailure {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.failures)
 }

@@ -7,11 +7,9 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/internal/reporttest"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
@@ -39,7 +37,7 @@ func TestDeleteEmptyFailingPartWay(t *testing.T) {
 	removals := deletiontracker.New(func(node, _ string, o deletiontracker.Outcome) { outcomes[node] = o })
 	opts := config.Defaults()
 	opts.NodeDeleteDelayAfterTaint = 0
-	a := New(opts, Deps{Kube: kube, Provider: p, Outcomes: reporttest.Outcomes(record.NewFakeRecorder(100), p), Removals: removals}, Synchronous())
+	a := New(opts, Deps{Kube: kube, Provider: p, Outcomes: &sdtest.Outcomes{}, Removals: removals}, Synchronous())
 
 	a.DeleteEmpty(context.Background(), unneeded)
 

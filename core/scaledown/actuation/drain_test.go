@@ -6,12 +6,10 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/internal/reporttest"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 )
@@ -39,7 +37,7 @@ func TestEvictionGracePeriod(t *testing.T) {
 			opts := config.Defaults()
 			opts.NodeDeleteDelayAfterTaint = 0
 			opts.MaxGracefulTerminationSec = tc.flag
-			a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: reporttest.Outcomes(record.NewFakeRecorder(100), c.Provider), Removals: deletiontracker.New()},
+			a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: &sdtest.Outcomes{}, Removals: deletiontracker.New()},
 				Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))
 
 			a.Drain(context.Background(), unneeded)
@@ -65,7 +63,7 @@ func TestEmptyNodeDaemonSetPodsByDrainPriority(t *testing.T) {
 	opts.NodeDeleteDelayAfterTaint = 0
 	opts.DaemonSetEvictionForEmptyNodes = true
 	opts.DrainPriorities = []config.DrainPriority{{Priority: 0, GracePeriodSeconds: 10}, {Priority: 1000, GracePeriodSeconds: 120}}
-	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: reporttest.Outcomes(record.NewFakeRecorder(100), c.Provider), Removals: deletiontracker.New()},
+	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: &sdtest.Outcomes{}, Removals: deletiontracker.New()},
 		Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))
 
 	a.DeleteEmpty(context.Background(), unneeded)

@@ -7,12 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/record"
-
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/internal/reporttest"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
 )
@@ -46,7 +43,7 @@ func TestGroupGoneWithItsLastNodes(t *testing.T) {
 			var gone []string
 			opts := config.Defaults()
 			opts.NodeDeleteDelayAfterTaint = 0
-			a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: reporttest.Outcomes(record.NewFakeRecorder(100), c.Provider),
+			a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: &sdtest.Outcomes{},
 				Removals:  deletiontracker.New(func(node, _ string, o deletiontracker.Outcome) { mu.Lock(); outcomes[node] = o; mu.Unlock() }),
 				GroupGone: func(g cloudprovider.NodeGroup) { mu.Lock(); gone = append(gone, g.Id()); mu.Unlock() },
 			}, Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,13 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/internal/reporttest"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
@@ -30,16 +27,16 @@ import (
 type removal struct {
 	a        *Actuator
 	kube     *sdtest.Kube
-	recorder *record.FakeRecorder
+	reported *sdtest.Outcomes
 	outcomes map[string]deletiontracker.Outcome
 }
 
 // newRemoval serves c on a fake clientset and returns an actuator with
 // opts, the cluster's drain rules and PodDisruptionBudgets.
 func newRemoval(c *sdtest.Cluster, opts config.AutoscalingOptions) *removal {
-	r := &removal{kube: sdtest.NewKube(c.Objects()...), recorder: record.NewFakeRecorder(100), outcomes: map[string]deletiontracker.Outcome{}}
+	r := &removal{kube: sdtest.NewKube(c.Objects()...), reported: &sdtest.Outcomes{}, outcomes: map[string]deletiontracker.Outcome{}}
 	tracker := deletiontracker.New(func(node, _ string, o deletiontracker.Outcome) { r.outcomes[node] = o })
-	r.a = New(opts, Deps{Kube: r.kube, Provider: c.Provider, Outcomes: reporttest.Outcomes(r.recorder, c.Provider),
+	r.a = New(opts, Deps{Kube: r.kube, Provider: c.Provider, Outcomes: r.reported,
 		DrainOptions: sdtest.DrainOptions(opts), Removals: tracker,
 		PDBs: func() ([]*policyv1.PodDisruptionBudget, error) { return c.PDBs, nil },
 	}, Synchronous(), WithPacing(5*time.Millisecond, 5*time.Millisecond))
@@ -199,14 +196,10 @@ func TestFailedDrainGivesNodeBack(t *testing.T) {
 	if r.tainted(t, "g1-n1") {
 		t.Error("taint left on a node whose drain failed")
 	}
-	n := 0
-	for _, e := range sdtest.Events(r.recorder) {
-		if strings.Contains(e, "Warning ScaleDownFailed") {
-			n++
-		}
-	}
-	if n != 1 {
-		t.Errorf("ScaleDownFailed events = %d, want 1", n)
+	// One failure reported (the reporter makes it one ScaleDownFailed
+	// event: core/report's tests).
+	if f := r.reported.Failures(); len(f) != 1 || f[0].Node.Name != "g1-n1" {
+		t.Errorf("removal failures reported = %v, want one for g1-n1", f)
 	}
 	if r.outcomes["g1-n1"] != deletiontracker.Failed {
 		t.Errorf("outcome = %v, want Failed", r.outcomes["g1-n1"])

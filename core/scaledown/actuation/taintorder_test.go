@@ -11,10 +11,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
-	"github.com/doks-autoscaler/cluster-autoscaler/core/internal/reporttest"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/deletiontracker"
@@ -48,7 +46,7 @@ func TestDeleteEmptyTaintsBeforeTheLoopSoftTaints(t *testing.T) {
 	opts.NodeDeleteDelayAfterTaint = time.Hour // the batch stays in its delay: only its taints are looked at
 	opts.MaxBulkSoftTaintCount = 10
 	opts.MaxBulkSoftTaintTime = time.Hour
-	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: reporttest.Outcomes(record.NewFakeRecorder(100), c.Provider),
+	a := New(opts, Deps{Kube: kube, Provider: c.Provider, Outcomes: &sdtest.Outcomes{},
 		DrainOptions: sdtest.DrainOptions(opts), Removals: deletiontracker.New(func(string, string, deletiontracker.Outcome) {}),
 		PDBs: func() ([]*policyv1.PodDisruptionBudget, error) { return nil, nil },
 	}) // asynchronous, as in the autoscaler
