@@ -93,7 +93,8 @@ func (a *Autoscaler) consolidationInput(view consolidation.View, sim *iterationS
 	}
 	ci := consolidation.CandidateInput{
 		Nodes: c.nodes, PodsByNode: view.PodsByNode, GroupOf: groupOf, Ready: view.Ready, BeingDeleted: sim.beingDeleted, Held: sim.held,
-		Price: func(n *apiv1.Node) (float64, error) { return pm.NodePrice(n, now, now.Add(time.Hour)) },
+		ScaleDownUnneeded: a.planner.IsUnneeded,
+		Price:             func(n *apiv1.Node) (float64, error) { return pm.NodePrice(n, now, now.Add(time.Hour)) },
 	}
 	removable := map[string]int{}
 	for _, gs := range a.registry.NodeGroups() {

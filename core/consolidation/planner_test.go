@@ -315,6 +315,7 @@ func TestCandidates(t *testing.T) {
 	c.node("karpenter-node", 4000, 4).Annotations = map[string]string{drain.DoNotDisruptKey: "true"}
 	c.node("other-group", 4000, 4)
 	c.node("deleting", 4000, 4)
+	c.node("scale-downs", 4000, 4, 500)
 	for _, p := range c.pods {
 		switch p.Spec.NodeName {
 		case "safe":
@@ -329,10 +330,11 @@ func TestCandidates(t *testing.T) {
 	}
 	got, skipped := Candidates(CandidateInput{
 		Nodes: c.nodes, PodsByNode: byNode,
-		GroupOf:      func(n string) (Group, bool) { return Group{ID: "g", Consolidate: n != "other-group"}, true },
-		Ready:        func(*apiv1.Node) bool { return true },
-		Price:        func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
-		BeingDeleted: map[string]bool{"deleting": true},
+		GroupOf:           func(n string) (Group, bool) { return Group{ID: "g", Consolidate: n != "other-group"}, true },
+		Ready:             func(*apiv1.Node) bool { return true },
+		Price:             func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
+		BeingDeleted:      map[string]bool{"deleting": true},
+		ScaleDownUnneeded: func(n string) bool { return n == "scale-downs" },
 	})
 	var names []string
 	for _, g := range got {
@@ -348,6 +350,7 @@ func TestCandidates(t *testing.T) {
 	for node, want := range map[string]string{
 		"safe": "marked not to be disrupted", "karpenter-pod": "marked not to be disrupted",
 		"disabled": "scale-down-disabled", "karpenter-node": "do-not-disrupt", "deleting": "being removed",
+		"scale-downs": "unneeded for scale-down",
 	} {
 		if !strings.Contains(why[node], want) {
 			t.Errorf("%s skipped for %q, want %q", node, why[node], want)

@@ -523,6 +523,9 @@ func (p *Planner) Unneeded() []*scaledown.UnneededNode {
 // Forget drops a node from the unneeded set (e.g. its deletion started).
 func (p *Planner) Forget(name string) { delete(p.unneeded, name) }
 
+// IsUnneeded reports whether the last Update found the node unneeded.
+func (p *Planner) IsUnneeded(name string) bool { return p.unneeded[name] != nil }
+
 // RecordUnremovable notes why an unneeded node is not removed now, without
 // a log line (the caller logs its own).
 func (p *Planner) RecordUnremovable(name string, reason simulator.UnremovableReason) {
