@@ -89,7 +89,7 @@ func (a *Autoscaler) consolidationInput(view consolidation.View, sim *iterationS
 		if !ok {
 			return consolidation.Group{}, false
 		}
-		return consolidation.Group{ID: gs.Group.Id(), Consolidate: gs.Options.Consolidate}, true
+		return consolidation.Group{ID: gs.Group.Id(), Consolidate: gs.Options.Consolidate, UnneededTime: gs.Options.ScaleDownUnneededTime}, true
 	}
 	ci := consolidation.CandidateInput{
 		Nodes: c.nodes, PodsByNode: view.PodsByNode, GroupOf: groupOf, Ready: view.Ready, BeingDeleted: sim.beingDeleted, Held: sim.held,

@@ -139,6 +139,8 @@ func deleteCluster(t *testing.T) (*harness, config.AutoscalingOptions, *test.Pro
 	o.Consolidate = true
 	// Scale-down would remove a node too: left to consolidation here.
 	o.ScaleDownUtilizationThreshold = 0.1
+	// A delete waits the stabilization window and at least this.
+	o.ScaleDownUnneededTime = time.Minute
 	p.Group("g").SetOptions(&o)
 	pods := []runtime.Object{
 		test.BuildScheduledPod("a", 1000, test.GiB/2, "a-rs", "g-n0"),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 
@@ -16,6 +17,8 @@ type Group struct {
 	ID string
 	// Consolidate: the group's Consolidate option (the provider's say).
 	Consolidate bool
+	// UnneededTime: the group's --scale-down-unneeded-time.
+	UnneededTime time.Duration
 }
 
 // CandidateInput is the cluster as candidate selection sees it.
@@ -103,7 +106,7 @@ func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
 			skipped = append(skipped, Skipped{Node: n.Name, Why: fmt.Sprintf("holds %d pod(s) of workloads consolidation moved within --consolidation-workload-cooldown", moved)})
 			continue
 		}
-		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: len(moving), Moving: moving})
+		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: len(moving), Moving: moving, UnneededTime: g.UnneededTime})
 	}
 	slices.SortStableFunc(out, func(a, b Candidate) int {
 		if a.Pods != b.Pods {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 
@@ -45,6 +46,9 @@ type Candidate struct {
 	// evicts them; the cost model prices them).
 	Pods   int
 	Moving []*apiv1.Pod
+	// UnneededTime is its group's --scale-down-unneeded-time: the least
+	// a delete of it waits (Stabilizer.Window).
+	UnneededTime time.Duration
 }
 
 // Replacement is a kind of node a command may add: a node group, existing

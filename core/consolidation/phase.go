@@ -120,7 +120,7 @@ func (ph *Phase) Run(ctx context.Context, l Loop) (started bool) {
 		return false
 	}
 	if isNew {
-		klog.InfoS("Consolidation: planned", "command", cmd.String(), "actsAfter", ph.opts.StabilizationWindow)
+		klog.InfoS("Consolidation: planned", "command", cmd.String(), "actsAfter", ph.stab.Window(cmd))
 		ph.record([]Outcome{{Command: *cmd, Result: Planned}}, now)
 	}
 	if !ready {

@@ -26,7 +26,22 @@ func (s *Stabilizer) Observe(cmd *Command, now time.Time) (isNew, ready bool) {
 	if k := cmd.Key(); k != s.key {
 		s.key, s.since, isNew = k, now, true
 	}
-	return isNew, now.Sub(s.since) >= s.window
+	return isNew, now.Sub(s.since) >= s.Window(cmd)
+}
+
+// Window is how long cmd must hold: the stabilization window, and for a
+// delete at least its nodes' --scale-down-unneeded-time. A node deleted
+// outright is one scale-down would remove if it were below the
+// utilization threshold; it is not removed sooner than scale-down would
+// remove it, which is the wait that keeps nodes the load comes back to.
+func (s *Stabilizer) Window(cmd *Command) time.Duration {
+	w := s.window
+	if cmd.Kind == Delete {
+		for _, c := range cmd.Remove {
+			w = max(w, c.UnneededTime)
+		}
+	}
+	return w
 }
 
 // Since is when the command held now was first proposed (zero: none).
