@@ -27,11 +27,10 @@ import (
 )
 
 // loopScenarios is how many random clusters TestLoopInvariants drives
-// (-short: a fifth); more with -loop-scenarios. Known open: under heavy
-// parallel load, seed 202 has once in a few runs ended an iteration with
-// the groups' targets one above --max-nodes-total after a consolidation
-// drain whose node deletion the cloud refused (not reproduced alone; see
-// the closing note of issue 40). make test runs the first 50.
+// (-short: a fifth); more with -loop-scenarios. make test runs the first
+// 50. Seed 202 found that a node whose deletion the cloud refused had
+// stopped counting against --max-nodes-total while its taint was still
+// seen (TestNodeBeingRemovedCountsAgainstMaxNodesUntilTheCloudTakesIt).
 var loopScenarios = flag.Int("loop-scenarios", 50, "random clusters TestLoopInvariants drives")
 
 // TestLoopInvariants drives random clusters through several iterations
