@@ -133,6 +133,8 @@ type Autoprovisioning struct {
 	TaintKeys       []string `json:"taint_keys,omitempty"`
 	// MaxHourlyCostPerPool is each created pool's hourly limit in USD.
 	MaxHourlyCostPerPool *float64 `json:"max_hourly_cost_per_pool,omitempty"`
+	// SizePreference is the ordered list of sizes pools are created with.
+	SizePreference []string `json:"size_preference,omitempty"`
 }
 
 // ParseCloudConfig decodes the cloud.json held by the cloud config Secret.

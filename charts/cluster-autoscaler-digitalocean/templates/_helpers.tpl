@@ -299,6 +299,22 @@ refusal stays the backstop. Empty when the section is not given.
 {{- end -}}
 {{- $_ := set $out "max_hourly_cost_per_pool" (float64 $c) -}}
 {{- end -}}
+{{- if hasKey $a "sizePreference" -}}
+{{- $pref := $a.sizePreference | default list -}}
+{{- if or (not (kindIs "slice" $pref)) (not $pref) -}}
+{{- fail "cloudConfig.autoprovisioning.sizePreference is empty: leave it out, or list the sizes to use, first preferred" -}}
+{{- end -}}
+{{- range $i, $s := $pref -}}
+{{- $s = toString $s -}}
+{{- if not (regexMatch "^[a-z0-9]+(-[a-z0-9]+)*$" $s) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.sizePreference[%d] %q is not a size slug: want lower-case letters, digits and '-', no wildcards (each entry is one size)" $i $s) -}}
+{{- end -}}
+{{- end -}}
+{{- if ne (len (uniq $pref)) (len $pref) -}}
+{{- fail (printf "cloudConfig.autoprovisioning.sizePreference %v lists a size twice" $pref) -}}
+{{- end -}}
+{{- $_ := set $out "size_preference" $pref -}}
+{{- end -}}
 {{- $out | toJson -}}
 {{- end -}}
 {{- end -}}
