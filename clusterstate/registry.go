@@ -103,6 +103,7 @@ type Registry struct {
 	groups     map[string]*groupState
 	groupOrder []string
 	nodeGroup  map[string]string // node name → group id, "" for nodes no group owns
+	gone       map[string]bool   // nodes whose instance the cloud no longer has
 	total      Readiness
 	healthy    bool
 	lastUpdate time.Time
@@ -182,7 +183,9 @@ type update struct {
 	// registeredIDs: an instance is registered when a Node carries its
 	// provider ID, whichever group the provider says the Node is in.
 	registeredIDs map[string]bool
-	total         Readiness
+	// gone: nodes of no group whose instance the cloud no longer has.
+	gone  map[string]bool
+	total Readiness
 }
 
 // collectGroups reads each group's target and instances from the provider.
@@ -223,6 +226,7 @@ func isDeleting(in cloudprovider.Instance) bool {
 // in its group and in the cluster total.
 func (r *Registry) classifyNodes(u *update, nodes []*apiv1.Node, now time.Time) {
 	u.nodeGroup = make(map[string]string, len(nodes))
+	u.gone = map[string]bool{}
 	u.registeredIDs = make(map[string]bool, len(nodes))
 	groupErrs := groupLookupErrors{}
 	for _, n := range nodes {
@@ -235,6 +239,9 @@ func (r *Registry) classifyNodes(u *update, nodes []*apiv1.Node, now time.Time) 
 		add(&u.total, kind)
 		gs := u.groups[id]
 		if gs == nil {
+			if id == "" && r.instanceGone(n) {
+				u.gone[n.Name] = true
+			}
 			continue
 		}
 		if kind == kindBeingDeleted && leftTarget(gs, n.Spec.ProviderID) {
@@ -345,7 +352,7 @@ func (r *Registry) settleGroups(u *update, nodes []*apiv1.Node) {
 // publish makes the update the registry's state, then ends the scale-up
 // requests it shows complete and drops stale backoffs.
 func (r *Registry) publish(u *update, now time.Time) {
-	r.groups, r.groupOrder, r.nodeGroup, r.total = u.groups, u.order, u.nodeGroup, u.total
+	r.groups, r.groupOrder, r.nodeGroup, r.total, r.gone = u.groups, u.order, u.nodeGroup, u.total, u.gone
 	r.healthy = r.clusterHealthy()
 	r.updateRequests(now)
 	r.backoff.Cleanup(now)
@@ -569,6 +576,20 @@ func (r *Registry) NodeGroup(id string) (NodeGroupState, bool) {
 func (r *Registry) NodeGroupIDForNode(nodeName string) string {
 	return r.nodeGroup[nodeName]
 }
+
+// instanceGone reports whether the cloud says it no longer has the node's
+// instance: deleted, by this autoscaler or anyone, while its Node object
+// lingers (it stays Ready until the node controller notices the kubelet
+// is gone). An error (the provider cannot tell) is not gone.
+func (r *Registry) instanceGone(n *apiv1.Node) bool {
+	has, err := r.provider.HasInstance(n)
+	return err == nil && !has
+}
+
+// Gone returns the nodes whose instance the cloud no longer has, as of the
+// last update: no phase places a pod on them or counts them (upstream's
+// deleted nodes).
+func (r *Registry) Gone() map[string]bool { return r.gone }
 
 // InTarget reports whether the cloud still counts the node in its group's
 // target as of the last update: true until its instance is deleting or gone

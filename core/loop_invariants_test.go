@@ -359,7 +359,27 @@ func (s *loopScenario) check(checker *simulator.PredicateChecker, deletes []test
 		again = append(again, p)
 	}
 	if _, left, err := simulator.TrySchedulePods(checker, snap, again); err != nil || len(left) > 0 {
-		return fmt.Sprintf("%d of the pods evicted (%v) have no place on the nodes that stay (%v)", len(left), evicted, err)
+		var room []string
+		for _, n := range stay {
+			used := int64(0)
+			for _, p := range bound {
+				if p.Spec.NodeName == n.Name {
+					used += p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+				}
+			}
+			room = append(room, fmt.Sprintf("%s %dm of %dm used", n.Name, used, n.Status.Allocatable.Cpu().MilliValue()))
+		}
+		var want []string
+		for _, p := range again {
+			want = append(want, fmt.Sprintf("%s %dm", p.Name, p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()))
+		}
+		var all []string
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			all = append(all, fmt.Sprintf("%s(instance %v, tainted %v)", n.Name, live[n.Spec.ProviderID], hasTaint(n, clusterstate.ToBeDeletedTaint)))
+		}
+		return fmt.Sprintf("%d of the pods evicted (%v) have no place on the nodes that stay (%v): they need %v; the nodes that stay: %v; all nodes: %v",
+			len(left), evicted, err, want, room, all)
 	}
 	return ""
 }

@@ -125,8 +125,20 @@ const (
 )
 
 func (a *Autoscaler) newIterationSimulation(c clusterView, groups []clusterstate.NodeGroupState) *iterationSimulation {
+	// Nodes whose instance the cloud no longer has are gone, whoever
+	// deleted them: no phase counts them or places a pod on them.
+	beingDeleted := a.removals.BeingDeleted()
+	if gone := a.registry.Gone(); len(gone) > 0 {
+		beingDeleted = maps.Clone(beingDeleted)
+		if beingDeleted == nil {
+			beingDeleted = map[string]bool{}
+		}
+		for name := range gone {
+			beingDeleted[name] = true
+		}
+	}
 	sim := &iterationSimulation{
-		beingDeleted: a.removals.BeingDeleted(),
+		beingDeleted: beingDeleted,
 		held:         map[string]string{},
 		placed:       drain.WithoutExpendable(c.pods, a.opts.ExpendablePodsPriorityCutoff),
 	}

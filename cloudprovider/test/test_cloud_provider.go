@@ -36,10 +36,12 @@ type Provider struct {
 	pricing cloudprovider.PricingModel
 	// byID indexes instances by provider ID so NodeGroupForNode stays O(1)
 	// in benchmarks with thousands of nodes.
-	byID   map[string]*NodeGroup
-	gpuCfg map[string]*cloudprovider.GpuConfig // by node name
-	errs   map[string]error                    // method → injected error (provider-wide)
-	seq    int
+	byID map[string]*NodeGroup
+	// deleted: provider IDs of the instances groups deleted.
+	deleted map[string]bool
+	gpuCfg  map[string]*cloudprovider.GpuConfig // by node name
+	errs    map[string]error                    // method → injected error (provider-wide)
+	seq     int
 	// problems are what Problems reports (cloudprovider.ProblemReporter).
 	problems []string
 	// machines are the machine types new groups may be made of (AddMachineType).
@@ -73,7 +75,7 @@ func (p *Provider) Problems() []string {
 
 // NewProvider returns an empty provider with no resource limits.
 func NewProvider() *Provider {
-	return &Provider{errs: map[string]error{}, gpuCfg: map[string]*cloudprovider.GpuConfig{}, byID: map[string]*NodeGroup{}}
+	return &Provider{errs: map[string]error{}, gpuCfg: map[string]*cloudprovider.GpuConfig{}, byID: map[string]*NodeGroup{}, deleted: map[string]bool{}}
 }
 
 // NodeGroup is an in-memory node group.
@@ -291,10 +293,17 @@ func (p *Provider) NodeGroupForNode(node *apiv1.Node) (cloudprovider.NodeGroup, 
 	return nil, nil
 }
 
-// HasInstance implements cloudprovider.CloudProvider.
+// HasInstance implements cloudprovider.CloudProvider: like a cloud, it has
+// every instance it did not delete (a node of no group is one the tests
+// made outside any group) and none it deleted.
 func (p *Provider) HasInstance(node *apiv1.Node) (bool, error) {
 	g, err := p.NodeGroupForNode(node)
-	return g != nil, err
+	if err != nil || g != nil {
+		return g != nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.deleted[node.Spec.ProviderID], nil
 }
 
 // Pricing implements cloudprovider.CloudProvider.
@@ -507,6 +516,7 @@ func (g *NodeGroup) del(method string, nodes []*apiv1.Node, respectMin bool) err
 			return fmt.Errorf("node %s (%s) does not belong to group %s", n.Name, n.Spec.ProviderID, g.id)
 		}
 		delete(g.p.byID, g.instances[idx].Id)
+		g.p.deleted[g.instances[idx].Id] = true
 		g.instances = append(g.instances[:idx], g.instances[idx+1:]...)
 		g.target--
 	}
@@ -534,6 +544,7 @@ func (g *NodeGroup) DecreaseTargetSize(delta int) error {
 		st := g.instances[i].Status
 		if st != nil && st.State == cloudprovider.InstanceCreating {
 			delete(g.p.byID, g.instances[i].Id)
+			g.p.deleted[g.instances[i].Id] = true
 			g.instances = append(g.instances[:i], g.instances[i+1:]...)
 			drop--
 		}

@@ -79,6 +79,10 @@ func TestLeavingInstancesKeepTheirTaintAtStartUp(t *testing.T) {
 	running, inDeletedPool, gone := tainted("running"), tainted("in-deleted-pool"), tainted("gone")
 	p.AddNode("live", running)
 	p.AddNode("live", inDeletedPool) // listed by the cloud, reported going
+	p.AddNode("live", gone)
+	if err := p.Group("live").DeleteNodes([]*apiv1.Node{gone}); err != nil { // the cloud no longer has it
+		t.Fatal(err)
+	}
 	provider := reportingProvider{Provider: p, deleting: map[string]bool{inDeletedPool.Spec.ProviderID: true}}
 	nodes := []*apiv1.Node{running, inDeletedPool, gone}
 	kube := fake.NewSimpleClientset(running.DeepCopy(), inDeletedPool.DeepCopy(), gone.DeepCopy())
