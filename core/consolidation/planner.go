@@ -221,15 +221,8 @@ func (p *planner) best(set []Candidate) *Command {
 	if !p.withinMinSizes(set) || p.belowMinimums(set) != "" {
 		return nil
 	}
-	removed := 0.0
-	for _, c := range set {
-		removed += c.Price
-	}
-	del := &Command{Kind: Delete, Remove: set, RemovedPrice: removed, Saving: removed}
-	if !p.backedOff(del) {
-		if ok, _ := p.fits(set, nil); ok {
-			return del
-		}
+	if c := p.delete(set); c != nil {
+		return c
 	}
 	for i := range p.in.Replacements {
 		if c := p.replace(set, &p.in.Replacements[i]); c != nil {
@@ -237,6 +230,23 @@ func (p *planner) best(set []Candidate) *Command {
 		}
 	}
 	return nil
+}
+
+// delete returns the command that deletes set, nil when it is backed off
+// or set's pods do not fit the other nodes.
+func (p *planner) delete(set []Candidate) *Command {
+	removed := 0.0
+	for _, c := range set {
+		removed += c.Price
+	}
+	cmd := &Command{Kind: Delete, Remove: set, RemovedPrice: removed, Saving: removed}
+	if p.backedOff(cmd) {
+		return nil
+	}
+	if ok, _ := p.fits(set, nil); !ok {
+		return nil
+	}
+	return cmd
 }
 
 // replace returns the command that replaces set by one node of r, nil
