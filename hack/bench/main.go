@@ -112,6 +112,8 @@ type config struct {
 	// The compressed day alone (--diurnal).
 	diurnalRun bool
 	diurnal    diurnalConfig
+	// The capacity and money scenarios (--capacity).
+	capacity bool
 }
 
 func main() {
@@ -173,6 +175,7 @@ func main() {
 	flag.DurationVar(&c.diurnal.steady, "diurnal-steady", 3*time.Hour, "diurnal: day time the load is held after the day")
 	flag.DurationVar(&c.diurnal.steadySettle, "diurnal-steady-settle", time.Hour, "diurnal: evictions in the steady stretch are counted after this day time")
 	flag.DurationVar(&c.diurnal.rebuy, "diurnal-rebuy-window", 30*time.Minute, "diurnal: a drain is churn when its pool buys a node within this day time after it began")
+	flag.BoolVar(&c.capacity, "capacity", false, "also run the capacity and money scenarios (issue 43, capacity.go): the next GPU size when the first is refused (422) or its nodes never register, requests per out-of-stock size per --unavailable-size-ttl, a burst under --max-hourly-cost, the price of a mixed burst's nodes against its lower bound; this project's binary and --upstream-binary's where it can run them")
 	flag.StringVar(&c.dir, "dir", "", "directory for sandbox files and autoscaler logs (default: a temp dir)")
 	flag.Parse()
 	if c.pprofAddr != "" {
@@ -279,6 +282,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if c.burst {
 		if err := runBurst(ctx, c, out); err != nil {
 			return err
+		}
+	}
+	if c.capacity {
+		if err := runCapacity(ctx, c, out); err != nil {
+			failed = errors.Join(failed, fmt.Errorf("capacity: %w", err))
 		}
 	}
 	return failed

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/digitalocean/godo"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
+)
+
+func TestMostWithin(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name  string
+		times []time.Duration
+		want  int
+	}{
+		{"none", nil, 0},
+		{"one", []time.Duration{0}, 1},
+		{"a TTL apart: never two in one TTL", []time.Duration{0, 30 * s, 60 * s}, 1},
+		{"just under a TTL apart", []time.Duration{0, 29 * s, 60 * s}, 2},
+		{"a burst", []time.Duration{0, s, 2 * s, 40 * s}, 3},
+		{"the later ones closest", []time.Duration{0, 31 * s, 35 * s, 36 * s}, 3},
+	} {
+		if got := mostWithin(tc.times, 30*s); got != tc.want {
+			t.Errorf("%s: mostWithin = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSizeRequested(t *testing.T) {
+	pools := []godo.KubernetesNodePool{
+		{Name: "gpu-second", Size: capSecondGPU, Count: 0},
+		{Name: "gpu-first", Size: capFirstGPU, Count: 1},
+	}
+	if sizeRequested(pools, capSecondGPU) {
+		t.Error("a pool of the size at count 0 counted as a request")
+	}
+	if !sizeRequested(pools, capFirstGPU) {
+		t.Error("a pool of the size at count 1 not counted")
+	}
+	if sizeRequested(nil, capFirstGPU) {
+		t.Error("no pools, a request")
+	}
+}
+
+func TestPoolSpend(t *testing.T) {
+	price, ok := doks.SizePrice("s-2vcpu-4gb")
+	if !ok {
+		t.Fatal("no price for s-2vcpu-4gb")
+	}
+	node := godo.KubernetesNode{Name: "n"}
+	pools := []godo.KubernetesNodePool{
+		// Target above the nodes listed: the nodes asked for are billed.
+		{Size: "s-2vcpu-4gb", Count: 3, Nodes: []*godo.KubernetesNode{&node}},
+		// Nodes above the target: a node being removed is billed until gone.
+		{Size: "s-2vcpu-4gb", Count: 0, Nodes: []*godo.KubernetesNode{&node, &node}},
+	}
+	if got, want := poolSpend(pools), 5*price; math.Abs(got-want) > 1e-9 {
+		t.Errorf("poolSpend = %v, want %v", got, want)
+	}
+}
+
+func TestCapacitySetup(t *testing.T) {
+	// Upstream gets fixed pools of both GPU sizes and no autoprovisioning section.
+	pools, nap, extra := gpuSetup(capacityBuild{upstream: true})
+	if nap != nil || extra != nil || len(pools) != 3 || pools[1].Size != capFirstGPU || pools[2].Size != capSecondGPU {
+		t.Errorf("upstream setup: %v %v %v", pools, nap, extra)
+	}
+	// This project: the base pool only, the first size preferred.
+	pools, nap, extra = gpuSetup(capacityBuild{})
+	pref, _ := nap["size_preference"].([]string)
+	if len(pools) != 1 || len(pref) != 2 || pref[0] != capFirstGPU || len(extra) != 1 {
+		t.Errorf("this project's setup: %v %v %v", pools, nap, extra)
+	}
+	// The spending scenario's pods must not all fit under the limit, or it bounds nothing.
+	price, _ := doks.SizePrice("s-2vcpu-4gb")
+	if fit := int(capSpendCap / price); fit >= capSpendPods {
+		t.Errorf("%d nodes fit under $%v/h: the limit binds nothing for %d pods", fit, capSpendCap, capSpendPods)
+	}
+	if capWindow <= capTTL {
+		t.Errorf("window %v not longer than the TTL %v", capWindow, capTTL)
+	}
+}
