@@ -35,8 +35,11 @@ import (
 //
 // This project creates pools on demand (size_preference: the first GPU size, then the
 // second); upstream's DigitalOcean provider creates none, so it gets one fixed pool per
-// size, min 0, and its default least-waste expander, which prefers the first (smaller)
-// GPU size for the run's small GPU pod as well.
+// size and its default least-waste expander, which prefers the first (smaller) GPU size
+// for the run's small GPU pod as well. Upstream 1.36.1 builds a template without
+// nvidia.com/gpu for a DOKS pool at 0 nodes ("Insufficient nvidia.com/gpu", no expansion
+// option), so its GPU pools start at one node each, taken by a filler GPU pod before the
+// measurement: it then builds the templates from those nodes.
 
 const (
 	capFirstGPU  = "gpu-l40sx1-48gb" // first choice: cheaper, and least waste for the pod
@@ -157,8 +160,8 @@ func gpuSetup(b capacityBuild) ([]doks.PoolSpec, map[string]any, []string) {
 	pools := []doks.PoolSpec{capBasePool()}
 	if b.upstream {
 		pools = append(pools,
-			doks.PoolSpec{Name: "gpu-first", Size: capFirstGPU, AutoScale: true, MaxNodes: 10},
-			doks.PoolSpec{Name: "gpu-second", Size: capSecondGPU, AutoScale: true, MaxNodes: 10})
+			doks.PoolSpec{Name: "gpu-first", Size: capFirstGPU, Count: 1, AutoScale: true, MinNodes: 1, MaxNodes: 10},
+			doks.PoolSpec{Name: "gpu-second", Size: capSecondGPU, Count: 1, AutoScale: true, MinNodes: 1, MaxNodes: 10})
 		return pools, nil, nil
 	}
 	sizes := []string{capFirstGPU, capSecondGPU}
@@ -184,14 +187,35 @@ func gpuPodSpec() apiv1.PodSpec {
 }
 
 // sizeRequested says whether a node of size was asked for: a pool of it with a target
-// above zero (a pool created on demand, or a fixed pool resized).
-func sizeRequested(pools []godo.KubernetesNodePool, size string) bool {
+// above its count in before (a pool created on demand is absent from it: 0).
+func sizeRequested(pools []godo.KubernetesNodePool, size string, before map[string]int) bool {
 	for _, p := range pools {
-		if p.Size == size && p.Count > 0 {
+		if p.Size == size && p.Count > before[p.Name] {
 			return true
 		}
 	}
 	return false
+}
+
+// poolCounts is each pool's target by name.
+func poolCounts(pools []godo.KubernetesNodePool) map[string]int {
+	m := map[string]int{}
+	for _, p := range pools {
+		m[p.Name] = p.Count
+	}
+	return m
+}
+
+// fillGPUs runs one filler GPU pod per GPU node of the fixed pools (upstream's), so
+// that the measured pods need new nodes.
+func fillGPUs(ctx context.Context, b capacityBuild, sb *sandbox.Sandbox) error {
+	if !b.upstream {
+		return nil
+	}
+	if err := createDeploymentOf(ctx, sb, "filler", 2, gpuPodSpec()); err != nil {
+		return err
+	}
+	return waitRunning(ctx, sb, "filler", 2, 2*time.Minute)
 }
 
 // loops renders a latency with the scan intervals it spans.
@@ -209,7 +233,11 @@ func capRefusal(ctx context.Context, b capacityBuild, r *rows, out io.Writer) er
 	}
 	defer sb.Stop()
 	defer ca.Stop(15 * time.Second)
+	if err := fillGPUs(ctx, b, sb); err != nil {
+		return err
+	}
 	sb.DOKS.SetOutOfStock(capFirstGPU, time.Hour)
+	before := poolCounts(sb.DOKS.Pools())
 	t0 := time.Now()
 	if err := createDeploymentOf(ctx, sb, "gpu", 1, gpuPodSpec()); err != nil {
 		return err
@@ -229,7 +257,7 @@ func capRefusal(ctx context.Context, b capacityBuild, r *rows, out io.Writer) er
 			}
 			refusals = append(refusals, now.Sub(first))
 		}
-		if second == 0 && sizeRequested(sb.DOKS.Pools(), capSecondGPU) {
+		if second == 0 && sizeRequested(sb.DOKS.Pools(), capSecondGPU, before) {
 			second = now.Sub(t0)
 			fmt.Fprintf(out, "  %s requested %v after the pod; %d refusal(s) of %s so far\n", capSecondGPU,
 				second.Round(10*time.Millisecond), len(refusals), capFirstGPU)
@@ -300,7 +328,12 @@ func capNeverRegisters(ctx context.Context, b capacityBuild, r *rows, out io.Wri
 			}
 		}
 	}
+	if err := fillGPUs(ctx, b, sb); err != nil {
+		return err
+	}
+	// New nodes only: the filler's node registered already.
 	mark(sb.DOKS.Pools())
+	before := poolCounts(sb.DOKS.Pools())
 	t0 := time.Now()
 	if err := createDeploymentOf(ctx, sb, "gpu", 1, gpuPodSpec()); err != nil {
 		return err
@@ -309,10 +342,10 @@ func capNeverRegisters(ctx context.Context, b capacityBuild, r *rows, out io.Wri
 	err = poll(ctx, capProvision+2*time.Minute, 50*time.Millisecond, func() (bool, error) {
 		pools := sb.DOKS.Pools()
 		mark(pools)
-		if firstAsked == 0 && sizeRequested(pools, capFirstGPU) {
+		if firstAsked == 0 && sizeRequested(pools, capFirstGPU, before) {
 			firstAsked = time.Since(t0)
 		}
-		return sizeRequested(pools, capSecondGPU), nil
+		return sizeRequested(pools, capSecondGPU, before), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s not requested: %w (log %s)", capSecondGPU, err, ca.LogPath)

@@ -35,13 +35,22 @@ func TestSizeRequested(t *testing.T) {
 		{Name: "gpu-second", Size: capSecondGPU, Count: 0},
 		{Name: "gpu-first", Size: capFirstGPU, Count: 1},
 	}
-	if sizeRequested(pools, capSecondGPU) {
+	if sizeRequested(pools, capSecondGPU, nil) {
 		t.Error("a pool of the size at count 0 counted as a request")
 	}
-	if !sizeRequested(pools, capFirstGPU) {
-		t.Error("a pool of the size at count 1 not counted")
+	if !sizeRequested(pools, capFirstGPU, nil) {
+		t.Error("a new pool of the size at count 1 not counted")
 	}
-	if sizeRequested(nil, capFirstGPU) {
+	// A fixed pool at its count before: no request; one node more: a request.
+	before := poolCounts(pools)
+	if sizeRequested(pools, capFirstGPU, before) {
+		t.Error("a pool at its earlier count counted as a request")
+	}
+	pools[1].Count = 2
+	if !sizeRequested(pools, capFirstGPU, before) {
+		t.Error("a pool resized from 1 to 2 not counted")
+	}
+	if sizeRequested(nil, capFirstGPU, nil) {
 		t.Error("no pools, a request")
 	}
 }
