@@ -55,6 +55,27 @@ func TestSizeRequested(t *testing.T) {
 	}
 }
 
+func TestNodesAsked(t *testing.T) {
+	last := map[string]int{"fixed": 1}
+	pools := []godo.KubernetesNodePool{{Name: "fixed", Size: capFirstGPU, Count: 2}}
+	if n := nodesAsked(last, pools, capFirstGPU); n != 1 {
+		t.Errorf("1 → 2: %d nodes asked, want 1", n)
+	}
+	// The same count again asks nothing; a shrink asks nothing and is remembered.
+	if n := nodesAsked(last, pools, capFirstGPU); n != 0 {
+		t.Errorf("2 → 2: %d nodes asked, want 0", n)
+	}
+	pools[0].Count = 1
+	_ = nodesAsked(last, pools, capFirstGPU)
+	// A pool created on demand with 2 nodes, and the fixed pool back up to 3.
+	pools[0].Count = 3
+	pools = append(pools, godo.KubernetesNodePool{Name: "new", Size: capFirstGPU, Count: 2},
+		godo.KubernetesNodePool{Name: "other", Size: capSecondGPU, Count: 5})
+	if n := nodesAsked(last, pools, capFirstGPU); n != 4 {
+		t.Errorf("%d nodes asked, want 4 (2 new, 2 raised; another size not counted)", n)
+	}
+}
+
 func TestPoolSpend(t *testing.T) {
 	price, ok := doks.SizePrice("s-2vcpu-4gb")
 	if !ok {
