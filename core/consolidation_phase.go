@@ -67,6 +67,14 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 			break
 		}
 	}
+	// Scale-down's removals come first: whole underused nodes, each after
+	// its unneeded time. Consolidation plans on what they leave; acting
+	// beside them only moved pods that scale-down's next removals would
+	// have let stay (a compressed day: on beside off, 12 more evictions
+	// and the same bill).
+	if n := a.planner.UnneededCount(); n > 0 && l.Wait == "" {
+		l.Wait = fmt.Sprintf("scale-down has %d unneeded node(s) to remove first", n)
+	}
 	l.Plan = func() (consolidation.CandidateInput, consolidation.Input, bool) {
 		return a.consolidationInput(l.View, sim, c)
 	}

@@ -16,10 +16,11 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
 )
 
-// Scale-down deletes an empty node of a group not opted in to consolidation
-// in the same loop in which consolidation's command would move a pod onto
-// it: consolidation plans on the cluster scale-down leaves, so the pod is
-// not evicted to a node that is going away.
+// Scale-down deletes an empty node of a group not opted in to consolidation;
+// consolidation's command would move a pod onto it. Consolidation waits
+// while scale-down has unneeded nodes to remove, and plans on the cluster
+// scale-down leaves (the iteration's view), so the pod is not evicted to a
+// node that is going away.
 func TestConsolidationSeesScaleDownsRemovalsInTheSameLoop(t *testing.T) {
 	p, nodes := cluster(
 		groupSpec{id: "plain", min: 0, max: 3, nodes: 1, milliCPU: 4000, mem: 4 * test.GiB},
@@ -41,8 +42,8 @@ func TestConsolidationSeesScaleDownsRemovalsInTheSameLoop(t *testing.T) {
 	}
 	h := newHarness(t, opts, p, join(nodes, pods)...)
 	h.runOnce(t0)
-	if countEvents(h.events(), "ConsolidationPlanned") == 0 {
-		t.Fatalf("setup: consolidation planned nothing onto the empty node: %v", h.events())
+	if n := countEvents(h.events(), "ConsolidationPlanned"); n != 0 {
+		t.Fatalf("consolidation planned %d command(s) while scale-down had an unneeded node to remove", n)
 	}
 	h.runOnce(t0.Add(61 * time.Second))
 	if calls := h.provider.CallsOf("DeleteNodes"); len(calls) != 1 || strings.Join(calls[0].Nodes, ",") != "plain-n0" {

@@ -523,6 +523,9 @@ func (p *Planner) Unneeded() []*scaledown.UnneededNode {
 // Forget drops a node from the unneeded set (e.g. its deletion started).
 func (p *Planner) Forget(name string) { delete(p.unneeded, name) }
 
+// UnneededCount is how many nodes the last Update found unneeded.
+func (p *Planner) UnneededCount() int { return len(p.unneeded) }
+
 // IsUnneeded reports whether the last Update found the node unneeded.
 func (p *Planner) IsUnneeded(name string) bool { return p.unneeded[name] != nil }
 
