@@ -7,6 +7,7 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
@@ -176,7 +177,12 @@ func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, temp
 		return pods, nil
 	}
 	// pods fit no existing node: most need try only the upcoming ones.
-	_, stillPending, err := simulator.TrySchedulePodsOnNew(a.checker, a.snapshot, pods, names)
+	// Within a priority largest first, as the estimator packed them when
+	// it bought these nodes: in the order pods are listed, small ones took
+	// the room a large one was bought for, and it got a node of its own
+	// (issue 43's mixed burst: an s-4vcpu-8gb beside two s-8vcpu-16gb).
+	ordered := simulator.PackingOrder(pods, a.allocatableOf(names))
+	_, stillPending, err := simulator.TrySchedulePodsOnNew(a.checker, a.snapshot, ordered, names)
 	if err != nil {
 		return nil, report.InternalError(fmt.Errorf("filtering pods for upcoming nodes: %w", err))
 	}
@@ -184,6 +190,22 @@ func (a *Autoscaler) fitUpcomingNodes(groups []clusterstate.NodeGroupState, temp
 		klog.InfoS("Scale-up: pending pods will fit on upcoming nodes; no new request for them", "pods", fit, "upcomingNodes", upcoming, "byNodeGroup", added)
 	}
 	return stillPending, nil
+}
+
+// allocatableOf sums the allocatable cpu and memory of the snapshot's
+// nodes named.
+func (a *Autoscaler) allocatableOf(names map[string]bool) apiv1.ResourceList {
+	var cpu, mem resource.Quantity
+	for name := range names {
+		ni, err := a.snapshot.GetNodeInfo(name)
+		if err != nil {
+			continue
+		}
+		alloc := ni.Node().Status.Allocatable
+		cpu.Add(*alloc.Cpu())
+		mem.Add(*alloc.Memory())
+	}
+	return apiv1.ResourceList{apiv1.ResourceCPU: cpu, apiv1.ResourceMemory: mem}
 }
 
 // placeNominated puts pods waiting for preemption on their nominated nodes in

@@ -61,6 +61,22 @@ func TestScaleUpNotRepeatedForUpcomingNodes(t *testing.T) {
 	}
 }
 
+// The nodes a scale-up asked for hold the pods it packed on them, whatever
+// order the pods are listed in: the estimator packed 4 pods of 1500m and 4
+// of 500m largest first, a pair per 2-cpu node; checked against the
+// upcoming nodes small ones first, the 500m pods took the room of two large
+// ones, and the next loop bought a node more.
+func TestUpcomingNodesHoldThePodsTheyWereBoughtFor(t *testing.T) {
+	p, nodes := cluster(groupSpec{id: "g1", min: 1, max: 10, nodes: 1, milliCPU: 2000, mem: 4 * test.GiB})
+	h := newHarness(t, testOptions(), p, join(nodes, fill(nodes, 1800),
+		pendingPods("a-small", 4, 500, 256*test.MiB), pendingPods("b-large", 4, 1500, 256*test.MiB))...)
+	h.runOnce(t0)
+	h.runOnce(t0.Add(10 * time.Second))
+	if got := increases(p); !reflect.DeepEqual(got, []string{"g1+4"}) {
+		t.Fatalf("IncreaseSize calls = %v, want exactly one g1+4", got)
+	}
+}
+
 func TestScaleUpLimits(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -1,10 +1,13 @@
 package simulator
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -160,6 +163,47 @@ func dependsOnOtherNodes(p *apiv1.Pod) bool {
 	a := p.Spec.Affinity
 	return (a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)) ||
 		len(p.Spec.TopologySpreadConstraints) > 0 || len(p.Spec.ResourceClaims) > 0
+}
+
+// SizeScore is how large p is for nodes with alloc: its cpu and memory
+// requests as shares of alloc's, summed. Packing largest first (first-fit
+// decreasing) is how the estimator buys nodes.
+func SizeScore(p *apiv1.Pod, alloc apiv1.ResourceList) float64 {
+	req := framework.PodRequests(p)
+	score := 0.0
+	if cpu := alloc.Cpu().MilliValue(); cpu > 0 {
+		score += float64(req.Cpu().MilliValue()) / float64(cpu)
+	}
+	if mem := alloc.Memory().Value(); mem > 0 {
+		score += float64(req.Memory().Value()) / float64(mem)
+	}
+	return score
+}
+
+// PackingOrder returns pods in the order to pack them on nodes with alloc:
+// higher priority first, as upstream packs pending pods on free capacity;
+// within a priority, largest first (SizeScore), as the estimator packed
+// them when it bought nodes (stable).
+func PackingOrder(pods []*apiv1.Pod, alloc apiv1.ResourceList) []*apiv1.Pod {
+	out := slices.Clone(pods)
+	score := make(map[*apiv1.Pod]float64, len(out))
+	for _, p := range out {
+		score[p] = SizeScore(p, alloc)
+	}
+	slices.SortStableFunc(out, func(a, b *apiv1.Pod) int {
+		if c := cmp.Compare(priority(b), priority(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(score[b], score[a])
+	})
+	return out
+}
+
+func priority(p *apiv1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
 }
 
 // trySchedulePods is TrySchedulePods with, per equivalence group, the

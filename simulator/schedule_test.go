@@ -185,3 +185,27 @@ func TestTrySchedulePodsOnNewTriesOnlyAddedNodesUnlessOthersMatter(t *testing.T)
 		t.Errorf("anti-affine pod placed on %q, want the first node by name, a-old: its fit depends on other nodes", got[spread[0].Name])
 	}
 }
+
+// Pending pods are packed on new nodes higher priority first, and within a
+// priority largest first, cpu and memory weighed as shares of the nodes'.
+func TestPackingOrder(t *testing.T) {
+	alloc := Node("n", 4000, 8*GiB).Status.Allocatable
+	important := Pod("important-small", 100, 100*MiB)
+	high := int32(1000)
+	important.Spec.Priority = &high
+	pods := []*apiv1.Pod{
+		Pod("small", 250, 256*MiB),
+		Pod("cpu", 1500, 512*MiB), // 0.375 + 0.0625
+		Pod("mem", 500, 5*GiB),    // 0.125 + 0.625
+		important,
+		Pod("small-2", 250, 256*MiB),
+	}
+	var got []string
+	for _, p := range PackingOrder(pods, alloc) {
+		got = append(got, p.Name)
+	}
+	want := []string{"important-small", "mem", "cpu", "small", "small-2"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+}

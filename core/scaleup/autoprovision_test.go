@@ -1,6 +1,7 @@
 package scaleup
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -80,6 +81,7 @@ func TestSeparationTaints(t *testing.T) {
 type machine struct {
 	name     string
 	milliCPU int64
+	memMiB   int64 // 64 GiB when 0
 	gpus     int
 	driver   string
 	price    float64
@@ -89,7 +91,11 @@ type machine struct {
 // predicts one in DRA mode: the slice its vendor's driver publishes
 // (gpudriver.Slice) and the GPU taint DOKS puts on GPU pools.
 func (m machine) template() *framework.NodeInfo {
-	ni := test.BuildTemplate(m.name, m.milliCPU, 64*test.GiB, nil)
+	mem := int64(64 * test.GiB)
+	if m.memMiB > 0 {
+		mem = m.memMiB << 20
+	}
+	ni := test.BuildTemplate(m.name, m.milliCPU, mem, nil)
 	if m.gpus > 0 {
 		model := "nvidia_h100"
 		key := "nvidia.com/gpu"
@@ -324,4 +330,47 @@ func optionIDs(opts []expander.Option) []string {
 		out = append(out, o.NodeGroup.Id())
 	}
 	return out
+}
+
+// A burst of mixed pods (issue 43's purchase-efficiency figure, with DOKS's
+// allocatable and prices of three sizes) gets the size that holds them
+// tightly, on whole nodes: two of the largest for the 24 pods they hold,
+// the last two left pending for the next loop. Priced per pod placed, or
+// with a third node bought for the last two, the smallest size looked the
+// better buy for the small pods, and the large ones got pools of their own
+// (1.80× the cheapest cover where 2 × s-8vcpu-16gb and an s-2vcpu-2gb for
+// the last two are 1.13×).
+func TestNewPoolForAMixedBurstIsBoughtOnWholeNodes(t *testing.T) {
+	machines := []machine{
+		{name: "s-2vcpu-2gb", milliCPU: 1900, memMiB: 1436, price: 0.02679},
+		{name: "s-4vcpu-8gb", milliCPU: 3900, memMiB: 6044, price: 0.07143},
+		{name: "s-8vcpu-16gb", milliCPU: 7800, memMiB: 14236, price: 0.14286},
+	}
+	var pods []*apiv1.Pod
+	add := func(n int, name string, milliCPU, memMiB int64) {
+		for i := range n {
+			pods = append(pods, test.BuildPendingPod(fmt.Sprintf("%s-%d", name, i), milliCPU, memMiB<<20, name))
+		}
+	}
+	add(16, "small", 250, 256)
+	add(6, "cpu", 1500, 512)
+	add(4, "mem", 500, 5120)
+	p := test.NewProvider()
+	o, in := newGroupScaleUp(t, p, machines, pods)
+	prices := map[string]float64{}
+	for _, m := range machines {
+		prices[m.name+"-template"] = m.price
+	}
+	// Pods priced by their requests, at s-2vcpu-4gb's rate per vCPU and GiB
+	// (as the DigitalOcean provider prices them against a reference size).
+	p.SetPricing(&test.PricingModel{NodePrices: prices, PodPerCoreHour: 0.0357 / 2, PodPerGiBHour: 0.0357 / 4})
+	plan := o.computePlan(in)
+	if len(plan.Options) != 1 {
+		t.Fatalf("options %v, want one new group", optionIDs(plan.Options))
+	}
+	got := plan.Options[0]
+	if got.NodeGroup.Id() != "s-8vcpu-16gb" || got.NodeCount != 2 || len(got.Pods) != 24 {
+		t.Fatalf("new group %s +%d for %d pods, want s-8vcpu-16gb +2 for 24 (the last two pods left for the next loop)",
+			got.NodeGroup.Id(), got.NodeCount, len(got.Pods))
+	}
 }

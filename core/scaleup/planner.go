@@ -154,12 +154,8 @@ func (p *planning) optionFor(f candidate, quotas *resourcequotas.Tracker, est *e
 		}
 		return expander.Option{}, false
 	}
-	eqs := make([]simulator.PodEquivalenceGroup, len(f.fit))
-	for i := range f.fit {
-		eqs[i] = f.fit[i].group
-	}
 	estStart := time.Now()
-	n, pods := est.Estimate(eqs, tmpl, room)
+	n, pods := est.Estimate(f.groups(), tmpl, room)
 	p.plan.EstimateTimes = append(p.plan.EstimateTimes, time.Since(estStart))
 	if n <= 0 || len(pods) == 0 {
 		return expander.Option{}, false
@@ -318,6 +314,15 @@ type candidate struct {
 	gs   clusterstate.NodeGroupState
 	tmpl *framework.NodeInfo
 	fit  []fittingPods
+}
+
+// groups are the equivalence groups that fit the candidate's nodes.
+func (c candidate) groups() []simulator.PodEquivalenceGroup {
+	eqs := make([]simulator.PodEquivalenceGroup, len(c.fit))
+	for i := range c.fit {
+		eqs[i] = c.fit[i].group
+	}
+	return eqs
 }
 
 // similarGroups returns, with --balance-similar-node-groups, for each group

@@ -6,6 +6,7 @@ package scaleup
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -127,9 +128,9 @@ type need struct {
 // offers and each set of labels the pending pods' nodeSelectors ask for, a
 // group whose nodes carry them, estimated as the existing groups are, within
 // the same cluster-wide limits (quotas). GPU sizes are offered only to pods
-// that ask for a GPU. Of these options only the cheapest (node price per pod
-// placed) is kept, so the expander weighs the existing groups against the
-// cheapest new pool that helps; or, when the provider lists its sizes in the
+// that ask for a GPU. Of these options only the best buy (node price over
+// the price of the pods placed, on whole nodes: wholeNodes) is kept, so the
+// expander weighs the existing groups against the best new pool that helps; or, when the provider lists its sizes in the
 // operator's order (MachineTypeOrderer), the first size that helps. The
 // executor creates the group if it wins.
 func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator.BinpackingEstimator) {
@@ -205,7 +206,7 @@ func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimato
 				}
 				continue
 			}
-			cost, err := p.costPerPod(opt, p.in.Now)
+			opt, cost, err := p.wholeNodes(f, opt, est)
 			if err != nil {
 				klog.V(2).InfoS("Scale-up: node autoprovisioning: no price", "nodeGroup", opt.NodeGroup.Id(), "err", err)
 				continue
@@ -224,12 +225,12 @@ func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimato
 		return
 	}
 	id := best.NodeGroup.Id()
-	rule := "cheapest new node pool that helps"
+	rule := "best-priced new node pool that helps"
 	if byPreference {
 		rule = "first size of autoprovisioning.size_preference that helps"
 	}
 	klog.V(2).InfoS("Scale-up: "+rule, "nodeGroup", id, "nodes", best.NodeCount,
-		"pods", len(best.Pods), "hourlyPricePerPod", bestCost)
+		"pods", len(best.Pods), "nodePriceOverPodPrice", bestCost)
 	p.plan.Options = append(p.plan.Options, *best)
 	p.plan.Increases[id] = []Increase{{GroupID: id, From: 0, To: best.NodeCount, Max: best.NodeGroup.MaxSize()}}
 }
@@ -282,15 +283,65 @@ func (p *planning) newGroupCandidate(size string, nd *need) (candidate, bool) {
 	return candidate{gs: clusterstate.NodeGroupState{Group: g, Healthy: true}, tmpl: tmpl, fit: fit}, true
 }
 
-// costPerPod is the option's hourly node price per pod it places.
-func (pl *Planner) costPerPod(opt expander.Option, now time.Time) (float64, error) {
+// wholeNodes prices a new pool's option by its nodes' price over its pods'
+// (priceRatio), and buys one node fewer when that is the better buy. A
+// pool is bought whole nodes at a time, and the estimate's last node may
+// hold only the pods left over: in a burst of mixed pods two large droplets
+// held 24 of 26 pods, and pricing a third for the last two made a pool of
+// the smallest size look cheaper for the small pods, leaving the large
+// ones to pools of their own (1.80× the cheapest cover, issue 43). With
+// one node fewer, what is left stays pending, and the next loop plans it
+// with this pool's nodes upcoming, where a smaller size may hold it for
+// less. All-or-nothing requests keep every pod.
+func (p *planning) wholeNodes(f candidate, opt expander.Option, est *estimator.BinpackingEstimator) (expander.Option, float64, error) {
+	ratio, err := p.priceRatio(opt, p.in.Now)
+	if err != nil || p.in.AllOrNothing || opt.NodeCount < 2 {
+		return opt, ratio, err
+	}
+	n, pods := est.Estimate(f.groups(), f.tmpl, opt.NodeCount-1)
+	if n <= 0 || len(pods) == 0 {
+		return opt, ratio, nil
+	}
+	fewer := opt
+	fewer.NodeCount, fewer.Pods = n, pods
+	fewer.Debug = fmt.Sprintf("%s +%d for %d pods", opt.NodeGroup.Id(), n, len(pods))
+	r, err := p.priceRatio(fewer, p.in.Now)
+	if err != nil || r >= ratio {
+		return opt, ratio, nil
+	}
+	klog.V(4).InfoS("Scale-up: node autoprovisioning: one node fewer is the better buy", "nodeGroup", opt.NodeGroup.Id(),
+		"nodes", n, "pods", len(pods), "leftPending", len(opt.Pods)-len(pods), "ratio", r, "ratioWithTheLastNode", ratio)
+	return fewer, r, nil
+}
+
+// priceRatio is the option's hourly node price over the price of the pods
+// it places, each pod priced by the pricing model's PodPrice (its share of
+// a reference size), as upstream's price expander weighs options: the
+// closer to what the pods' requests are worth, the better the buy. Unlike
+// a price per pod, it does not favour a size that places many small pods
+// over one that places large pods just as tightly.
+func (pl *Planner) priceRatio(opt expander.Option, now time.Time) (float64, error) {
 	pm, err := pl.provider.Pricing()
 	if err != nil {
 		return 0, err
 	}
-	price, err := pm.NodePrice(opt.NodeInfo.Node(), now, now.Add(time.Hour))
+	then := now.Add(time.Hour)
+	price, err := pm.NodePrice(opt.NodeInfo.Node(), now, then)
 	if err != nil {
 		return 0, err
 	}
-	return price * float64(opt.NodeCount) / float64(len(opt.Pods)), nil
+	var pods float64
+	for _, p := range opt.Pods {
+		pp, err := pm.PodPrice(p, now, then)
+		if err != nil {
+			return 0, err
+		}
+		pods += pp
+	}
+	if pods <= 0 {
+		// A model that prices no pod (or pods that request nothing): the
+		// price per pod placed.
+		pods = float64(len(opt.Pods))
+	}
+	return price * float64(opt.NodeCount) / pods, nil
 }

@@ -91,6 +91,9 @@ func runCapacity(ctx context.Context, c config, out io.Writer) error {
 			{"4 purchase efficiency", capEfficiency},
 		}
 		for _, s := range scenarios {
+			if !capacitySelected(c.capacityOnly, s.name) {
+				continue
+			}
 			fmt.Fprintf(out, "\ncapacity %s: %s (%s)\n", s.name, b.name, time.Now().UTC().Format("15:04:05"))
 			start := time.Now()
 			if err := s.f(ctx, b, r, out); err != nil {
@@ -110,6 +113,22 @@ func runCapacity(ctx context.Context, c config, out io.Writer) error {
 		names = append(names, b.name)
 	}
 	return printTable(out, "capacity figure", names, runs)
+}
+
+// capacitySelected reports whether the scenario named name ("1a/2 refusal") is among
+// only's numbers ("1a,4"), or only is empty.
+func capacitySelected(only, name string) bool {
+	if only == "" {
+		return true
+	}
+	num, _, _ := strings.Cut(name, " ")
+	for _, n := range strings.Split(only, ",") {
+		n = strings.TrimSpace(n)
+		if n == num || strings.HasPrefix(num, n+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // startCapacity starts a sandbox with pools and the autoscaler on it. nap, when not nil,

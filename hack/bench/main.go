@@ -114,6 +114,8 @@ type config struct {
 	diurnal    diurnalConfig
 	// The capacity and money scenarios (--capacity).
 	capacity bool
+	// capacityOnly lists the capacity scenarios to run (their numbers); all when empty.
+	capacityOnly string
 }
 
 func main() {
@@ -176,6 +178,7 @@ func main() {
 	flag.DurationVar(&c.diurnal.steadySettle, "diurnal-steady-settle", time.Hour, "diurnal: evictions in the steady stretch are counted after this day time")
 	flag.DurationVar(&c.diurnal.rebuy, "diurnal-rebuy-window", 30*time.Minute, "diurnal: a drain is churn when its pool buys a node within this day time after it began")
 	flag.BoolVar(&c.capacity, "capacity", false, "also run the capacity and money scenarios (issue 43, capacity.go): the next GPU size when the first is refused (422) or its nodes never register, requests per out-of-stock size per --unavailable-size-ttl, a burst under --max-hourly-cost, the price of a mixed burst's nodes against its lower bound; this project's binary and --upstream-binary's where it can run them")
+	flag.StringVar(&c.capacityOnly, "capacity-scenarios", "", "with --capacity, only these scenarios, by number, comma-separated (1a, 1b, 3, 4; 1a also runs 2); all when empty")
 	flag.StringVar(&c.dir, "dir", "", "directory for sandbox files and autoscaler logs (default: a temp dir)")
 	flag.Parse()
 	if c.pprofAddr != "" {

@@ -155,20 +155,10 @@ func fitOnlyShrinks(p *apiv1.Pod) bool {
 // relative to the node's allocatable, largest first (stable).
 func sortGroupsBySize(groups []simulator.PodEquivalenceGroup, node *apiv1.Node) []simulator.PodEquivalenceGroup {
 	out := slices.Clone(groups)
-	alloc := node.Status.Allocatable
-	cpu := alloc.Cpu().MilliValue()
-	mem := alloc.Memory().Value()
 	score := make([]float64, len(out))
 	for i, g := range out {
-		if len(g.Pods) == 0 {
-			continue
-		}
-		req := framework.PodRequests(g.Pods[0])
-		if cpu > 0 {
-			score[i] += float64(req.Cpu().MilliValue()) / float64(cpu)
-		}
-		if mem > 0 {
-			score[i] += float64(req.Memory().Value()) / float64(mem)
+		if len(g.Pods) > 0 {
+			score[i] = simulator.SizeScore(g.Pods[0], node.Status.Allocatable)
 		}
 	}
 	idx := make([]int, len(out))
