@@ -29,7 +29,9 @@ import (
 // The diurnal run (issue 40, "A day, compressed"): a day of load compressed
 // --diurnal-compression times (120: a day in 12 minutes), every duration flag of the
 // autoscalers scaled alike, on three pre-made autoscaled pools of three sizes. Deployments
-// of four pod sizes follow smooth daily curves with seeded noise, some under PDBs. It runs
+// of four pod sizes follow smooth daily curves with seeded noise, some under PDBs; the
+// curve runs --diurnal-warmup (6 hours) before the measured day, so that the day's night
+// is spent on the nodes the autoscaler kept, not on those the harness began with. It runs
 // this project's binary with consolidation off and on, and upstream's (--upstream-binary),
 // one after the other, each on a sandbox of its own, and measures from outside: the
 // simulator's pools and nodes over time (the bill), the pods' eviction conditions, the
@@ -64,6 +66,13 @@ var diurnalWorkloads = []diurnalWorkload{
 // diurnalStep is how often (day time) the replicas follow the curve.
 const diurnalStep = 10 * time.Minute
 
+// stepOf is the load's step at day time t (negative in the warm-up); stepTime its start.
+func stepOf(t time.Duration) int {
+	return int(math.Floor(float64(t) / float64(diurnalStep)))
+}
+
+func stepTime(k int) time.Duration { return time.Duration(k) * diurnalStep }
+
 // diurnalSampleEvery is the day time between pending-pod samples (72 a day).
 const diurnalSampleEvery = 20 * time.Minute
 
@@ -73,6 +82,10 @@ type diurnalConfig struct {
 	modes       string
 	// noise is the relative standard deviation of each step's replicas.
 	noise float64
+	// warmup is the day time the load follows its curve before the measured day: the
+	// day starts on the cluster the autoscaler left after the evening before, not on
+	// the nodes the harness began with (which every build shared for the night's hours).
+	warmup time.Duration
 	// steady is the day time the load is held after the day; evictions are counted in
 	// its part after steadySettle.
 	steady, steadySettle time.Duration
@@ -181,8 +194,8 @@ func runDiurnal(ctx context.Context, c config, out io.Writer) error {
 		builds = append(builds, consolidationBuild{name: "upstream " + filepath.Base(c.upstream), binary: c.upstream,
 			dir: filepath.Join(c.dir, "diurnal-upstream"), upstream: true, extra: dc.upstreamFlags()})
 	}
-	fmt.Fprintf(out, "diurnal: a day compressed %g×, seed %d, noise %.0f%%; common flags %s; files in %s\n",
-		dc.compression, dc.seed, dc.noise*100, strings.Join(common, " "), c.dir)
+	fmt.Fprintf(out, "diurnal: a day compressed %g×, after a warm-up of %v (day time, not counted), seed %d, noise %.0f%%; common flags %s; files in %s\n",
+		dc.compression, dc.warmup, dc.seed, dc.noise*100, strings.Join(common, " "), c.dir)
 	var results []diurnalResult
 	for _, b := range builds {
 		fmt.Fprintf(out, "\ndiurnal run: %s %s (%s)\n", b.name, strings.Join(b.extra, " "), time.Now().UTC().Format("15:04:05"))
@@ -453,14 +466,15 @@ func runDiurnalBuild(ctx context.Context, dc diurnalConfig, b consolidationBuild
 	failed := func(err error) error { return fmt.Errorf("%w (log %s)", err, ca.LogPath) }
 
 	noise := func(i, k int) float64 { return stepNoise(dc.seed, i, k, dc.noise) }
-	// Warm-up: midnight's load, running, before the clock starts.
+	// The load of the warm-up's first step, running, before the clock starts.
+	first := stepOf(-dc.warmup)
 	for i, w := range diurnalWorkloads {
-		if err := createDiurnalWorkload(ctx, sb, w, diurnalReplicas(w, 0, noise(i, 0))); err != nil {
+		if err := createDiurnalWorkload(ctx, sb, w, diurnalReplicas(w, stepTime(first), noise(i, first))); err != nil {
 			return res, err
 		}
 	}
 	for i, w := range diurnalWorkloads {
-		if err := waitRunning(ctx, sb, w.name, diurnalReplicas(w, 0, noise(i, 0)), 10*time.Minute); err != nil {
+		if err := waitRunning(ctx, sb, w.name, diurnalReplicas(w, stepTime(first), noise(i, first)), 10*time.Minute); err != nil {
 			return res, failed(err)
 		}
 	}
@@ -470,20 +484,22 @@ func runDiurnalBuild(ctx context.Context, dc diurnalConfig, b consolidationBuild
 	pw.start(watchCtx, sb)
 
 	start := time.Now()
-	dayOf := func(t time.Time) time.Duration { return time.Duration(float64(t.Sub(start)) * dc.compression) }
+	dayOf := func(t time.Time) time.Duration {
+		return time.Duration(float64(t.Sub(start))*dc.compression) - dc.warmup
+	}
 	day := 24 * time.Hour
 	end := day + dc.steady
 	scan := max(dc.scaled(10*time.Second), time.Second)
 	pendingWait := 2 * scan
 	nodes := map[string]nodeLife{}
 	var price, bound, pods integrator
-	var lastStep, lastSample, lastHour = -1, -1, -1
+	var lastStep, lastSample, lastHour = first, -1, -1
 	var lastTick time.Time
 	current := make([]int, len(diurnalWorkloads))
 	for i, w := range diurnalWorkloads {
-		current[i] = diurnalReplicas(w, 0, noise(i, 0))
+		current[i] = diurnalReplicas(w, stepTime(first), noise(i, first))
 	}
-	fmt.Fprintf(out, "  00:00 (%s): day starts: %s\n", time.Now().UTC().Format("15:04:05"), nodeSummary(sb.DOKS.Pools(), "base"))
+	fmt.Fprintf(out, "  %s (%s): warm-up starts: %s\n", dayClock(-dc.warmup), time.Now().UTC().Format("15:04:05"), nodeSummary(sb.DOKS.Pools(), "base"))
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -505,10 +521,10 @@ func runDiurnalBuild(ctx context.Context, dc diurnalConfig, b consolidationBuild
 			break
 		}
 		// The load: each step, every workload follows its curve (held after the day).
-		if k := int(min(t, day) / diurnalStep); k != lastStep {
+		if k := stepOf(min(t, day)); k != lastStep {
 			lastStep = k
 			for i, w := range diurnalWorkloads {
-				want := diurnalReplicas(w, time.Duration(k)*diurnalStep, noise(i, k))
+				want := diurnalReplicas(w, stepTime(k), noise(i, k))
 				if want != current[i] {
 					err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 						return scaleDeployment(ctx, sb, w.name, int32(want))
@@ -538,7 +554,7 @@ func runDiurnalBuild(ctx context.Context, dc diurnalConfig, b consolidationBuild
 			}
 		}
 		livePods, pending := pw.live(now, pendingWait)
-		if t < day {
+		if t >= 0 && t < day {
 			res.peakNodes = max(res.peakNodes, live)
 			price.observe(now, clusterPrice(listed, "base"))
 			cpu, mem := podRequests(livePods)
@@ -553,7 +569,7 @@ func runDiurnalBuild(ctx context.Context, dc diurnalConfig, b consolidationBuild
 				}
 			}
 		}
-		if h := int(t / time.Hour); h != lastHour {
+		if h := int(math.Floor(t.Hours())); h != lastHour {
 			lastHour = h
 			fmt.Fprintf(out, "  %s: %d pods (%d pending), %s, $%.4f/h\n", dayClock(t), len(livePods), pending, nodeSummary(listed, "base"), clusterPrice(listed, "base"))
 		}
@@ -573,7 +589,7 @@ func runDiurnalBuild(ctx context.Context, dc diurnalConfig, b consolidationBuild
 	for _, e := range pw.evicted {
 		at := dayOf(e.at)
 		switch {
-		case at < day:
+		case at >= 0 && at < day:
 			evs = append(evs, eviction{node: e.node, at: at})
 		case at >= day+dc.steadySettle:
 			res.steadyEvictions++

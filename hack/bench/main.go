@@ -174,6 +174,7 @@ func main() {
 	flag.Uint64Var(&c.diurnal.seed, "diurnal-seed", 40, "diurnal: seed of the load's noise")
 	flag.Float64Var(&c.diurnal.noise, "diurnal-noise", 0.1, "diurnal: relative standard deviation of each 10-minute step's replicas")
 	flag.StringVar(&c.diurnal.modes, "diurnal-modes", "off,on", "diurnal: this project's runs, with consolidation off, on or both (upstream's when --upstream-binary is given)")
+	flag.DurationVar(&c.diurnal.warmup, "diurnal-warmup", 6*time.Hour, "diurnal: day time the load follows its curve before the measured day (from 18:00 the day before by default), so that the day starts on the cluster the autoscaler left")
 	flag.DurationVar(&c.diurnal.steady, "diurnal-steady", 3*time.Hour, "diurnal: day time the load is held after the day")
 	flag.DurationVar(&c.diurnal.steadySettle, "diurnal-steady-settle", time.Hour, "diurnal: evictions in the steady stretch are counted after this day time")
 	flag.DurationVar(&c.diurnal.rebuy, "diurnal-rebuy-window", 30*time.Minute, "diurnal: a drain is churn when its pool buys a node within this day time after it began")
