@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"golang.org/x/oauth2"
 )
@@ -36,6 +37,9 @@ type cloudConfigFile struct {
 	// PriceOverrides are hourly prices in USD by size slug, in place of
 	// the Sizes API's (contract prices) or for sizes it does not list.
 	PriceOverrides map[string]float64 `json:"price_overrides"`
+	// MaxNodeProvisionTimeBySize: size slug → a duration, in place of
+	// --max-node-provision-time for pools of that size.
+	MaxNodeProvisionTimeBySize map[string]string `json:"max_node_provision_time_by_size"`
 }
 
 // providerConfig is a validated cloud config.
@@ -50,6 +54,9 @@ type providerConfig struct {
 	autoprovisioning *autoprovisioningConfig
 	// priceOverrides: size slug → USD an hour (see parsePriceOverrides).
 	priceOverrides map[string]float64
+	// provisionTimes: size slug → max node provision time (see
+	// parseProvisionTimes).
+	provisionTimes map[string]time.Duration
 }
 
 // loadConfig reads and validates the cloud config file. It contacts no
@@ -107,6 +114,9 @@ func parseConfig(data []byte) (_ *providerConfig, err error) {
 		return nil, err
 	}
 	if cfg.priceOverrides, err = parsePriceOverrides(f.PriceOverrides); err != nil {
+		return nil, err
+	}
+	if cfg.provisionTimes, err = parseProvisionTimes(f.MaxNodeProvisionTimeBySize); err != nil {
 		return nil, err
 	}
 	if token != "" {

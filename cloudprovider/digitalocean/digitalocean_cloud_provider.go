@@ -69,6 +69,7 @@ func newCloudProvider(cfg *providerConfig, opts config.AutoscalingOptions, rl *c
 	m := newManager(client, o, gpuLabel, cfg.selection)
 	m.flagsGiven = opts.FlagsGiven
 	m.priceOverrides = cfg.priceOverrides
+	m.provisionTimes = cfg.provisionTimes
 	if opts.InitialNodeGroupBackoffDuration > 0 {
 		m.createPause = opts.InitialNodeGroupBackoffDuration
 	}

@@ -108,6 +108,8 @@ type manager struct {
 	// priceOverrides are the cloud config's price_overrides (size slug →
 	// USD an hour); set before the first Refresh, read-only after.
 	priceOverrides map[string]float64
+	// provisionTimes are the cloud config's max_node_provision_time_by_size.
+	provisionTimes map[string]time.Duration
 
 	// autoprovisioning is the cloud config's section; nil: pools are never
 	// created.

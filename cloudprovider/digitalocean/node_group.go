@@ -522,14 +522,18 @@ func (g *NodeGroup) Autoprovisioned() bool {
 
 // GetOptions returns the process defaults with the cluster's own autoscaler
 // settings (cluster_autoscaler_configuration) in place of the defaults of
-// flags not given on the command line. They are the same for every pool:
-// DOKS has no per-pool autoscaler settings. The one per-pool option is
-// Consolidate, read from the pool's tags as its bounds are: a pool this
-// autoscaler created may always be consolidated (it chose its size for
-// pods that may since have gone), another only with TagConsolidate.
+// flags not given on the command line (DOKS has no per-pool autoscaler
+// settings), and two options of the pool's own: Consolidate, read from the
+// pool's tags as its bounds are (a pool this autoscaler created may always
+// be consolidated: it chose its size for pods that may since have gone;
+// another only with TagConsolidate), and the provision time of its size in
+// the cloud config's max_node_provision_time_by_size.
 func (g *NodeGroup) GetOptions(defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
 	o := g.m.nodeGroupOptions(defaults)
 	o.Consolidate = g.Autoprovisioned() || g.hasTag(TagConsolidate)
+	if d, ok := g.m.provisionTimes[g.sizeSlug()]; ok {
+		o.MaxNodeProvisionTime = d
+	}
 	return &o, nil
 }
 
