@@ -58,3 +58,36 @@ func TestChartMoneyLimits(t *testing.T) {
 		}
 	}
 }
+
+// cloudConfig.maxNodeProvisionTimeBySize becomes cloud.json's
+// max_node_provision_time_by_size, which the binary's builder accepts; a
+// value that is no duration fails helm install naming the entry.
+func TestChartProvisionTimesBySize(t *testing.T) {
+	t.Parallel()
+	values := withClusterID(map[string]interface{}{"cloudConfig": map[string]interface{}{
+		"maxNodeProvisionTimeBySize": map[string]interface{}{"gpu-h100x1-80gb": "25m", "s-4vcpu-8gb": "1h30m"},
+	}})
+	b, _, _, _ := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
+	cc, err := b.ParseCloudConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cc.MaxNodeProvisionTimeBySize; got["gpu-h100x1-80gb"] != "25m" || got["s-4vcpu-8gb"] != "1h30m" {
+		t.Errorf("max_node_provision_time_by_size = %v", got)
+	}
+	if err := buildProvider(t, cc, false); err != nil {
+		t.Errorf("the binary refuses the rendered cloud config: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		v    interface{}
+	}{{"no unit", "25"}, {"zero", "0s"}, {"a number", 1500}, {"empty", ""}, {"days", "1d"}} {
+		values := withClusterID(map[string]interface{}{"cloudConfig": map[string]interface{}{
+			"maxNodeProvisionTimeBySize": map[string]interface{}{"gpu-h100x1-80gb": tc.v},
+		}})
+		_, err := render(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: values})
+		if err == nil || !strings.Contains(err.Error(), "maxNodeProvisionTimeBySize") {
+			t.Errorf("%s (%v): err = %v, want one naming cloudConfig.maxNodeProvisionTimeBySize", tc.name, tc.v, err)
+		}
+	}
+}

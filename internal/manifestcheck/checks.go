@@ -123,6 +123,8 @@ type CloudConfig struct {
 	Autoprovisioning *Autoprovisioning `json:"autoprovisioning,omitempty"`
 	// PriceOverrides are hourly prices in USD by size slug.
 	PriceOverrides map[string]float64 `json:"price_overrides,omitempty"`
+	// MaxNodeProvisionTimeBySize are provision times (Go durations) by size slug.
+	MaxNodeProvisionTimeBySize map[string]string `json:"max_node_provision_time_by_size,omitempty"`
 }
 
 // Autoprovisioning is cloud.json's autoprovisioning section.

@@ -221,6 +221,9 @@ default (upstream's values.yaml sets these to non-empty defaults). */ -}}
   {{- with include "cad.priceOverrides" . }}
   "price_overrides": {{ . }},
   {{- end }}
+  {{- with include "cad.provisionTimes" . }}
+  "max_node_provision_time_by_size": {{ . }},
+  {{- end }}
   "token_file": {{ printf "%s/%s" (include "cad.tokenDir" .) .Values.cloudConfig.tokenSecretKey | toJson }}
 }
 {{- end -}}
@@ -331,6 +334,27 @@ line), checked as the binary checks it; empty when none is given.
 {{- end -}}
 {{- if or (not (regexMatch "^[0-9]+(\\.[0-9]+)?$" (toString $v))) (le (float64 $v) 0.0) (gt (float64 $v) 1000.0) -}}
 {{- fail (printf "cloudConfig.priceOverrides[%q]: %v is not a price: want USD an hour, more than 0 and at most 1000" $slug $v) -}}
+{{- end -}}
+{{- end -}}
+{{- . | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+cloudConfig.maxNodeProvisionTimeBySize as cloud.json's
+"max_node_provision_time_by_size" (JSON, one line): size slug to a Go
+duration of hours, minutes and seconds, more than 0, so that a typo fails
+helm install; the binary's refusal (also of more than a day) stays the
+backstop. Empty when none is given.
+*/}}
+{{- define "cad.provisionTimes" -}}
+{{- with .Values.cloudConfig.maxNodeProvisionTimeBySize -}}
+{{- range $slug, $v := . -}}
+{{- if or (not (regexMatch "^[a-z0-9][a-z0-9-]*$" $slug)) (gt (len $slug) 64) -}}
+{{- fail (printf "cloudConfig.maxNodeProvisionTimeBySize: %q is not a size slug: want lower-case letters, digits and '-'" $slug) -}}
+{{- end -}}
+{{- if not (and (kindIs "string" $v) (regexMatch "^([0-9]+h)?([0-9]+m)?([0-9]+s)?$" $v) (ne $v "") (regexMatch "[1-9]" $v)) -}}
+{{- fail (printf "cloudConfig.maxNodeProvisionTimeBySize[%q]: %v is not a provision time: want a duration such as \"20m\" (hours, minutes, seconds), more than 0" $slug $v) -}}
 {{- end -}}
 {{- end -}}
 {{- . | toJson -}}
