@@ -7,12 +7,13 @@ import (
 	"hash/fnv"
 	"slices"
 
-	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // ScheduledPod is a pod and the node the simulation put it on.

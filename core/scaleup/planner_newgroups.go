@@ -130,9 +130,10 @@ type need struct {
 // the same cluster-wide limits (quotas). GPU sizes are offered only to pods
 // that ask for a GPU. Of these options only the best buy (node price over
 // the price of the pods placed, on whole nodes: wholeNodes) is kept, so the
-// expander weighs the existing groups against the best new pool that helps; or, when the provider lists its sizes in the
-// operator's order (MachineTypeOrderer), the first size that helps. The
-// executor creates the group if it wins.
+// expander weighs the existing groups against the best new pool that
+// helps; or, when the provider lists its sizes in the operator's order
+// (MachineTypeOrderer), the first size that helps. The executor creates the
+// group if it wins.
 func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimator.BinpackingEstimator) {
 	if !p.opts.NodeAutoprovisioningEnabled || len(p.egs) == 0 {
 		return
