@@ -18,6 +18,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider"
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate"
 	"github.com/doks-autoscaler/cluster-autoscaler/expander"
+	"github.com/doks-autoscaler/cluster-autoscaler/expander/price"
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/estimator"
@@ -316,33 +317,14 @@ func (p *planning) wholeNodes(f candidate, opt expander.Option, est *estimator.B
 }
 
 // priceRatio is the option's hourly node price over the price of the pods
-// it places, each pod priced by the pricing model's PodPrice (its share of
-// a reference size), as upstream's price expander weighs options: the
-// closer to what the pods' requests are worth, the better the buy. Unlike
-// a price per pod, it does not favour a size that places many small pods
-// over one that places large pods just as tightly.
+// it places, as upstream's price expander weighs options (price.Score):
+// the closer to what the pods' requests are worth, the better the buy.
+// Unlike a price per pod, it does not favour a size that places many small
+// pods over one that places large pods just as tightly.
 func (pl *Planner) priceRatio(opt expander.Option, now time.Time) (float64, error) {
 	pm, err := pl.provider.Pricing()
 	if err != nil {
 		return 0, err
 	}
-	then := now.Add(time.Hour)
-	price, err := pm.NodePrice(opt.NodeInfo.Node(), now, then)
-	if err != nil {
-		return 0, err
-	}
-	var pods float64
-	for _, p := range opt.Pods {
-		pp, err := pm.PodPrice(p, now, then)
-		if err != nil {
-			return 0, err
-		}
-		pods += pp
-	}
-	if pods <= 0 {
-		// A model that prices no pod (or pods that request nothing): the
-		// price per pod placed.
-		pods = float64(len(opt.Pods))
-	}
-	return price * float64(opt.NodeCount) / pods, nil
+	return price.Score(pm, opt, now, now.Add(time.Hour))
 }

@@ -60,7 +60,7 @@ func (f *filter) BestOptions(options []expander.Option) []expander.Option {
 	end := start.Add(time.Hour)
 	var all []scored
 	for _, o := range options {
-		s, err := score(model, o, start, end)
+		s, err := Score(model, o, start, end)
 		if err != nil {
 			klog.ErrorS(err, "Price expander: cannot price node group", "nodeGroup", o.NodeGroup.Id())
 			continue
@@ -108,7 +108,11 @@ func tieBreak(opts []expander.Option) []expander.Option {
 	return out
 }
 
-func score(model cloudprovider.PricingModel, o expander.Option, start, end time.Time) (float64, error) {
+// Score is an option's score: the price of its new nodes over the price of
+// the pods it schedules between start and end (lower is better); the price
+// per pod when the model prices none of them. Node autoprovisioning weighs
+// the sizes of a new pool by it too.
+func Score(model cloudprovider.PricingModel, o expander.Option, start, end time.Time) (float64, error) {
 	if o.NodeInfo == nil || o.NodeInfo.Node() == nil {
 		return 0, errors.New("no template node")
 	}
