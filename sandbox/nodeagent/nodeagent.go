@@ -7,6 +7,7 @@ package nodeagent
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"sync"
@@ -55,6 +56,12 @@ type Options struct {
 	Region string
 	// HeartbeatInterval is how often node Leases are renewed; default 10s.
 	HeartbeatInterval time.Duration
+	// StatusReportInterval is how often an unchanged Node's status is posted again (its
+	// Ready condition's heartbeat time); default 5m, the kubelet's default
+	// nodeStatusReportFrequency. The Lease is what says a node is alive; a status posted
+	// more often than a kubelet posts it gives every watcher of Nodes (the autoscaler
+	// included) events a real cluster does not send.
+	StatusReportInterval time.Duration
 	// ResyncInterval re-reads the simulator even without a change signal; default 2s.
 	ResyncInterval time.Duration
 	// RegisterDelay is how long a droplet stays running before its Node appears (the
@@ -111,6 +118,9 @@ func New(kube kubernetes.Interface, sim *doks.Server, opts Options) *Agent {
 	}
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 10 * time.Second
+	}
+	if opts.StatusReportInterval <= 0 {
+		opts.StatusReportInterval = 5 * time.Minute
 	}
 	if opts.ResyncInterval <= 0 {
 		opts.ResyncInterval = 2 * time.Second
@@ -546,7 +556,7 @@ func (a *Agent) renewLease(ctx context.Context, node *apiv1.Node) error {
 }
 
 // heartbeat renews the Lease of every managed Node and refreshes the Ready condition's
-// heartbeat time once a minute or so, as a kubelet does when nothing changes.
+// heartbeat time every StatusReportInterval, as a kubelet does when nothing changes.
 func (a *Agent) heartbeat(ctx context.Context) {
 	a.mu.Lock()
 	names := make([]string, 0, len(a.managed))
@@ -570,7 +580,7 @@ func (a *Agent) heartbeat(ctx context.Context) {
 
 func (a *Agent) touchReady(ctx context.Context, node *apiv1.Node) {
 	for _, c := range node.Status.Conditions {
-		if c.Type == apiv1.NodeReady && time.Since(c.LastHeartbeatTime.Time) < time.Minute {
+		if c.Type == apiv1.NodeReady && !reportDue(node.Name, c.LastHeartbeatTime.Time, time.Now(), a.opts.StatusReportInterval) {
 			return
 		}
 	}
@@ -582,6 +592,19 @@ func (a *Agent) touchReady(ctx context.Context, node *apiv1.Node) {
 	if _, err := a.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
 		klog.V(2).Infof("node agent: node status heartbeat of %s: %v", n.Name, err)
 	}
+}
+
+// reportDue tells whether a node whose status was last posted at last posts it again at
+// now: once per interval, at a phase of its own (from its name). Kubelets started at
+// different times post at different times; nodes registered together in the sandbox
+// would otherwise all post in the same second, and none in the interval's first
+// minutes, which is what a short measurement after they register would see.
+func reportDue(name string, last, now time.Time, interval time.Duration) bool {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	phase := time.Duration(h.Sum64() % uint64(interval))
+	slot := func(t time.Time) int64 { return int64(t.Add(phase).Sub(time.Unix(0, 0)) / interval) }
+	return slot(now) > slot(last)
 }
 
 // cordon marks a node whose droplet is draining or being deleted unschedulable, as DOKS

@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -312,4 +313,39 @@ func TestPendingPodsRunOnNewNode(t *testing.T) {
 	})
 	e.resize(t, pool.ID, 0)
 	waitFor(t, "cleanup", 10*time.Second, func() bool { return len(nodesOfPool(t, "late")) == 0 })
+}
+
+// Nodes registered together post their status as kubelets started at
+// different times do: each once per interval, spread over it, so a watcher
+// of Nodes sees the same rate from the first minute as an hour later.
+func TestStatusReportsAreSpreadOverTheInterval(t *testing.T) {
+	const nodes, interval, tick = 1000, 5 * time.Minute, 10 * time.Second
+	registered := time.Date(2026, 12, 6, 12, 0, 3, 0, time.UTC)
+	last := make([]time.Time, nodes)
+	for i := range last {
+		last[i] = registered
+	}
+	perMinute := make([]int, 10)
+	for now := registered.Add(tick); now.Before(registered.Add(10 * time.Minute)); now = now.Add(tick) {
+		for i := range last {
+			if reportDue(fmt.Sprintf("pool-a-%d", i), last[i], now, interval) {
+				last[i] = now
+				perMinute[int(now.Sub(registered)/time.Minute)]++
+			}
+		}
+	}
+	total := 0
+	for m, n := range perMinute {
+		total += n
+		// 200 a minute on average; a uniform spread of 1,000 phases stays
+		// well within half of that either way.
+		if n < 100 || n > 300 {
+			t.Errorf("minute %d after registration: %d status reports, want about %d", m, n, nodes/5)
+		}
+	}
+	// One per node per 5 minutes; a node whose second turn comes in the
+	// last tick posts it after the 10 minutes counted.
+	if least := 2*nodes - 2*nodes*int(tick)/int(interval); total < least || total > 2*nodes {
+		t.Errorf("%d status reports in 10 minutes, want %d to %d (one per node per 5 minutes)", total, least, 2*nodes)
+	}
 }
