@@ -24,14 +24,24 @@ func (a *Autoscaler) consolidator() *consolidation.Phase {
 	if a.consolidation != nil {
 		return a.consolidation
 	}
-	// The wait for a replacement is the wait for any new node: it must
-	// register and become ready.
-	timeout := a.opts.NodeGroupDefaults.MaxNodeProvisionTime + a.opts.MaxNodeStartupTime
-	exec := consolidation.NewExecutor(a.scaleUp, a.actuator, timeout)
+	exec := consolidation.NewExecutor(a.scaleUp, a.actuator, a.replacementTimeout)
 	// The ends of the old nodes' removals move a draining command on.
 	a.removals.AddListener(exec.RemovalEnded)
 	a.consolidation = consolidation.NewPhase(a.opts.Consolidation, exec, a.report)
 	return a.consolidation
+}
+
+// replacementTimeout is how long a replacement's nodes may take: the wait
+// for any new node of its group, which must register within the group's
+// provision time (a size's own, from max_node_provision_time_by_size, or
+// --max-node-provision-time) and then become ready
+// (--max-node-startup-time).
+func (a *Autoscaler) replacementTimeout(r *consolidation.Replacement) time.Duration {
+	provision := a.opts.NodeGroupDefaults.MaxNodeProvisionTime
+	if r != nil && r.Group != nil {
+		provision = clusterstate.NodeGroupOptions(r.Group, a.opts.NodeGroupDefaults).MaxNodeProvisionTime
+	}
+	return provision + a.opts.MaxNodeStartupTime
 }
 
 // consolidationPhase (--consolidation-enabled) runs consolidation's phase

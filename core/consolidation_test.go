@@ -192,3 +192,29 @@ func TestConsolidationWaitsAfterScaleUp(t *testing.T) {
 		t.Fatalf("increases %v, want small+1 once the command held a window", increases(h.provider))
 	}
 }
+
+// A replacement waits for its group's own provision time
+// (max_node_provision_time_by_size), not --max-node-provision-time: a size
+// that takes 45 minutes to come is not given up at the default's 15 (plus
+// --max-node-startup-time's 15).
+func TestConsolidationReplacementWaitsItsGroupsProvisionTime(t *testing.T) {
+	h, _ := consolidationCluster(t)
+	o := config.Defaults().NodeGroupDefaults
+	o.Consolidate = true
+	o.MaxNodeProvisionTime = 45 * time.Minute
+	h.provider.Group("small").SetOptions(&o)
+	h.runOnce(t0)
+	asked := t0.Add(61 * time.Second)
+	h.runOnce(asked)
+	if incs := increases(h.provider); strings.Join(incs, ",") != "small+1" {
+		t.Fatalf("increases %v, want small+1", incs)
+	}
+	h.runOnce(asked.Add(40 * time.Minute))
+	if ev := h.events(); countEvents(ev, "ConsolidationAborted") != 0 {
+		t.Fatalf("aborted within the group's provision time: %v", ev)
+	}
+	h.runOnce(asked.Add(61 * time.Minute))
+	if ev := h.events(); countEvents(ev, "Ready after 1h0m0s") == 0 {
+		t.Fatalf("not aborted once the group's 45m and the 15m start-up passed: %v", ev)
+	}
+}

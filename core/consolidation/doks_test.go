@@ -87,7 +87,7 @@ func TestReplacementCreateWithLostAnswerMakesOnePool(t *testing.T) {
 
 	sim.InjectFault(doks.Fault{Operation: doks.OpCreateNodePool, Status: 504, Applied: true, Times: 1})
 	dr := &noDrain{}
-	e := consolidation.NewExecutor(orch, dr, 10*time.Minute)
+	e := consolidation.NewExecutor(orch, dr, func(*consolidation.Replacement) time.Duration { return 10 * time.Minute })
 	ctx := context.Background()
 	if out := e.Start(ctx, cmd, view(now)); out != nil {
 		t.Fatalf("a lost answer is no failure: the pool may exist; got %+v", out)

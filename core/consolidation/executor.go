@@ -116,7 +116,7 @@ type Executor struct {
 	prov    Provisioner
 	drainer Drainer
 	// provisionTimeout bounds the wait for a replacement's nodes.
-	provisionTimeout time.Duration
+	provisionTimeout func(*Replacement) time.Duration
 
 	mu  sync.Mutex
 	cur *inFlight
@@ -133,8 +133,9 @@ type inFlight struct {
 }
 
 // NewExecutor returns an executor; provisionTimeout bounds the wait for a
-// replacement's nodes to be Ready.
-func NewExecutor(prov Provisioner, drainer Drainer, provisionTimeout time.Duration) *Executor {
+// replacement's nodes to be Ready: its group's own provision time (a GPU
+// size's may be longer than a small droplet's), as for any scale-up.
+func NewExecutor(prov Provisioner, drainer Drainer, provisionTimeout func(*Replacement) time.Duration) *Executor {
 	return &Executor{prov: prov, drainer: drainer, provisionTimeout: provisionTimeout}
 }
 
@@ -212,8 +213,8 @@ func (e *Executor) stepProvisioning(ctx context.Context, cur *inFlight, v View) 
 	cmd := cur.cmd
 	ready := newReadyNodes(cur.known, cmd.Replacement, v)
 	if ready < cmd.Count {
-		if v.Now.Sub(cur.since) > e.provisionTimeout {
-			return e.abort(fmt.Sprintf("%d of %d new %s node(s) Ready after %s", ready, cmd.Count, cmd.Replacement.Size, e.provisionTimeout))
+		if limit := e.provisionTimeout(cmd.Replacement); v.Now.Sub(cur.since) > limit {
+			return e.abort(fmt.Sprintf("%d of %d new %s node(s) Ready after %s", ready, cmd.Count, cmd.Replacement.Size, limit))
 		}
 		klog.V(2).InfoS("Consolidation: waiting for the replacement", "command", cmd.String(), "ready", ready, "want", cmd.Count)
 		return nil

@@ -84,7 +84,7 @@ func (c *cluster) addReplacementNode(name string) *apiv1.Node {
 func newTestExecutor() (*Executor, *fakeProvisioner, *fakeDrainer) {
 	p := &fakeProvisioner{}
 	d := &fakeDrainer{outcomes: map[string]deletiontracker.Outcome{}}
-	e := NewExecutor(p, d, 10*time.Minute)
+	e := NewExecutor(p, d, func(*Replacement) time.Duration { return 10 * time.Minute })
 	d.ended = e.RemovalEnded
 	return e, p, d
 }
