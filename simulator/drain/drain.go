@@ -190,7 +190,7 @@ func PodsToMove(pods []*apiv1.Pod, pdbs []*policyv1.PodDisruptionBudget, opts Op
 	}
 	used := make([]int32, len(matchers))
 	for _, pod := range pods {
-		if pod == nil || skipped(pod, now) {
+		if pod == nil || Skipped(pod, now) {
 			continue
 		}
 		if NotToDisrupt(pod) {
@@ -266,8 +266,10 @@ func block(pod *apiv1.Pod, reason BlockingPodReason) *BlockingPod {
 	return &BlockingPod{Pod: pod, Reason: reason}
 }
 
-// skipped reports whether pod needs no moving and never blocks.
-func skipped(pod *apiv1.Pod, now time.Time) bool {
+// Skipped reports whether a drain leaves pod where it is: it needs no
+// moving and never blocks (mirror, DaemonSet, finished, long terminating).
+// Every other pod of a node PodsToMove does not refuse is one it moves.
+func Skipped(pod *apiv1.Pod, now time.Time) bool {
 	return IsMirrorPod(pod) || IsDaemonSetPod(pod) ||
 		pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed ||
 		isLongTerminating(pod, now)

@@ -42,7 +42,7 @@ type Planner struct {
 
 	unneeded    map[string]*scaledown.UnneededNode
 	unremovable *unremovableNodes
-	requests    *requestsCache
+	requests    *utilization.RequestsCache
 	memo        simulationMemo
 	// simulated counts loops that ran the removal simulations; reused,
 	// nodes whose previous simulation such a loop reused.
@@ -53,7 +53,7 @@ type Planner struct {
 func New(opts config.AutoscalingOptions, provider cloudprovider.CloudProvider, registry *clusterstate.Registry,
 	checker *simulator.PredicateChecker, drainOpts drain.Options) *Planner {
 	return &Planner{opts: opts, provider: provider, registry: registry, checker: checker, drainOpts: drainOpts,
-		unneeded: map[string]*scaledown.UnneededNode{}, unremovable: newUnremovableNodes(), requests: newRequestsCache()}
+		unneeded: map[string]*scaledown.UnneededNode{}, unremovable: newUnremovableNodes(), requests: utilization.NewRequestsCache()}
 }
 
 type candidate struct {
@@ -82,7 +82,7 @@ func (p *Planner) Update(in scaledown.PlannerInput) (found scaledown.Candidates,
 
 	p.unremovable.begin()
 	cands := p.candidates(in)
-	p.requests.sweep()
+	p.requests.Sweep()
 	p.sortCandidates(cands)
 	next, err := p.simulate(cands, in)
 	if err != nil {
@@ -471,7 +471,7 @@ func (p *Planner) candidates(in scaledown.PlannerInput) []candidate {
 			err  error
 		)
 		if gpuResource == "" && len(slices) == 0 {
-			util, err = p.requests.utilization(n, pods, p.opts.IgnoreDaemonSetsUtilization)
+			util, err = podUtilization(p.requests, n, pods, p.opts.IgnoreDaemonSetsUtilization)
 		} else {
 			ni := framework.NewNodeInfo(n, pods...)
 			var claims []*resourceapi.ResourceClaim

@@ -46,7 +46,7 @@ func TestRequestsCacheMatchesCalculate(t *testing.T) {
 		"mirror":        {mirror, ds},
 		"completed pod": {plain, done},
 	}
-	c := newRequestsCache()
+	c := utilization.NewRequestsCache()
 	for name, pods := range sets {
 		for _, skipDS := range []bool{false, true} {
 			want, err := utilization.Calculate(framework.NewNodeInfo(node, pods...), skipDS, "")
@@ -54,7 +54,7 @@ func TestRequestsCacheMatchesCalculate(t *testing.T) {
 				t.Fatal(err)
 			}
 			for round := 0; round < 2; round++ { // second round from the cache
-				got, err := c.utilization(node, pods, skipDS)
+				got, err := podUtilization(c, node, pods, skipDS)
 				if err != nil || math.Abs(got.Utilization-want.Utilization) > 1e-9 || got.ResourceName != want.ResourceName ||
 					math.Abs(got.CpuUtil-want.CpuUtil) > 1e-9 || math.Abs(got.MemUtil-want.MemUtil) > 1e-9 {
 					t.Errorf("%s (skipDS=%v, round %d): cached %+v (err %v), Calculate %+v", name, skipDS, round, got, err, want)
@@ -63,9 +63,9 @@ func TestRequestsCacheMatchesCalculate(t *testing.T) {
 		}
 	}
 	// Entries of pods no longer looked at go away.
-	c.sweep()
-	c.sweep()
-	if len(c.entries) != 0 {
-		t.Fatalf("%d stale entries", len(c.entries))
+	c.Sweep()
+	c.Sweep()
+	if c.Len() != 0 {
+		t.Fatalf("%d stale entries", c.Len())
 	}
 }
