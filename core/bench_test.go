@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/test"
+	"github.com/doks-autoscaler/cluster-autoscaler/config"
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown/actuation"
 	. "github.com/doks-autoscaler/cluster-autoscaler/simulator/testutil"
@@ -104,6 +105,42 @@ func BenchmarkRunOnce(b *testing.B) {
 	b.Run("1000-unneeded-pod-churn", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50, true) })
 	b.Run("5000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 100, 50, false) })
 	b.Run("1000-ramp", benchmarkRunOnceRamp)
+	b.Run("5000-steady", func(b *testing.B) { benchmarkRunOnceLargeSteady(b, false, false) })
+	b.Run("5000-steady-consolidation", func(b *testing.B) { benchmarkRunOnceLargeSteady(b, true, false) })
+	b.Run("5000-steady-consolidation-every-pool", func(b *testing.B) { benchmarkRunOnceLargeSteady(b, true, true) })
+}
+
+// benchmarkRunOnceLargeSteady times loops on hack/bench's --large cluster
+// (100 pools of 50 full nodes) where nothing changes, with consolidation
+// off or on (issue 44: within 1.3× the loop without it): with no pool
+// consolidating, the phase's cost is what it pays before it knows that;
+// with every pool consolidating, every node is a candidate that no command
+// can remove (they are full, and no size is cheaper).
+func benchmarkRunOnceLargeSteady(b *testing.B, consolidation, everyPool bool) {
+	p, objs := benchNodes(benchShape{groups: 100, nodesPerGroup: 50, nodeCPU: 1900, nodeMem: 4 * test.GiB,
+		podsPerNode: 2, podCPU: 900, podMem: 256 * test.MiB, replicaSets: 100})
+	if everyPool {
+		p.SetPricing(&test.PricingModel{PerCoreHour: 1})
+		for _, g := range p.NodeGroups() {
+			o := config.Defaults().NodeGroupDefaults
+			o.Consolidate = true
+			p.Group(g.Id()).SetOptions(&o)
+		}
+	}
+	h := benchHarnessOf(b, p, objs)
+	h.a.opts.Consolidation.Enabled = consolidation
+	now := t0
+	h.runOnce(now)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(10 * time.Second)
+		h.runOnce(now)
+	}
+	b.StopTimer()
+	if len(increases(h.provider)) != 0 || len(sdtest.Deletions(h.provider)) != 0 {
+		b.Fatalf("steady state acted: %v %v", increases(h.provider), sdtest.Deletions(h.provider))
+	}
 }
 
 // benchmarkRunOnceRamp times loops on the cluster of 1000-unneeded with the production

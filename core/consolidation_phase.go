@@ -50,6 +50,13 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 	if !a.opts.Consolidation.Enabled {
 		return
 	}
+	// A cluster none of whose pools consolidates pays for no snapshot and
+	// no reading of its pods' requests: at 5,000 nodes these doubled the
+	// loop (issue 44).
+	if cmd, _, _ := a.consolidator().InFlight(); cmd == nil && !a.anyGroupConsolidates() {
+		a.consolidator().Idle(now, "no node group consolidates")
+		return
+	}
 	snap, err := sim.snapshot()
 	if err != nil {
 		klog.ErrorS(err, "Consolidation: no cluster snapshot; skipped")
@@ -61,7 +68,7 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 			Snapshot: snap, Checker: a.checker, DrainOptions: drain.NewOptions(a.opts, a.controllerReplicas), PDBs: c.pdbs, Now: now,
 		},
 		LastScaleUp: a.lastScaleUp,
-		Demand:      consolidation.Demand{Requested: consolidation.Requested(sim.placed)},
+		Demand:      consolidation.Demand{Requested: a.consolidator().Requested(sim.placed)},
 	}
 	for _, n := range c.nodes {
 		if resourcequotas.IsLive(n, sim.beingDeleted) {
@@ -85,23 +92,35 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 	if n := a.planner.UnneededCount(); n > 0 && l.Wait == "" {
 		l.Wait = fmt.Sprintf("scale-down has %d unneeded node(s) to remove first", n)
 	}
-	l.Plan = func() (consolidation.CandidateInput, consolidation.Input, bool) {
-		return a.consolidationInput(l.View, sim, c)
+	pm, err := a.provider.Pricing()
+	l.Candidates = func() (consolidation.CandidateInput, bool) {
+		if err != nil {
+			klog.V(2).InfoS("Consolidation: the provider prices no node; skipped", "err", err)
+			return consolidation.CandidateInput{}, false
+		}
+		return a.consolidationCandidates(l.View, sim, c, pm), true
 	}
+	l.Input = func() consolidation.Input { return a.consolidationInput(l.View, sim, c, pm) }
 	if a.consolidator().Run(ctx, l) {
 		a.acted = true
 	}
 }
 
-// consolidationInput is the planner's input as the cluster gives it:
-// candidates' groups and prices, replacements, min sizes and limits.
-func (a *Autoscaler) consolidationInput(view consolidation.View, sim *iterationSimulation, c clusterView) (consolidation.CandidateInput, consolidation.Input, bool) {
-	now := view.Now
-	pm, err := a.provider.Pricing()
-	if err != nil {
-		klog.V(2).InfoS("Consolidation: the provider prices no node; skipped", "err", err)
-		return consolidation.CandidateInput{}, consolidation.Input{}, false
+// anyGroupConsolidates tells whether some node group's nodes may be
+// consolidation's candidates.
+func (a *Autoscaler) anyGroupConsolidates() bool {
+	for _, gs := range a.registry.NodeGroups() {
+		if gs.Options.Consolidate {
+			return true
+		}
 	}
+	return false
+}
+
+// consolidationCandidates is the candidates' input as the cluster gives
+// it: each node's group and price.
+func (a *Autoscaler) consolidationCandidates(view consolidation.View, sim *iterationSimulation, c clusterView, pm cloudprovider.PricingModel) consolidation.CandidateInput {
+	now := view.Now
 	groupOf := func(name string) (consolidation.Group, bool) {
 		gs, ok := a.registry.NodeGroup(a.registry.NodeGroupIDForNode(name))
 		if !ok {
@@ -109,21 +128,27 @@ func (a *Autoscaler) consolidationInput(view consolidation.View, sim *iterationS
 		}
 		return consolidation.Group{ID: gs.Group.Id(), Consolidate: gs.Options.Consolidate, UnneededTime: gs.Options.ScaleDownUnneededTime}, true
 	}
-	ci := consolidation.CandidateInput{
+	return consolidation.CandidateInput{
 		Nodes: c.nodes, PodsByNode: view.PodsByNode, GroupOf: groupOf, Ready: view.Ready, BeingDeleted: sim.beingDeleted, Held: sim.held,
 		ScaleDownUnneeded: a.planner.IsUnneeded,
 		Price:             func(n *apiv1.Node) (float64, error) { return pm.NodePrice(n, now, now.Add(time.Hour)) },
 	}
+}
+
+// consolidationInput is the planner's input as the cluster gives it:
+// replacements, min sizes and limits, built once some node is a candidate.
+func (a *Autoscaler) consolidationInput(view consolidation.View, sim *iterationSimulation, c clusterView, pm cloudprovider.PricingModel) consolidation.Input {
+	now := view.Now
 	removable := map[string]int{}
 	for _, gs := range a.registry.NodeGroups() {
 		id := gs.Group.Id()
 		removable[id] = gs.Target - gs.Group.MinSize() - a.removals.DeletingInGroup(id)
 	}
 	maxima, minima := sim.quotas, sim.afterRemovals
-	return ci, consolidation.Input{
+	return consolidation.Input{
 		Snapshot: view.Snapshot, Checker: a.checker, DrainOptions: view.DrainOptions, PDBs: c.pdbs,
 		Replacements: a.replacements(sim, c, pm, now), Removable: removable, Quotas: &maxima, Minima: &minima, Now: now,
-	}, true
+	}
 }
 
 // replacements lists the nodes a command may add, cheapest first: a node

@@ -218,3 +218,21 @@ func TestConsolidationReplacementWaitsItsGroupsProvisionTime(t *testing.T) {
 		t.Fatalf("not aborted once the group's 45m and the 15m start-up passed: %v", ev)
 	}
 }
+
+// Enabled, but no node group consolidates: the phase plans nothing, says
+// it is idle in the status, and sends no cloud call.
+func TestConsolidationIdleWhenNoGroupConsolidates(t *testing.T) {
+	h, _ := consolidationCluster(t)
+	for _, id := range []string{"big", "small"} {
+		o := config.Defaults().NodeGroupDefaults
+		h.provider.Group(id).SetOptions(&o)
+	}
+	h.runOnce(t0)
+	h.runOnce(t0.Add(10 * time.Minute))
+	if countEvents(h.events(), "Consolidation") != 0 || len(increases(h.provider)) != 0 {
+		t.Error("consolidation acted with no group consolidating")
+	}
+	if st := h.a.registry.GetStatus(t0).Consolidation; st == nil || st.Status != "Idle" || st.Command != "" {
+		t.Errorf("status section %+v, want Idle with no command", st)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 	"github.com/doks-autoscaler/cluster-autoscaler/config"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/utilization"
 )
 
 // abortBackoff is how long an aborted command is not tried again, so a
@@ -51,6 +52,8 @@ type Phase struct {
 	moved     *Ledger
 	lifetimes Lifetimes
 	trend     Trend
+	// requests: every pod's requests, read every loop for the trend.
+	requests *utilization.RequestsCache
 	// aborted: when each command (by Key) last aborted.
 	aborted map[string]time.Time
 	// unprofitable: the keys of the commands refused last iteration for
@@ -69,7 +72,7 @@ type Phase struct {
 // NewPhase returns the phase; exec carries its commands out.
 func NewPhase(opts config.ConsolidationOptions, exec *Executor, rec Recorder) *Phase {
 	return &Phase{opts: opts, exec: exec, stab: NewStabilizer(opts.StabilizationWindow), rec: rec,
-		moved: NewLedger(opts.WorkloadCooldown), aborted: map[string]time.Time{}}
+		moved: NewLedger(opts.WorkloadCooldown), aborted: map[string]time.Time{}, requests: utilization.NewRequestsCache()}
 }
 
 // Loop is what the phase needs of one iteration.
@@ -83,11 +86,14 @@ type Loop struct {
 	// Demand is the cluster's requests and live allocatable this loop,
 	// read every loop for the cost model's trend.
 	Demand Demand
-	// Plan returns the planner's input with its candidates' input, built
-	// from the cluster (prices, groups, replacements, limits); false when
-	// nothing can be planned (no prices). The phase adds its own: the
+	// Candidates returns the candidates' input, built from the cluster
+	// (groups, prices); false when nothing can be planned (no prices).
+	// Input returns the planner's input (replacements, limits); it is built
+	// only when some node is a candidate: a cluster of many pools none of
+	// which consolidates pays for no templates. The phase adds its own: the
 	// workloads moved, the backoffs, the cost model, the budget.
-	Plan func() (CandidateInput, Input, bool)
+	Candidates func() (CandidateInput, bool)
+	Input      func() Input
 }
 
 // Run is the phase's iteration; it reports whether it started a command.
@@ -140,6 +146,23 @@ func (ph *Phase) Run(ctx context.Context, l Loop) (started bool) {
 	return true
 }
 
+// Requested is what pods request (scheduled or pending, finished ones left
+// out), read every loop for the trend of the cluster's requests: each pod
+// is read once while its object stays the same.
+func (ph *Phase) Requested(pods []*apiv1.Pod) Resources { return Requested(pods, ph.requests) }
+
+// Idle is the phase's iteration when no node can be a candidate (no node
+// group consolidates) and no command is in flight: nothing is planned,
+// and the caller builds nothing for it (a snapshot, the pods' requests).
+func (ph *Phase) Idle(now time.Time, why string) {
+	klog.V(4).InfoS("Consolidation: idle", "why", why)
+	ph.planned = nil
+	ph.prune(now)
+	ph.stab.Reset()
+	ph.set(Idle, now)
+	ph.publish()
+}
+
 // wait says why no command may be planned now ("" if one may): no
 // flapping against scale-up, nor against nodes coming or drains.
 func (ph *Phase) wait(l Loop) string {
@@ -156,7 +179,7 @@ func (ph *Phase) wait(l Loop) string {
 // plan completes the loop's planner input with what the phase keeps and
 // decides.
 func (ph *Phase) plan(l Loop) *Command {
-	ci, in, ok := l.Plan()
+	ci, ok := l.Candidates()
 	if !ok {
 		return nil
 	}
@@ -169,6 +192,7 @@ func (ph *Phase) plan(l Loop) *Command {
 	if len(cands) == 0 {
 		return nil
 	}
+	in := l.Input()
 	in.Candidates = cands
 	in.MaxNodes = ph.opts.MaxDisrupted.Nodes(len(cands) + len(skipped))
 	in.Threshold = ph.opts.SavingsThreshold

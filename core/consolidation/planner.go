@@ -374,23 +374,35 @@ func Fits(snap *simulator.ClusterSnapshot, checker *simulator.PredicateChecker, 
 	for _, c := range set {
 		leaving[c.Node.Name] = true
 	}
-	dest := map[string]bool{}
-	for _, name := range snap.NodeNames() {
-		if !leaving[name] {
-			dest[name] = true
-		}
-	}
 	if r != nil {
 		n := scaleup.CloneTemplate(r.Template, "consolidation")
 		if err := snap.AddNodeInfo(n); err != nil {
 			return false, fmt.Sprintf("adding the replacement node: %v", err)
 		}
-		dest[n.Node().Name] = true
+	}
+	// More pods to move than the nodes that stay have room for, by their
+	// free resources alone, is refused without a simulation: on a full
+	// cluster each pod would try every node first.
+	var moving []*apiv1.Pod
+	for _, c := range set {
+		info, err := snap.GetNodeInfo(c.Node.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range info.Pods() {
+			if !drain.Skipped(p, now) {
+				moving = append(moving, p)
+			}
+		}
+	}
+	if room := snap.PlacementBound(moving, leaving); room < len(moving) {
+		return false, fmt.Sprintf("the nodes that stay have room for at most %d of the %d pods to move", room, len(moving))
 	}
 	pdbs = evictedInTurn(pdbs)
 	rs := simulator.NewRemovalSimulator(checker, snap, opts)
+	rs.Exclude(leaving)
 	for _, c := range set {
-		if _, un := rs.SimulateNodeRemoval(c.Node.Name, dest, pdbs, now); un != nil {
+		if _, un := rs.SimulateNodeRemoval(c.Node.Name, nil, pdbs, now); un != nil {
 			klog.V(4).InfoS("Consolidation: simulation refused", "node", klog.KObj(c.Node), "why", un.String())
 			return false, un.String()
 		}

@@ -33,17 +33,18 @@ func Allocatable(node *apiv1.Node) Resources {
 }
 
 // Requested is what pods request, scheduled or pending, finished pods left
-// out.
-func Requested(pods []*apiv1.Pod) Resources {
+// out, each pod's requests from cache.
+func Requested(pods []*apiv1.Pod, cache *utilization.RequestsCache) Resources {
 	var r Resources
 	for _, p := range pods {
 		if p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed {
 			continue
 		}
-		req := utilization.RequestsOf(p, "")
+		req := cache.Get(p)
 		r.MilliCPU += req.MilliCPU
 		r.MilliMemory += req.MilliMemory
 	}
+	cache.Sweep()
 	return r
 }
 
