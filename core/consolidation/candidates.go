@@ -108,7 +108,10 @@ func Candidates(in CandidateInput) ([]Candidate, []Skipped) {
 		}
 		out = append(out, Candidate{Node: n, GroupID: g.ID, Price: price, Pods: len(moving), Moving: moving, UnneededTime: g.UnneededTime})
 	}
-	slices.SortStableFunc(out, func(a, b Candidate) int {
+	// The order is total (the node's name last), so an unstable sort gives
+	// the same order, in O(n log n): a stable one merged 5,000 candidates
+	// in O(n log² n).
+	slices.SortFunc(out, func(a, b Candidate) int {
 		if a.Pods != b.Pods {
 			return a.Pods - b.Pods
 		}
