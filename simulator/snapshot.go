@@ -66,6 +66,9 @@ type ClusterSnapshot struct {
 
 	// version names the content: see Version.
 	version uint64
+	// boundMemo: PlacementBound's sums over every node, by version and
+	// unit (a cache only).
+	boundMemo []boundMemo
 }
 
 // snapshotVersions hands out versions, process-wide, so that no two
@@ -184,11 +187,7 @@ func (s *ClusterSnapshot) AddNodeInfo(ni *framework.NodeInfo) error {
 	if _, found := s.nodes[name]; found {
 		return fmt.Errorf("node %s already in the snapshot", name)
 	}
-	info := schedframework.NewNodeInfo()
-	info.SetNode(ni.Node())
-	for _, p := range ni.Pods() {
-		info.AddPodInfo(newPodInfo(p))
-	}
+	info := schedulerNodeInfo(ni)
 	s.save(name)
 	s.nodes[name] = info
 	s.dra.SetNodeSlices(name, ni.ResourceSlices())
@@ -198,6 +197,17 @@ func (s *ClusterSnapshot) AddNodeInfo(ni *framework.NodeInfo) error {
 	s.insertInList(name, info)
 	s.touched(nil, info)
 	return nil
+}
+
+// schedulerNodeInfo is ni as the scheduler framework keeps it: the node
+// and its pods' requests summed.
+func schedulerNodeInfo(ni *framework.NodeInfo) *schedframework.NodeInfo {
+	info := schedframework.NewNodeInfo()
+	info.SetNode(ni.Node())
+	for _, p := range ni.Pods() {
+		info.AddPodInfo(newPodInfo(p))
+	}
+	return info
 }
 
 // RemoveNode removes a node, its pods and its ResourceSlices. The claims of

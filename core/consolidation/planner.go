@@ -16,6 +16,7 @@ import (
 	"github.com/doks-autoscaler/cluster-autoscaler/resourcequotas"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator"
 	"github.com/doks-autoscaler/cluster-autoscaler/simulator/drain"
+	"github.com/doks-autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // maxMultiNode bounds the nodes one multi-node command removes: each try
@@ -368,21 +369,15 @@ func (p *planner) fits(set []Candidate, r *Replacement) (bool, string) {
 // the snapshot as it found it and says why not.
 func Fits(snap *simulator.ClusterSnapshot, checker *simulator.PredicateChecker, opts drain.Options, pdbs []*policyv1.PodDisruptionBudget,
 	set []Candidate, r *Replacement, now time.Time) (bool, string) {
-	snap.Fork()
-	defer snap.Revert()
 	leaving := make(map[string]bool, len(set))
 	for _, c := range set {
 		leaving[c.Node.Name] = true
 	}
-	if r != nil {
-		n := scaleup.CloneTemplate(r.Template, "consolidation")
-		if err := snap.AddNodeInfo(n); err != nil {
-			return false, fmt.Sprintf("adding the replacement node: %v", err)
-		}
-	}
-	// More pods to move than the nodes that stay have room for, by their
-	// free resources alone, is refused without a simulation: on a full
-	// cluster each pod would try every node first.
+	// More pods to move than the nodes that stay (and the replacement)
+	// have room for, by their free resources alone, is refused without a
+	// simulation: on a full cluster each pod would try every node first.
+	// The bound is taken before the replacement joins the snapshot, whose
+	// sum over every node then serves every command of the loop.
 	var moving []*apiv1.Pod
 	for _, c := range set {
 		info, err := snap.GetNodeInfo(c.Node.Name)
@@ -395,8 +390,20 @@ func Fits(snap *simulator.ClusterSnapshot, checker *simulator.PredicateChecker, 
 			}
 		}
 	}
-	if room := snap.PlacementBound(moving, leaving); room < len(moving) {
+	var extra []*framework.NodeInfo
+	if r != nil {
+		extra = append(extra, r.Template)
+	}
+	if room := snap.PlacementBound(moving, leaving, extra...); room < len(moving) {
 		return false, fmt.Sprintf("the nodes that stay have room for at most %d of the %d pods to move", room, len(moving))
+	}
+	snap.Fork()
+	defer snap.Revert()
+	if r != nil {
+		n := scaleup.CloneTemplate(r.Template, "consolidation")
+		if err := snap.AddNodeInfo(n); err != nil {
+			return false, fmt.Sprintf("adding the replacement node: %v", err)
+		}
 	}
 	pdbs = evictedInTurn(pdbs)
 	rs := simulator.NewRemovalSimulator(checker, snap, opts)
