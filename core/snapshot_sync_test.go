@@ -54,7 +54,7 @@ func TestSnapshotSyncMatchesRebuild(t *testing.T) {
 		pods = append(pods, newPod())
 	}
 	sync := newSnapshotSync(simulator.NewClusterSnapshot())
-	for round := 0; round < 30; round++ {
+	for round := 0; round < 300; round++ {
 		if err := sync.begin(nodes, pods, nil); err != nil {
 			t.Fatal(err)
 		}
