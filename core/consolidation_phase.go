@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"slices"
 	"time"
 
@@ -64,7 +66,7 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 	}
 	l := consolidation.Loop{
 		View: consolidation.View{
-			Nodes: c.nodes, PodsByNode: podsByNode(sim.placed), Ready: a.usable(now), GroupOf: a.registry.NodeGroupIDForNode,
+			Nodes: c.nodes, PodsByNode: sim.podsByNode(), Ready: a.usable(now), GroupOf: a.registry.NodeGroupIDForNode,
 			Snapshot: snap, Checker: a.checker, DrainOptions: drain.NewOptions(a.opts, a.controllerReplicas), PDBs: c.pdbs, Now: now,
 		},
 		LastScaleUp: a.lastScaleUp,
@@ -101,9 +103,44 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 		return a.consolidationCandidates(l.View, sim, c, pm), true
 	}
 	l.Input = func() consolidation.Input { return a.consolidationInput(l.View, sim, c, pm) }
+	l.State = a.consolidationState(snap, sim, c, now)
 	if a.consolidator().Run(ctx, l) {
 		a.acted = true
 	}
+}
+
+// consolidationState names what this loop gives consolidation's plan
+// besides the phase's own (consolidation.Loop.State): the snapshot's
+// content once the earlier phases took out what they removed (its
+// version: a node's heartbeat leaves it, any change the simulation can
+// tell gives a new one, and so does every loop of a cluster with DRA
+// objects), the node groups as the registry has them, the nodes held or
+// being removed, scale-down's unneeded nodes and the limits. Prices are
+// fixed per size; what changes with time alone is left to the phase.
+func (a *Autoscaler) consolidationState(snap *simulator.ClusterSnapshot, sim *iterationSimulation, c clusterView, now time.Time) uint64 {
+	h := fnv.New64a()
+	fmt.Fprint(h, snap.Version(), " ", a.planner.UnneededCount(), " ", c.limits.MaxNodes, c.limits.MinMilliCPU, c.limits.MaxMilliCPU,
+		c.limits.MinMemory, c.limits.MaxMemory)
+	if m := c.limits.Money; m != nil {
+		fmt.Fprint(h, " money ", m.MaxHourly)
+	}
+	if q := c.limits.Instances; q != nil {
+		fmt.Fprint(h, " instances ", q.Limit, q.Instances, q.Headroom)
+	}
+	for _, gs := range a.registry.NodeGroups() {
+		id := gs.Group.Id()
+		off, _, _ := a.registry.BackedOff(id, now)
+		unavailable := ""
+		if r, ok := gs.Group.(cloudprovider.AvailabilityReporter); ok {
+			unavailable = r.Unavailable()
+		}
+		fmt.Fprintf(h, "|%s %d %d %d %d %d %+v %t %t %s", id, gs.Target, gs.Upcoming, gs.Group.MinSize(), gs.Group.MaxSize(),
+			a.removals.DeletingInGroup(id), gs.Options, gs.Healthy, off, unavailable)
+	}
+	for _, names := range [][]string{slices.Sorted(maps.Keys(sim.held)), slices.Sorted(maps.Keys(sim.beingDeleted))} {
+		fmt.Fprint(h, "|", names)
+	}
+	return max(h.Sum64(), 1) // 0 is "unknown"
 }
 
 // anyGroupConsolidates tells whether some node group's nodes may be

@@ -236,3 +236,48 @@ func TestConsolidationIdleWhenNoGroupConsolidates(t *testing.T) {
 		t.Errorf("status section %+v, want Idle with no command", st)
 	}
 }
+
+// A plan that found no command is not made again while nothing changes,
+// for one stabilization window: a change the simulation can tell (here a
+// node's label), or the window's end, plans again. A steady cluster of
+// 5,000 candidate nodes paid a whole plan every loop (issue 44).
+func TestConsolidationPlansAgainOnlyOnChangeOrAfterTheWindow(t *testing.T) {
+	p, nodes := cluster(groupSpec{id: "small", min: 0, max: 5, nodes: 1, milliCPU: 2000, mem: 2 * test.GiB})
+	p.SetPricing(&test.PricingModel{PerCoreHour: 1})
+	o := config.Defaults().NodeGroupDefaults
+	o.Consolidate = true
+	p.Group("small").SetOptions(&o)
+	opts := testOptions()
+	opts.Consolidation.Enabled = true
+	opts.Consolidation.StabilizationWindow = time.Minute
+	// Its pod fits no other node, and no size is cheaper: a candidate no
+	// command removes, whose delete each plan simulates.
+	h := newHarness(t, opts, p, join(nodes, []runtime.Object{test.BuildScheduledPod("full", 2000, test.GiB/2, "full-rs", "small-n0")})...)
+	value := scrape(t)
+	plans := func() float64 { return value("consolidation_planner_simulated_removals_total", nil) }
+	last := plans()
+	step := func(at time.Duration, wantPlan bool, why string) {
+		t.Helper()
+		h.runOnce(t0.Add(at))
+		got := plans()
+		if planned := got > last; planned != wantPlan {
+			t.Errorf("at %s (%s): planned %t, want %t", at, why, planned, wantPlan)
+		}
+		last = got
+	}
+	step(0, true, "first loop")
+	step(10*time.Second, false, "nothing changed")
+	step(20*time.Second, false, "nothing changed")
+	n := h.node("small-n0").DeepCopy()
+	n.Labels["team"] = "payments"
+	h.updateNode(n)
+	step(30*time.Second, true, "a label changed")
+	step(40*time.Second, false, "nothing changed since")
+	step(30*time.Second+time.Minute, true, "a stabilization window since the last plan")
+	if countEvents(h.events(), "Consolidation") != 0 || len(increases(h.provider)) != 0 {
+		t.Errorf("consolidation acted: %v", h.events())
+	}
+	if st := h.a.registry.GetStatus(t0).Consolidation; st == nil || st.Status != "Idle" {
+		t.Errorf("status section %+v, want Idle", st)
+	}
+}

@@ -166,7 +166,7 @@ func (h *harness) updateNode(n *apiv1.Node) {
 	}
 	h.waitCache("node update "+n.Name, func() bool {
 		got, err := h.a.cache.nodes.Get(n.Name)
-		return err == nil && len(got.Spec.Taints) == len(n.Spec.Taints) && len(got.Annotations) == len(n.Annotations)
+		return err == nil && len(got.Spec.Taints) == len(n.Spec.Taints) && len(got.Annotations) == len(n.Annotations) && maps.Equal(got.Labels, n.Labels)
 	})
 }
 

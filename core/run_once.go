@@ -75,7 +75,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 		return nil
 	}
 	empty, drained, err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
-		Snapshot: sim.snapshot, PodsByNode: podsByNode(sim.placed), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted,
+		Snapshot: sim.snapshot, PodsByNode: sim.podsByNode(), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted,
 		Held: sim.held, Quotas: sim.quotas, Now: now, DRA: c.dra,
 	})
 	if err != nil {
@@ -251,7 +251,7 @@ func nodeNames(nodes []*apiv1.Node) func(string) bool {
 
 // podsByNode groups bound pods by node name.
 func podsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
-	out := map[string][]*apiv1.Pod{}
+	out := make(map[string][]*apiv1.Pod, len(pods)/4)
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)

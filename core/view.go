@@ -99,8 +99,11 @@ type iterationSimulation struct {
 	newPodsAt   time.Time
 	// held: node name to the phase that acted on it this loop or holds it
 	// (a consolidation command in flight).
-	held     map[string]string
-	placed   []*apiv1.Pod
+	held   map[string]string
+	placed []*apiv1.Pod
+	// byNode: placed by node, built on first use (podsByNode) and shared
+	// by the phases, which only read it.
+	byNode   map[string][]*apiv1.Pod
 	snapshot func() (*simulator.ClusterSnapshot, error)
 	// built: the snapshot was built (its iteration layer is in use).
 	built bool
@@ -171,6 +174,14 @@ func (a *Autoscaler) newIterationSimulation(c clusterView, groups []clusterstate
 		return a.snapshot, nil
 	}
 	return sim
+}
+
+// podsByNode returns the placed pods by the node they are bound to.
+func (sim *iterationSimulation) podsByNode() map[string][]*apiv1.Pod {
+	if sim.byNode == nil {
+		sim.byNode = podsByNode(sim.placed)
+	}
+	return sim.byNode
 }
 
 // remove records that phase started removing nodes, empty ones and ones

@@ -18,19 +18,26 @@ import (
 // at most the workloads moved within one cooldown.
 type Ledger struct {
 	cooldown time.Duration
-	moved    map[string]time.Time
+	moved    map[workload]time.Time
 }
+
+// workload is a pod's controller as the ledger keys it: a struct, so that
+// asking about every pod of 5,000 candidate nodes each loop builds no
+// string.
+type workload struct{ namespace, kind, name string }
+
+func (w workload) String() string { return w.namespace + "/" + w.kind + "/" + w.name }
 
 // NewLedger returns a ledger that keeps a workload for cooldown after its
 // pods were moved.
 func NewLedger(cooldown time.Duration) *Ledger {
-	return &Ledger{cooldown: cooldown, moved: map[string]time.Time{}}
+	return &Ledger{cooldown: cooldown, moved: map[workload]time.Time{}}
 }
 
 // Record notes that pods were moved at now.
 func (l *Ledger) Record(pods []*apiv1.Pod, now time.Time) {
 	for _, p := range pods {
-		if w, ok := Workload(p); ok {
+		if w, ok := workloadOf(p); ok {
 			l.moved[w] = now
 		}
 	}
@@ -38,7 +45,10 @@ func (l *Ledger) Record(pods []*apiv1.Pod, now time.Time) {
 
 // Recent reports whether p's workload was moved within the cooldown of now.
 func (l *Ledger) Recent(p *apiv1.Pod, now time.Time) bool {
-	w, ok := Workload(p)
+	if len(l.moved) == 0 {
+		return false
+	}
+	w, ok := workloadOf(p)
 	if !ok {
 		return false
 	}
@@ -63,9 +73,17 @@ func (l *Ledger) Len() int { return len(l.moved) }
 // false for a pod without a controller (such a pod blocks its node's
 // drain anyway).
 func Workload(p *apiv1.Pod) (string, bool) {
-	ref := metav1.GetControllerOf(p)
-	if ref == nil {
+	w, ok := workloadOf(p)
+	if !ok {
 		return "", false
+	}
+	return w.String(), true
+}
+
+func workloadOf(p *apiv1.Pod) (workload, bool) {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil {
+		return workload{}, false
 	}
 	kind, name := ref.Kind, ref.Name
 	if kind == "ReplicaSet" {
@@ -73,15 +91,12 @@ func Workload(p *apiv1.Pod) (string, bool) {
 			kind, name = "Deployment", strings.TrimSuffix(name, "-"+h)
 		}
 	}
-	return p.Namespace + "/" + kind + "/" + name, true
+	return workload{p.Namespace, kind, name}, true
 }
 
 // WorkloadKind is the kind of p's workload ("" without a controller), the
 // owner_kind label of the eviction metric.
 func WorkloadKind(p *apiv1.Pod) string {
-	w, ok := Workload(p)
-	if !ok {
-		return ""
-	}
-	return strings.Split(w, "/")[1]
+	w, _ := workloadOf(p)
+	return w.kind
 }

@@ -67,6 +67,23 @@ type Phase struct {
 	lastResult string
 	// savings: the hourly saving of the commands that succeeded.
 	savings float64
+	// settled: the last plan found no command, on the state named by key
+	// (Loop.State and the phase's own), at the time at.
+	settled settled
+}
+
+// settled is a plan that found nothing, and what it was made on.
+type settled struct {
+	key settledKey
+	at  time.Time
+}
+
+// settledKey is what a plan reads: the loop's state (Loop.State) and the
+// phase's own, the workloads in the ledger and the commands backed off,
+// whose expiries change what may be planned.
+type settledKey struct {
+	loop           uint64
+	moved, aborted int
 }
 
 // NewPhase returns the phase; exec carries its commands out.
@@ -94,6 +111,12 @@ type Loop struct {
 	// workloads moved, the backoffs, the cost model, the budget.
 	Candidates func() (CandidateInput, bool)
 	Input      func() Input
+	// State names everything the caller gives the plan (the snapshot's
+	// content, groups and their sizes, the nodes held or being removed,
+	// limits); 0: unknown. A plan that found no command on a state is not
+	// made again on the same state within the stabilization window (see
+	// Phase.unchanged).
+	State uint64
 }
 
 // Run is the phase's iteration; it reports whether it started a command.
@@ -105,23 +128,36 @@ func (ph *Phase) Run(ctx context.Context, l Loop) (started bool) {
 	defer ph.publish()
 	ph.record(ph.exec.Step(ctx, l.View), now)
 	if cmd, phase, since := ph.exec.InFlight(); cmd != nil {
+		ph.settled = settled{}
 		ph.set(Status(phase), since)
 		return false
 	}
 	if !config.AnyOpen(ph.opts.Windows, now) {
+		ph.settled = settled{}
 		ph.stab.Reset()
 		ph.set(OutsideWindow, now)
 		return false
 	}
 	if why := ph.wait(l); why != "" {
 		klog.V(2).InfoS("Consolidation: waiting", "why", why)
+		ph.settled = settled{}
 		ph.stab.Reset()
 		ph.set(Waiting, now)
 		return false
 	}
+	key := settledKey{loop: l.State, moved: ph.moved.Len(), aborted: len(ph.aborted)}
+	if ph.unchanged(key, now) {
+		klog.V(4).InfoS("Consolidation: nothing changed since the last plan found no command", "at", ph.settled.at)
+		ph.set(Idle, now)
+		return false
+	}
 	cmd := ph.plan(l)
 	isNew, ready := ph.stab.Observe(cmd, now)
+	ph.settled = settled{}
 	if cmd == nil {
+		if l.State != 0 {
+			ph.settled = settled{key: key, at: now}
+		}
 		ph.set(Idle, now)
 		return false
 	}
@@ -157,10 +193,25 @@ func (ph *Phase) Requested(pods []*apiv1.Pod) Resources { return Requested(pods,
 func (ph *Phase) Idle(now time.Time, why string) {
 	klog.V(4).InfoS("Consolidation: idle", "why", why)
 	ph.planned = nil
+	ph.settled = settled{}
 	ph.prune(now)
 	ph.stab.Reset()
 	ph.set(Idle, now)
 	ph.publish()
+}
+
+// unchanged tells that the last plan found no command on the state key
+// names, less than a stabilization window ago: planning again would find
+// none. At 5,000 candidate nodes a plan was most of consolidation's cost
+// in a steady loop (issue 44). What no state shows (the cost model's
+// horizon growing with the time since the last scale-up, the requests'
+// trend, a size available again) is weighed again once the window has
+// passed, as Karpenter's cluster state revalidates every five minutes
+// whatever it saw (kubernetes-sigs/karpenter,
+// pkg/controllers/state/cluster.go, ConsolidationState). Only a plan
+// that found nothing is kept: a command is always planned afresh.
+func (ph *Phase) unchanged(key settledKey, now time.Time) bool {
+	return key.loop != 0 && !ph.settled.at.IsZero() && ph.settled.key == key && now.Sub(ph.settled.at) < ph.opts.StabilizationWindow
 }
 
 // wait says why no command may be planned now ("" if one may): no
