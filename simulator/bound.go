@@ -24,8 +24,7 @@ func (s *ClusterSnapshot) PlacementBound(pods []*apiv1.Pod, exclude map[string]b
 	var unit room
 	unit.cpu, unit.mem = -1, -1
 	for _, p := range pods {
-		r := framework.PodRequests(p)
-		cpu, mem := r.Cpu().MilliValue(), r.Memory().Value()
+		cpu, mem := s.podRequests(p)
 		if unit.cpu < 0 || cpu < unit.cpu {
 			unit.cpu = cpu
 		}
@@ -50,6 +49,23 @@ func (s *ClusterSnapshot) PlacementBound(pods []*apiv1.Pod, exclude map[string]b
 		bound = min(bound, total.mem)
 	}
 	return int(min(bound, int64(len(pods))))
+}
+
+// podRequests is p's cpu and memory requests as the scheduler's
+// NodeResourcesFit counts them: from its PodInfo on its node when the
+// snapshot has it there (computed once, when it was added), else from its
+// spec.
+func (s *ClusterSnapshot) podRequests(p *apiv1.Pod) (milliCPU, memory int64) {
+	if info, ok := s.nodes[p.Spec.NodeName]; ok {
+		for _, pi := range info.Pods {
+			if pi.GetPod() == p {
+				r := pi.CalculateResource().Resource
+				return r.GetMilliCPU(), r.GetMemory()
+			}
+		}
+	}
+	r := framework.PodRequests(p)
+	return r.Cpu().MilliValue(), r.Memory().Value()
 }
 
 // room counts pods by what bounds them: by free cpu, free memory and free

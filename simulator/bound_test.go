@@ -114,6 +114,15 @@ func TestPlacementBoundNeverRefusesAPlacement(t *testing.T) {
 			nodes, used, extra = nodes[:len(nodes)-1], rest, []*framework.NodeInfo{ni}
 		}
 		s := snapshotOf(t, nodes, used)
+		// The requests of a pod in the snapshot are its PodInfo's, as
+		// the scheduler computed them: the same as its spec's.
+		for _, p := range used {
+			cpu, mem := s.podRequests(p)
+			r := framework.PodRequests(p)
+			if cpu != r.Cpu().MilliValue() || mem != r.Memory().Value() {
+				t.Fatalf("scenario %d: pod %s: requests %dm %d from the snapshot, %s %s from its spec", scenario, p.Name, cpu, mem, r.Cpu(), r.Memory())
+			}
+		}
 		var pods []*apiv1.Pod
 		for i := range 1 + rng.IntN(8) {
 			pods = append(pods, Pod(fmt.Sprintf("p%d", i), int64(rng.IntN(6))*100, int64(rng.IntN(5))*256*MiB))

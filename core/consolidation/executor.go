@@ -355,9 +355,12 @@ func stillDisruptable(cmd Command, v View) string {
 func movable(pods []*apiv1.Pod) []*apiv1.Pod {
 	var out []*apiv1.Pod
 	for _, p := range pods {
-		if !drain.IsDaemonSetPod(p) && !drain.IsMirrorPod(p) {
+		if isMovable(p) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
+
+// isMovable tells a pod a drain evicts: not a DaemonSet's, not a mirror pod.
+func isMovable(p *apiv1.Pod) bool { return !drain.IsDaemonSetPod(p) && !drain.IsMirrorPod(p) }

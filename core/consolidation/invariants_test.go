@@ -225,7 +225,7 @@ func (sc *scenario) input(checker *simulator.PredicateChecker) Input {
 	if err := snap.SetClusterState(live, sc.pods); err != nil {
 		panic(err)
 	}
-	sc.candidates, _ = Candidates(CandidateInput{
+	sc.candidates, _, _ = Candidates(CandidateInput{
 		Nodes: sc.nodes, PodsByNode: sc.byNode(), Held: sc.held,
 		GroupOf: func(n string) (Group, bool) { return Group{ID: sc.groups[n], Consolidate: true}, true },
 		Ready:   func(*apiv1.Node) bool { return true },

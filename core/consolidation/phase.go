@@ -236,7 +236,8 @@ func (ph *Phase) plan(l Loop) *Command {
 	}
 	now := l.View.Now
 	ci.Moved = func(p *apiv1.Pod) bool { return ph.moved.Recent(p, now) }
-	cands, skipped := Candidates(ci)
+	ci.Limit = maxCandidates
+	cands, skipped, total := Candidates(ci)
 	for _, s := range skipped {
 		klog.V(4).InfoS("Consolidation: not a candidate", "node", s.Node, "why", s.Why)
 	}
@@ -245,7 +246,7 @@ func (ph *Phase) plan(l Loop) *Command {
 	}
 	in := l.Input()
 	in.Candidates = cands
-	in.MaxNodes = ph.opts.MaxDisrupted.Nodes(len(cands) + len(skipped))
+	in.MaxNodes = ph.opts.MaxDisrupted.Nodes(total + len(skipped))
 	in.Threshold = ph.opts.SavingsThreshold
 	in.Cost = CostModel{Horizon: ph.lifetimes.Horizon(now, ph.opts.SavingHorizon), EvictionCost: ph.opts.EvictionCost,
 		Demand: l.Demand, Growth: ph.trend.Growth(ph.trendWindow())}

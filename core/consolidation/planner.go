@@ -28,6 +28,10 @@ const maxMultiNode = 10
 // one loop (each try is a removal simulation per replacement size).
 const maxSingleNode = 20
 
+// maxCandidates is how many candidates, the first in order, the planner
+// reads: the single-node and multi-node searches go no further.
+const maxCandidates = max(maxSingleNode, maxMultiNode)
+
 // simulationBudget bounds the planner's work in one loop, in node removals
 // simulated (a command's simulation removes each of its nodes in turn).
 // Without it the work grows with the replacement sizes: multi-node

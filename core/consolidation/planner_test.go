@@ -57,7 +57,7 @@ func (c *cluster) candidates(names ...string) []Candidate {
 	for _, n := range names {
 		want[n] = true
 	}
-	out, _ := Candidates(CandidateInput{
+	out, _, _ := Candidates(CandidateInput{
 		Nodes: c.nodes, PodsByNode: byNode,
 		GroupOf: func(n string) (Group, bool) { return Group{ID: "g", Consolidate: want[n]}, true },
 		Ready:   func(*apiv1.Node) bool { return true },
@@ -263,13 +263,14 @@ func TestPlanMergeContinuesOntoTheReplacement(t *testing.T) {
 	ledger := NewLedger(time.Hour)
 	ledger.Record(moved, sdtest.T0)
 	candidates := func(now time.Time) ([]Candidate, []Skipped) {
-		return Candidates(CandidateInput{
+		cands, skipped, _ := Candidates(CandidateInput{
 			Nodes: c.nodes, PodsByNode: byNode,
 			GroupOf: func(string) (Group, bool) { return Group{ID: "g", Consolidate: true}, true },
 			Ready:   func(*apiv1.Node) bool { return true },
 			Price:   func(n *apiv1.Node) (float64, error) { return c.prices[n.Name], nil },
 			Moved:   func(p *apiv1.Pod) bool { return ledger.Recent(p, now) },
 		})
+		return cands, skipped
 	}
 	cands, skipped := candidates(sdtest.T0.Add(59 * time.Minute))
 	if len(cands) != 1 || cands[0].Node.Name != "c" || len(skipped) != 1 || !strings.Contains(skipped[0].Why, "holds 2 pod(s)") {
@@ -328,7 +329,7 @@ func TestCandidates(t *testing.T) {
 	for _, p := range c.pods {
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
-	got, skipped := Candidates(CandidateInput{
+	got, skipped, _ := Candidates(CandidateInput{
 		Nodes: c.nodes, PodsByNode: byNode,
 		GroupOf:           func(n string) (Group, bool) { return Group{ID: "g", Consolidate: n != "other-group"}, true },
 		Ready:             func(*apiv1.Node) bool { return true },
