@@ -199,6 +199,14 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 	var changed []*apiv1.Pod
 	seen := 0
 	for _, p := range pods {
+		sp, ok := s.pods[p.UID]
+		if ok && sp == p {
+			// The object synced (cached objects are never changed in
+			// place): counted then, and its node is still synced (the
+			// pods of the nodes removed above left s.pods).
+			seen++
+			continue
+		}
 		if !counted(p) {
 			continue
 		}
@@ -208,7 +216,6 @@ func (s *snapshotSync) apply(nodes []*apiv1.Node, pods []*apiv1.Pod) error {
 		if p.UID == "" {
 			return fmt.Errorf("pod %s/%s has no UID", p.Namespace, p.Name)
 		}
-		sp, ok := s.pods[p.UID]
 		if ok {
 			seen++
 			if samePod(sp, p) {

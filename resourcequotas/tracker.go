@@ -193,6 +193,11 @@ func (t *Tracker) BoundByMaxNodes(room, estimate int) bool {
 
 // CheckRemoval returns the minimum (cpu, then memory) that removing node
 // would break, or "" when the cluster stays at or above both.
+// HasMinima tells whether a minimum bounds removals (--cores-total or
+// --memory-total with a minimum above 0): without one, CheckRemoval never
+// names a resource.
+func (t *Tracker) HasMinima() bool { return t.limits.MinMilliCPU > 0 || t.limits.MinMemory > 0 }
+
 func (t *Tracker) CheckRemoval(node *apiv1.Node) Resource {
 	after := t.used.minus(Of(node, 1)) // minima bound cpu and memory only
 	switch {

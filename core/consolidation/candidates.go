@@ -83,10 +83,27 @@ func Candidates(in CandidateInput) (cands []Candidate, skipped []Skipped, total 
 		case in.ScaleDownUnneeded != nil && in.ScaleDownUnneeded(n.Name):
 			why = "unneeded for scale-down, which removes it after --scale-down-unneeded-time"
 		}
-		pods := in.PodsByNode[n.Name]
+		// One pass over the node's pods: the first marked not to be
+		// disrupted, those a drain would move, and those of them whose
+		// workload consolidation moved within its cooldown.
+		var marked *apiv1.Pod
+		count, moved := 0, 0
 		if why == "" {
-			if p := notToDisrupt(pods); p != "" {
-				why = "pod " + p + " is marked not to be disrupted"
+			for _, p := range in.PodsByNode[n.Name] {
+				if drain.NotToDisrupt(p) {
+					marked = p
+					break
+				}
+				if !isMovable(p) {
+					continue
+				}
+				count++
+				if in.Moved != nil && in.Moved(p) {
+					moved++
+				}
+			}
+			if marked != nil {
+				why = "pod " + marked.Namespace + "/" + marked.Name + " is marked not to be disrupted"
 			}
 		}
 		price := 0.0
@@ -99,16 +116,6 @@ func Candidates(in CandidateInput) (cands []Candidate, skipped []Skipped, total 
 		if why != "" {
 			skipped = append(skipped, Skipped{Node: n.Name, Why: why})
 			continue
-		}
-		count, moved := 0, 0
-		for _, p := range pods {
-			if !isMovable(p) {
-				continue
-			}
-			count++
-			if in.Moved != nil && in.Moved(p) {
-				moved++
-			}
 		}
 		if moved > 0 {
 			skipped = append(skipped, Skipped{Node: n.Name, Why: fmt.Sprintf("holds %d pod(s) of workloads consolidation moved within --consolidation-workload-cooldown", moved)})

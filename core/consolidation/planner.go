@@ -230,7 +230,7 @@ func (p *planner) best(set []Candidate) *Command {
 		return c
 	}
 	for i := range p.in.Replacements {
-		if c := p.replace(set, &p.in.Replacements[i]); c != nil {
+		if c := p.replaceBy(set, &p.in.Replacements[i]); c != nil {
 			return c
 		}
 	}
@@ -260,6 +260,12 @@ func (p *planner) replace(set []Candidate, r *Replacement) *Command {
 	if !p.withinMinSizes(set) || p.belowMinimums(set) != "" {
 		return nil
 	}
+	return p.replaceBy(set, r)
+}
+
+// replaceBy is replace for a set already within the min sizes and
+// minimums (best checks them once for every replacement).
+func (p *planner) replaceBy(set []Candidate, r *Replacement) *Command {
 	removed := 0.0
 	for _, c := range set {
 		removed += c.Price
@@ -329,7 +335,7 @@ func (p *planner) belowMinimums(set []Candidate) resourcequotas.Resource {
 	if floor == nil {
 		floor = p.in.Quotas
 	}
-	if floor == nil {
+	if floor == nil || !floor.HasMinima() {
 		return ""
 	}
 	q := *floor
