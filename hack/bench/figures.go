@@ -120,9 +120,10 @@ func runFigures(ctx context.Context, c config, out io.Writer) (*rows, *scaleRun,
 	return r, sr, err
 }
 
-// consolidatePools tags the figures run's pools for consolidation, so that with
-// --ca-args=--consolidation-enabled every node of the 1,000 is a candidate.
-var consolidatePools = flag.Bool("consolidate-pools", false, "tag the figures run's pools "+digitalocean.TagConsolidate+", so that consolidation (--ca-args=--consolidation-enabled) may act on every node")
+// consolidatePools tags the figures run's and the --large run's pools for
+// consolidation, so that with --consolidation-enabled every node of the
+// 1,000 (or 5,000) is a candidate.
+var consolidatePools = flag.Bool("consolidate-pools", false, "tag the figures run's and the --large run's pools "+digitalocean.TagConsolidate+", so that consolidation (--ca-args=--consolidation-enabled) may act on every node")
 
 // cpuPools are the figures run's pools: n autoscaled s-2vcpu-4gb pools of one node,
 // room for nodesPerPool+10.

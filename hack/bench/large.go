@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/doks-autoscaler/cluster-autoscaler/cloudprovider/digitalocean"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox"
 	"github.com/doks-autoscaler/cluster-autoscaler/sandbox/doks"
 )
@@ -32,8 +33,12 @@ import (
 func runLarge(ctx context.Context, c config, out io.Writer) error {
 	var pools []doks.PoolSpec
 	for i := 0; i < c.largePools; i++ {
-		pools = append(pools, doks.PoolSpec{Name: fmt.Sprintf("pool-%03d", i+1), Size: "s-2vcpu-4gb", Count: 1,
-			AutoScale: true, MinNodes: 1, MaxNodes: c.largeNodesPerPool + 10})
+		p := doks.PoolSpec{Name: fmt.Sprintf("pool-%03d", i+1), Size: "s-2vcpu-4gb", Count: 1,
+			AutoScale: true, MinNodes: 1, MaxNodes: c.largeNodesPerPool + 10}
+		if *consolidatePools {
+			p.Tags = []string{digitalocean.TagConsolidate}
+		}
+		pools = append(pools, p)
 	}
 	want := c.largePools * c.largeNodesPerPool
 	fmt.Fprintf(out, "\nlarge: starting a sandbox with %d pools, growing to %d nodes...\n", c.largePools, want)
