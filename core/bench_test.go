@@ -104,7 +104,8 @@ func BenchmarkRunOnce(b *testing.B) {
 	b.Run("1000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50, false) })
 	b.Run("1000-unneeded-pod-churn", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 20, 50, true) })
 	b.Run("5000-unneeded", func(b *testing.B) { benchmarkRunOnceUnneeded(b, 100, 50, false) })
-	b.Run("1000-ramp", benchmarkRunOnceRamp)
+	b.Run("1000-ramp", func(b *testing.B) { benchmarkRunOnceRamp(b, false) })
+	b.Run("1000-ramp-consolidation", func(b *testing.B) { benchmarkRunOnceRamp(b, true) })
 	b.Run("5000-steady", func(b *testing.B) { benchmarkRunOnceLargeSteady(b, false, false, false) })
 	b.Run("5000-steady-consolidation", func(b *testing.B) { benchmarkRunOnceLargeSteady(b, true, false, false) })
 	b.Run("5000-steady-consolidation-every-pool", func(b *testing.B) { benchmarkRunOnceLargeSteady(b, true, true, false) })
@@ -156,13 +157,25 @@ func benchmarkRunOnceLargeSteady(b *testing.B, consolidation, everyPool, replann
 // finds 30 more unneeded nodes, so the candidates change every loop and the
 // whole-loop reuse never applies (hack/bench's window at 1,000 nodes). Ten
 // untimed loops first (300 nodes known), then one loop per iteration.
-func benchmarkRunOnceRamp(b *testing.B) {
+func benchmarkRunOnceRamp(b *testing.B, consolidation bool) {
 	klog.SetOutput(discard{})
 	klog.LogToStderr(false)
 	b.Cleanup(func() { klog.LogToStderr(true) })
 	p, objs := benchNodes(benchShape{groups: 20, nodesPerGroup: 50, nodeCPU: 2000, nodeMem: 4 * test.GiB,
 		podsPerNode: 2, podCPU: 50, podMem: 64 * test.MiB, replicaSets: 100})
-	h := newHarness(b, testOptions(), p, objs...)
+	opts := testOptions()
+	if consolidation {
+		// hack/bench's figures run with --consolidate-pools: every pool
+		// consolidates; the phase waits while scale-down has unneeded nodes.
+		p.SetPricing(&test.PricingModel{PerCoreHour: 1})
+		for _, g := range p.NodeGroups() {
+			o := config.Defaults().NodeGroupDefaults
+			o.Consolidate = true
+			p.Group(g.Id()).SetOptions(&o)
+		}
+		opts.Consolidation.Enabled = true
+	}
+	h := newHarness(b, opts, p, objs...)
 	h.a.recorder = &record.FakeRecorder{}
 	h.a.rebuild()
 	now := t0

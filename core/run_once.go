@@ -251,7 +251,7 @@ func nodeNames(nodes []*apiv1.Node) func(string) bool {
 
 // podsByNode groups bound pods by node name.
 func podsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
-	out := make(map[string][]*apiv1.Pod, len(pods)/4)
+	out := map[string][]*apiv1.Pod{}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
