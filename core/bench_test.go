@@ -112,6 +112,17 @@ func BenchmarkRunOnce(b *testing.B) {
 	b.Run("5000-steady-consolidation-every-pool-replanning", func(b *testing.B) { benchmarkRunOnceLargeSteady(b, true, true, true) })
 }
 
+// consolidateEveryPool prices nodes by their cores and lets every node
+// group consolidate (hack/bench's --consolidate-pools).
+func consolidateEveryPool(p *test.Provider) {
+	p.SetPricing(&test.PricingModel{PerCoreHour: 1})
+	for _, g := range p.NodeGroups() {
+		o := config.Defaults().NodeGroupDefaults
+		o.Consolidate = true
+		p.Group(g.Id()).SetOptions(&o)
+	}
+}
+
 // benchmarkRunOnceLargeSteady times loops on hack/bench's --large cluster
 // (100 pools of 50 full nodes) where nothing changes, with consolidation
 // off or on (issue 44: within 1.3× the loop without it): with no pool
@@ -125,12 +136,7 @@ func benchmarkRunOnceLargeSteady(b *testing.B, consolidation, everyPool, replann
 	p, objs := benchNodes(benchShape{groups: 100, nodesPerGroup: 50, nodeCPU: 1900, nodeMem: 4 * test.GiB,
 		podsPerNode: 2, podCPU: 900, podMem: 256 * test.MiB, replicaSets: 100})
 	if everyPool {
-		p.SetPricing(&test.PricingModel{PerCoreHour: 1})
-		for _, g := range p.NodeGroups() {
-			o := config.Defaults().NodeGroupDefaults
-			o.Consolidate = true
-			p.Group(g.Id()).SetOptions(&o)
-		}
+		consolidateEveryPool(p)
 	}
 	h := benchHarnessOf(b, p, objs)
 	h.a.opts.Consolidation.Enabled = consolidation
@@ -167,12 +173,7 @@ func benchmarkRunOnceRamp(b *testing.B, consolidation bool) {
 	if consolidation {
 		// hack/bench's figures run with --consolidate-pools: every pool
 		// consolidates; the phase waits while scale-down has unneeded nodes.
-		p.SetPricing(&test.PricingModel{PerCoreHour: 1})
-		for _, g := range p.NodeGroups() {
-			o := config.Defaults().NodeGroupDefaults
-			o.Consolidate = true
-			p.Group(g.Id()).SetOptions(&o)
-		}
+		consolidateEveryPool(p)
 		opts.Consolidation.Enabled = true
 	}
 	h := newHarness(b, opts, p, objs...)
