@@ -56,6 +56,7 @@ func main() {
 // run returns the process exit code: 0 after a clean shutdown, 1 when the
 // autoscaler cannot start or stops on an error, 2 for bad flags.
 func run(args []string) int {
+	gc := setGCPercent(os.Getenv) // before the informers fill the heap
 	if len(args) > 0 && args[0] == preflight.Command {
 		return preflight.Main(args[1:], os.Stdout, os.Stderr) // docs/preflight.md
 	}
@@ -65,7 +66,7 @@ func run(args []string) int {
 	}
 	defer klog.Flush()
 	klog.InfoS("Starting cluster-autoscaler", "version", version.Version, "provider", opts.CloudProviderName,
-		"scanInterval", opts.ScanInterval, "expanders", opts.ExpanderNames)
+		"scanInterval", opts.ScanInterval, "expanders", opts.ExpanderNames, "gogc", gc.value, "gogcFrom", gc.source)
 
 	// Metrics first: the provider reports every cloud request from its first.
 	// legacyregistry, as upstream: it holds the Go and process collectors and

@@ -403,6 +403,11 @@ func measureSteady(ctx context.Context, c config, out io.Writer, sb *sandbox.San
 		if err := savePprof(addr, "heap?gc=1", s.heapP); err != nil {
 			return s, fmt.Errorf("heap profile: %w", err)
 		}
+		// The text form ends with the runtime's MemStats: where the rest of the
+		// anonymous memory is (stacks, GC metadata, spans kept unreleased).
+		if err := savePprof(addr, "heap?debug=1", strings.TrimSuffix(s.heapP, ".pprof")+".txt"); err != nil {
+			return s, fmt.Errorf("heap profile: %w", err)
+		}
 		fmt.Fprintf(out, "profiles: %s, %s (go tool pprof -top %s %s)\n", s.cpuProf, s.heapP, c.binary, s.cpuProf)
 	}
 	return s, nil
