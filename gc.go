@@ -11,7 +11,7 @@ import (
 // must keep (the informers' objects, the cluster snapshot), and a loop's
 // garbage is small beside it, so collecting twice as often costs little CPU
 // and saves about a sixth of the memory the kubelet counts
-// (docs/benchmarks.md, "Memory at 1,000 nodes"; Prometheus 2.53 made the
+// (docs/benchmarks.md, "GOGC 50"; Prometheus 2.53 made the
 // same change of its default, from 100 to 50). GOGC in the environment
 // wins, as always.
 const defaultGCPercent = 50
