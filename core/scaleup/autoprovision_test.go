@@ -374,3 +374,48 @@ func TestNewPoolForAMixedBurstIsBoughtOnWholeNodes(t *testing.T) {
 			got.NodeGroup.Id(), got.NodeCount, len(got.Pods))
 	}
 }
+
+// A new pool is not offered in the shape of a group that exists and can
+// grow: its option, trimmed by its last node when that buys better
+// (wholeNodes), could beat the group's untrimmed one and buy a second pool
+// of one shape (the chaos run's pools beyond need). At its max the group
+// cannot grow, and the new pool is offered.
+func TestNoNewPoolInTheShapeOfAGroupThatCanGrow(t *testing.T) {
+	small := machine{name: "s-2vcpu-2gb", milliCPU: 1900, memMiB: 1436, price: 0.02679}
+	shaped := func() *framework.NodeInfo {
+		ni := small.template()
+		ni.Node().Labels[apiv1.LabelInstanceTypeStable] = small.name
+		return ni
+	}
+	for _, tc := range []struct {
+		name    string
+		target  int
+		wantNew bool
+	}{
+		{"the group can grow", 1, false},
+		{"the group is at its max", 8, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := test.NewProvider()
+			p.AddMachineType(small.name, shaped())
+			group := shaped()
+			p.AddNodeGroup("pool", 0, 8, tc.target, group)
+			pods := []*apiv1.Pod{test.BuildPendingPod("big", 1800, 256<<20, "big"), test.BuildPendingPod("little", 300, 256<<20, "little")}
+			o, in := newGroupScaleUp(t, p, nil, pods)
+			p.SetPricing(&test.PricingModel{NodePrices: map[string]float64{small.name + "-template": small.price}})
+			in.Templates["pool"] = group
+			plan := o.computePlan(in)
+			gotNew, gotGroup := false, false
+			for _, opt := range plan.Options {
+				if opt.NodeGroup.Exist() {
+					gotGroup = gotGroup || opt.NodeGroup.Id() == "pool"
+				} else {
+					gotNew = true
+				}
+			}
+			if gotNew != tc.wantNew || gotGroup == tc.wantNew {
+				t.Errorf("options %v: a new pool offered %v, the group %v; want a new pool %v", optionIDs(plan.Options), gotNew, gotGroup, tc.wantNew)
+			}
+		})
+	}
+}

@@ -58,6 +58,9 @@ type planning struct {
 	reasons []map[Reason]int
 	plan    *Plan
 	limits  map[resourcequotas.Resource]bool
+	// growing are the existing groups with an option not capped by their
+	// max size: no new pool of one's shape is offered beside it.
+	growing []candidate
 }
 
 // reasonAll records a reason that applies to the pods of every
@@ -101,6 +104,9 @@ func (pl *Planner) computePlan(in planInput) *Plan {
 		if ok {
 			p.plan.Options = append(p.plan.Options, opt)
 			p.plan.Increases[f.gs.Group.Id()] = p.increasesFor(opt, f.gs, similar[f.gs.Group.Id()])
+			if !p.plan.CappedByMaxNodes[f.gs.Group.Id()] {
+				p.growing = append(p.growing, f)
+			}
 		}
 	}
 	p.newGroupOptions(&quotas, est)

@@ -193,6 +193,14 @@ func (p *planning) newGroupOptions(quotas *resourcequotas.Tracker, est *estimato
 			if !ok {
 				continue
 			}
+			if g := p.sameShape(f.tmpl, needs[k].carried); g != "" {
+				// Its option may look the better buy only because a new
+				// pool's is trimmed by its last node (wholeNodes) and the
+				// group's is not; a second pool of one shape buys nothing
+				// the group cannot (the chaos run's pools beyond need).
+				klog.V(4).InfoS("Scale-up: node autoprovisioning: an existing node group of the shape can grow", "size", size, "nodeGroup", g)
+				continue
+			}
 			for _, fg := range f.fit {
 				helped[fg.index] = true
 			}
@@ -327,4 +335,45 @@ func (pl *Planner) priceRatio(opt expander.Option, now time.Time) (float64, erro
 		return 0, err
 	}
 	return price.Score(pm, opt, now, now.Add(time.Hour))
+}
+
+// sameShape returns the id of an existing group that can grow (growing)
+// whose nodes are of tmpl's instance type and carry the carried labels and
+// exactly tmpl's scheduling taints; "" if none.
+func (p *planning) sameShape(tmpl *framework.NodeInfo, carried cloudprovider.Carried) string {
+	n := tmpl.Node()
+	size := n.Labels[apiv1.LabelInstanceTypeStable]
+	if size == "" {
+		return ""
+	}
+	for _, g := range p.growing {
+		e := g.tmpl.Node()
+		if e.Labels[apiv1.LabelInstanceTypeStable] != size || !sameTaints(e.Spec.Taints, n.Spec.Taints) {
+			continue
+		}
+		carries := true
+		for k, v := range carried.Labels {
+			if e.Labels[k] != v {
+				carries = false
+				break
+			}
+		}
+		if carries {
+			return g.gs.Group.Id()
+		}
+	}
+	return ""
+}
+
+// sameTaints reports whether a and b hold the same taints, in any order.
+func sameTaints(a, b []apiv1.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !slices.ContainsFunc(b, func(t apiv1.Taint) bool { return t.MatchTaint(&a[i]) && t.Value == a[i].Value }) {
+			return false
+		}
+	}
+	return true
 }
