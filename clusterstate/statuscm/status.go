@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/doks-autoscaler/cluster-autoscaler/clusterstate/api"
 )
@@ -30,13 +29,11 @@ type Recorder interface {
 	StatusWriteFailed(cm *apiv1.ConfigMap, err error)
 }
 
-// StatusYAML renders status as the ConfigMap holds it (sigs.k8s.io/yaml: keys sorted).
-func StatusYAML(status *api.ClusterAutoscalerStatus) (string, error) {
-	b, err := yaml.Marshal(status)
-	if err != nil {
-		return "", fmt.Errorf("marshalling autoscaler status: %w", err)
-	}
-	return string(b), nil
+// StatusYAML renders status as the ConfigMap holds it: the bytes
+// sigs.k8s.io/yaml writes (upstream's rendering: keys sorted, block style),
+// written directly (render). Every status renders.
+func StatusYAML(status *api.ClusterAutoscalerStatus) string {
+	return render(status)
 }
 
 // WriteStatusConfigMap creates or updates the status ConfigMap namespace/name
@@ -60,13 +57,11 @@ func WriteStatusConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 	if toWrite.Time == "" {
 		toWrite.Time = stamp
 	}
-	body, err := StatusYAML(&toWrite)
-	if err != nil {
-		return nil, err
-	}
+	body := StatusYAML(&toWrite)
 
 	cms := kube.CoreV1().ConfigMaps(namespace)
 	existing := last
+	var err error
 	if existing == nil || existing.Namespace != namespace || existing.Name != name {
 		existing, err = cms.Get(ctx, name, metav1.GetOptions{})
 	}

@@ -113,9 +113,5 @@ func MarkStatusBody(body string) string {
 	} else {
 		st.Message = StatusNote + "; " + st.Message
 	}
-	marked, err := statuscm.StatusYAML(&st)
-	if err != nil {
-		return body
-	}
-	return marked
+	return statuscm.StatusYAML(&st)
 }
