@@ -163,3 +163,29 @@ func TestNodeGroupForNodeErrorsKeepNodesRegistered(t *testing.T) {
 type errTest string
 
 func (e errTest) Error() string { return string(e) }
+
+// IsReady answers from the last update for the node objects it classified,
+// and classifies any other object of the same name afresh: a node that
+// gained a startup taint (or lost its GPU) since is not taken as ready.
+func TestIsReadyClassifiesANewerObjectAfresh(t *testing.T) {
+	p := test.NewProvider()
+	p.AddNodeGroup("gpu", 0, 10, 2, test.BuildTemplate("gpu", 2000, 4*test.GiB, map[string]string{"test.gpu/type": "nvidia"}))
+	done, young := gpuNode("done", 1), gpuNode("young", 0)
+	young.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	p.AddNode("gpu", done)
+	p.AddNode("gpu", young)
+	r := NewRegistry(p, opts())
+	mustUpdate(t, r, []*apiv1.Node{done, young}, t0)
+	if !r.IsReady(done) || r.IsReady(young) {
+		t.Fatalf("IsReady(done, young) = %v, %v, want true, false", r.IsReady(done), r.IsReady(young))
+	}
+	tainted := done.DeepCopy()
+	tainted.Spec.Taints = append(tainted.Spec.Taints, apiv1.Taint{Key: StartupTaintPrefix + "csi", Effect: apiv1.TaintEffectNoSchedule})
+	if r.IsReady(tainted) {
+		t.Error("a newer object of a ready node, with a startup taint, is ready")
+	}
+	advertised := gpuNode("young", 1)
+	if !r.IsReady(advertised) {
+		t.Error("a newer object of a node now advertising its GPU is not ready")
+	}
+}

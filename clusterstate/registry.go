@@ -102,8 +102,8 @@ type Registry struct {
 
 	groups     map[string]*groupState
 	groupOrder []string
-	nodeGroup  map[string]string // node name → group id, "" for nodes no group owns
-	gone       map[string]bool   // nodes whose instance the cloud no longer has
+	nodes      map[string]nodeEntry // node name → its group and readiness
+	gone       map[string]bool      // nodes whose instance the cloud no longer has
 	total      Readiness
 	healthy    bool
 	lastUpdate time.Time
@@ -134,7 +134,7 @@ func NewRegistry(provider cloudprovider.CloudProvider, opts config.AutoscalingOp
 		opts:              opts,
 		backoff:           NewBackoff(opts.InitialNodeGroupBackoffDuration, opts.MaxNodeGroupBackoffDuration, opts.NodeGroupBackoffResetTimeout),
 		groups:            map[string]*groupState{},
-		nodeGroup:         map[string]string{},
+		nodes:             map[string]nodeEntry{},
 		healthy:           true,
 		unregistered:      map[string]*unregisteredInstance{},
 		requests:          map[string]*ScaleUpRequest{},
@@ -179,7 +179,7 @@ type update struct {
 	groups     map[string]*groupState
 	order      []string          // group ids in the provider's order
 	byInstance map[string]string // provider ID → group id
-	nodeGroup  map[string]string // node name → group id, "" for none
+	nodes      map[string]nodeEntry
 	// registeredIDs: an instance is registered when a Node carries its
 	// provider ID, whichever group the provider says the Node is in.
 	registeredIDs map[string]bool
@@ -225,17 +225,17 @@ func isDeleting(in cloudprovider.Instance) bool {
 // classifyNodes assigns each node to its group and counts it by readiness,
 // in its group and in the cluster total.
 func (r *Registry) classifyNodes(u *update, nodes []*apiv1.Node, now time.Time) {
-	u.nodeGroup = make(map[string]string, len(nodes))
+	u.nodes = make(map[string]nodeEntry, len(nodes))
 	u.gone = map[string]bool{}
 	u.registeredIDs = make(map[string]bool, len(nodes))
 	groupErrs := groupLookupErrors{}
 	for _, n := range nodes {
 		id := r.groupOfNode(n, u.groups, u.byInstance, &groupErrs)
-		u.nodeGroup[n.Name] = id
 		if n.Spec.ProviderID != "" {
 			u.registeredIDs[n.Spec.ProviderID] = true
 		}
 		kind := r.classify(n, now)
+		u.nodes[n.Name] = nodeEntry{group: id, node: n, kind: kind}
 		add(&u.total, kind)
 		gs := u.groups[id]
 		if gs == nil {
@@ -343,7 +343,7 @@ func (r *Registry) settleGroups(u *update, nodes []*apiv1.Node) {
 	for _, id := range u.order {
 		gs := u.groups[id]
 		rd := gs.Readiness
-		gs.inTarget = rd.Ready + rd.Unready + rd.NotStarted + beingDeletedInTarget(gs, nodes, u.nodeGroup)
+		gs.inTarget = rd.Ready + rd.Unready + rd.NotStarted + beingDeletedInTarget(gs, nodes, u.nodes)
 		gs.UpcomingUnregistered, gs.Upcoming = upcomingNodes(gs.Target, gs.inTarget, rd.LongUnregistered, rd.NotStarted)
 		gs.Healthy = r.groupHealthy(gs)
 	}
@@ -352,7 +352,7 @@ func (r *Registry) settleGroups(u *update, nodes []*apiv1.Node) {
 // publish makes the update the registry's state, then ends the scale-up
 // requests it shows complete and drops stale backoffs.
 func (r *Registry) publish(u *update, now time.Time) {
-	r.groups, r.groupOrder, r.nodeGroup, r.total, r.gone = u.groups, u.order, u.nodeGroup, u.total, u.gone
+	r.groups, r.groupOrder, r.nodes, r.total, r.gone = u.groups, u.order, u.nodes, u.total, u.gone
 	r.healthy = r.clusterHealthy()
 	r.updateRequests(now)
 	r.backoff.Cleanup(now)
@@ -406,13 +406,13 @@ func (e *groupLookupErrors) log() {
 
 // beingDeletedInTarget counts the group's tainted nodes the cloud still
 // counts in its target.
-func beingDeletedInTarget(gs *groupState, nodes []*apiv1.Node, nodeGroup map[string]string) int {
+func beingDeletedInTarget(gs *groupState, nodes []*apiv1.Node, entries map[string]nodeEntry) int {
 	if gs.Readiness.BeingDeleted == 0 {
 		return 0
 	}
 	n := 0
 	for _, node := range nodes {
-		if nodeGroup[node.Name] != gs.Group.Id() || !HasToBeDeletedTaint(node) {
+		if entries[node.Name].group != gs.Group.Id() || !HasToBeDeletedTaint(node) {
 			continue
 		}
 		if gs.nodesErr != nil || (!gs.deletingIDs[node.Spec.ProviderID] && hasInstance(gs.instances, node.Spec.ProviderID)) {
@@ -441,8 +441,23 @@ const (
 // uses: Ready, not being deleted, no startup taint left (--startup-taint,
 // --startup-taint-prefix and the ignore-taint prefix; status taints do
 // not count, as upstream), and its GPUs or devices advertised.
-func (r *Registry) IsReady(n *apiv1.Node, now time.Time) bool {
-	return r.classify(n, now) == kindReady
+// A node object the last update classified is not classified again (a
+// pass over every node, e.g. consolidation's candidacy, costs a lookup).
+func (r *Registry) IsReady(n *apiv1.Node) bool {
+	if e, ok := r.nodes[n.Name]; ok && e.node == n {
+		return e.kind == kindReady
+	}
+	// The time tells a node not started from an unready one, never a
+	// ready one.
+	return r.classify(n, time.Time{}) == kindReady
+}
+
+// nodeEntry is a node as the last update found it: its group ("" for
+// nodes no group owns) and its readiness.
+type nodeEntry struct {
+	group string
+	node  *apiv1.Node
+	kind  nodeKind
 }
 
 // classify sorts a node by readiness (NodeReadiness). A Ready node still
@@ -574,7 +589,7 @@ func (r *Registry) NodeGroup(id string) (NodeGroupState, bool) {
 
 // NodeGroupIDForNode returns the id of the node's group, "" if none.
 func (r *Registry) NodeGroupIDForNode(nodeName string) string {
-	return r.nodeGroup[nodeName]
+	return r.nodes[nodeName].group
 }
 
 // instanceGone reports whether the cloud says it no longer has the node's
@@ -597,7 +612,7 @@ func (r *Registry) Gone() map[string]bool { return r.gone }
 // still be in the target, and come back if the removal fails, so it counts
 // against the maxima until this says otherwise. Nodes of no group: false.
 func (r *Registry) InTarget(n *apiv1.Node) bool {
-	gs := r.groups[r.nodeGroup[n.Name]]
+	gs := r.groups[r.nodes[n.Name].group]
 	return gs != nil && !leftTarget(gs, n.Spec.ProviderID)
 }
 

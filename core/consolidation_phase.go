@@ -66,7 +66,7 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 	}
 	l := consolidation.Loop{
 		View: consolidation.View{
-			Nodes: c.nodes, PodsByNode: sim.podsByNode(), Ready: a.usable(now), GroupOf: a.registry.NodeGroupIDForNode,
+			Nodes: c.nodes, PodsByNode: sim.podsByNode(), Ready: a.usable, GroupOf: a.registry.NodeGroupIDForNode,
 			Snapshot: snap, Checker: a.checker, DrainOptions: drain.NewOptions(a.opts, a.controllerReplicas), PDBs: c.pdbs, Now: now,
 		},
 		LastScaleUp: a.lastScaleUp,
@@ -263,8 +263,8 @@ func (a *Autoscaler) replacements(sim *iterationSimulation, c clusterView, pm cl
 // state registry (Registry.IsReady: startup taints and devices included),
 // and not cordoned: a node pods can be moved to, or from which they may be
 // moved.
-func (a *Autoscaler) usable(now time.Time) func(*apiv1.Node) bool {
-	return func(n *apiv1.Node) bool { return !n.Spec.Unschedulable && a.registry.IsReady(n, now) }
+func (a *Autoscaler) usable(n *apiv1.Node) bool {
+	return !n.Spec.Unschedulable && a.registry.IsReady(n)
 }
 
 // noteScaleUp records a scale-up: consolidation's stabilization and

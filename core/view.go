@@ -153,7 +153,7 @@ func (a *Autoscaler) newIterationSimulation(c clusterView, groups []clusterstate
 	var templates *scaleup.Templates
 	sim.templates = func() scaleup.Templates {
 		if templates == nil {
-			t := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, c.dss, a.checker, a.taints, c.dra.NodeSlices)
+			t := scaleup.BuildTemplates(a.provider, groups, c.nodes, a.registry.NodeGroupIDForNode, a.registry.IsReady, c.dss, a.checker, a.taints, c.dra.NodeSlices)
 			a.report.Templates(t)
 			templates = &t
 		}

@@ -3,6 +3,7 @@ package scaleup
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
@@ -62,35 +63,40 @@ type Templates struct {
 // description of the node beats any prediction. A provider template that
 // predicted other devices is counted in dra_node_template_resources_mismatch.
 func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.NodeGroupState, nodes []*apiv1.Node,
-	nodeGroupOf func(string) string, daemonSets []*appsv1.DaemonSet, checker *simulator.PredicateChecker,
+	nodeGroupOf func(string) string, ready func(*apiv1.Node) bool, daemonSets []*appsv1.DaemonSet, checker *simulator.PredicateChecker,
 	taints clusterstate.TaintConfig, nodeSlices func(nodeName string) []*resourceapi.ResourceSlice) Templates {
 	publishes := func(name string) bool { return nodeSlices != nil && len(nodeSlices(name)) > 0 }
 	mismatches := map[[2]string]int{}
 	templates := make(map[string]*framework.NodeInfo, len(groups))
 	errs := map[string]error{}
-	// A ready node per group, for the fallback; stable choice by name.
-	readyNode := map[string]*apiv1.Node{}
-	for _, n := range nodes {
-		id := nodeGroupOf(n.Name)
-		// A cordoned node is no model: what got it cordoned may be in its
-		// labels or taints (upstream at --scale-from-unschedulable=false).
-		if id == "" || clusterstate.HasToBeDeletedTaint(n) || n.Spec.Unschedulable {
-			continue
+	// A ready node per group, for the fallback and for its devices; stable
+	// choice by name. Found only when needed: the DigitalOcean provider's
+	// templates never need it, and a pass over every node was a tenth of
+	// a consolidation plan at 5,000 nodes.
+	readyNode := sync.OnceValue(func() map[string]*apiv1.Node {
+		out := map[string]*apiv1.Node{}
+		for _, n := range nodes {
+			id := nodeGroupOf(n.Name)
+			// A cordoned node is no model: what got it cordoned may be in
+			// its labels or taints (upstream at
+			// --scale-from-unschedulable=false). A node not ready yet
+			// (startup taint, GPU not advertised) would give a template
+			// without what its pods need (ready: the cluster state
+			// registry's rule).
+			if id == "" || n.Spec.Unschedulable || !ready(n) {
+				continue
+			}
+			if cur := out[id]; cur == nil || n.Name < cur.Name {
+				out[id] = n
+			}
 		}
-		// A node not ready yet (startup taint, GPU not advertised) would
-		// give a template without what its pods need.
-		if ready, _ := clusterstate.NodeReadiness(n); !ready || taints.HasStartupTaint(n) || clusterstate.ResourceUnready(n, provider.GPULabel(), publishes(n.Name)) {
-			continue
-		}
-		if cur := readyNode[id]; cur == nil || n.Name < cur.Name {
-			readyNode[id] = n
-		}
-	}
+		return out
+	})
 	for _, gs := range groups {
 		id := gs.Group.Id()
 		base, err := gs.Group.TemplateNodeInfo()
 		if err != nil || base == nil || base.Node() == nil {
-			n := readyNode[id]
+			n := readyNode()[id]
 			if n == nil {
 				if err == nil {
 					err = fmt.Errorf("provider returned no template")
@@ -106,8 +112,10 @@ func BuildTemplates(provider cloudprovider.CloudProvider, groups []clusterstate.
 			base = framework.NewNodeInfo(n, base.Pods()...)
 			base.SetResourceSlices(slices)
 		}
-		if n := readyNode[id]; n != nil && publishes(n.Name) {
-			base = withNodeSlices(base, nodeSlices(n.Name), id, mismatches)
+		if nodeSlices != nil {
+			if n := readyNode()[id]; n != nil && publishes(n.Name) {
+				base = withNodeSlices(base, nodeSlices(n.Name), id, mismatches)
+			}
 		}
 		ni, err := simulator.SanitizedTemplateNodeInfo(base, "template-"+id, daemonSets, checker)
 		if err != nil {

@@ -36,8 +36,9 @@ func TestTemplateFromNodeSkipsCordonedNodes(t *testing.T) {
 			p.AddNode("g1", b)
 			groupOf := func(string) string { return "g1" }
 
+			ready := func(n *apiv1.Node) bool { r, _ := clusterstate.NodeReadiness(n); return r }
 			built := BuildTemplates(p, []clusterstate.NodeGroupState{{Group: g, Target: 2}}, []*apiv1.Node{a, b},
-				groupOf, nil, nil, clusterstate.TaintConfig{}, nil)
+				groupOf, ready, nil, nil, clusterstate.TaintConfig{}, nil)
 			templates, errs := built.ByGroup, built.Errors
 
 			got := ""
