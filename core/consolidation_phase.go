@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -70,12 +71,15 @@ func (a *Autoscaler) consolidationPhase(ctx context.Context, sim *iterationSimul
 			Snapshot: snap, Checker: a.checker, DrainOptions: drain.NewOptions(a.opts, a.controllerReplicas), PDBs: c.pdbs, Now: now,
 		},
 		LastScaleUp: a.lastScaleUp,
-		Demand:      consolidation.Demand{Requested: a.consolidator().Requested(sim.placed)},
-	}
-	for _, n := range c.nodes {
-		if resourcequotas.IsLive(n, sim.beingDeleted) {
-			l.Demand.Allocatable = l.Demand.Allocatable.Plus(consolidation.Allocatable(n))
-		}
+		Demand: sync.OnceValue(func() consolidation.Demand {
+			d := consolidation.Demand{Requested: a.consolidator().Requested(sim.placed)}
+			for _, n := range c.nodes {
+				if resourcequotas.IsLive(n, sim.beingDeleted) {
+					d.Allocatable = d.Allocatable.Plus(consolidation.Allocatable(n))
+				}
+			}
+			return d
+		}),
 	}
 	if _, drains := a.removals.InFlight(); drains > 0 || sim.drains > 0 {
 		l.View.Busy = fmt.Sprintf("scale-down is draining %d node(s)", max(drains, sim.drains))

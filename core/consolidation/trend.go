@@ -71,11 +71,19 @@ type trendSample struct {
 // trendSamples bounds the samples kept per window.
 const trendSamples = 32
 
+// Due tells whether a reading at now would start a new sample: the
+// newest is window/trendSamples old, or there is none. A reading that is
+// not due only replaces the newest sample's.
+func (t *Trend) Due(now time.Time, window time.Duration) bool {
+	n := len(t.samples)
+	return n == 0 || now.Sub(t.samples[n-1].at) >= window/trendSamples
+}
+
 // Observe records the requests at now and forgets what is older than
 // window.
 func (t *Trend) Observe(now time.Time, req Resources, window time.Duration) {
-	if n := len(t.samples); n > 0 && now.Sub(t.samples[n-1].at) < window/trendSamples {
-		t.samples[n-1].req = req // the newest reading stands for its slot
+	if !t.Due(now, window) {
+		t.samples[len(t.samples)-1].req = req // the newest reading stands for its slot
 		return
 	}
 	t.samples = append(t.samples, trendSample{now, req})

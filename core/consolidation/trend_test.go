@@ -64,3 +64,31 @@ func TestAppraiseWhileRequestsGrow(t *testing.T) {
 		})
 	}
 }
+
+// A reading is due once a sample slot (window/trendSamples) has passed;
+// one that is not due replaces the newest sample, so the growth reads the
+// newest requests whichever way they came.
+func TestTrendReadingsDueOncePerSlot(t *testing.T) {
+	var tr Trend
+	window := 32 * time.Minute // slots of a minute
+	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	if !tr.Due(at, window) {
+		t.Fatal("no sample yet, and a reading is not due")
+	}
+	tr.Observe(at, Resources{MilliCPU: 1000}, window)
+	if tr.Due(at.Add(30*time.Second), window) {
+		t.Error("a reading due half a slot after the last")
+	}
+	tr.Observe(at.Add(30*time.Second), Resources{MilliCPU: 1500}, window)
+	if !tr.Due(at.Add(time.Minute), window) {
+		t.Error("a reading not due a slot after the last")
+	}
+	for i := 2; i <= 16; i++ {
+		tr.Observe(at.Add(time.Duration(i)*time.Minute), Resources{MilliCPU: 1500 + int64(i)*100}, window)
+	}
+	// From 1500m at 10:00 (the not-due reading replaced 1000m) to 3100m at
+	// 10:16: 1600m in 16 minutes, 6000m an hour.
+	if g := tr.Growth(window); g.MilliCPU != 6000 {
+		t.Errorf("growth = %dm an hour, want 6000m", g.MilliCPU)
+	}
+}
