@@ -242,3 +242,54 @@ func TestConsolidationCountsScaleDownsRemovalsAgainstMaxima(t *testing.T) {
 		t.Fatalf("increases %v with 3 nodes at --max-nodes-total=3 and a removal that failed", incs)
 	}
 }
+
+// Scale-down drains a node; its pod's replacement lands on a node
+// consolidation would remove. The workload was just disrupted, by
+// scale-down: consolidation leaves it for --consolidation-workload-cooldown
+// (issue 34's run evicted such a pod twice, a scale-down drain then a
+// command 2.5 minutes later), and moves it once the cooldown has passed.
+func TestConsolidationCooldownCountsScaleDownsEvictions(t *testing.T) {
+	p, nodes := cluster(groupSpec{id: "g", min: 0, max: 4, nodes: 3, milliCPU: 4000, mem: 4 * test.GiB})
+	p.SetPricing(&test.PricingModel{PerCoreHour: 1})
+	o := config.Defaults().NodeGroupDefaults
+	o.Consolidate = true
+	// Scale-down removes g-n0 (5 %), not g-n1 or g-n2 (25 % and more).
+	o.ScaleDownUtilizationThreshold = 0.1
+	o.ScaleDownUnneededTime = time.Minute
+	p.Group("g").SetOptions(&o)
+	keep := test.BuildScheduledPod("b", 1000, test.GiB/2, "b-rs", "g-n2")
+	keep.Annotations = map[string]string{drain.DoNotDisruptKey: "true"} // consolidation's only candidate is g-n1
+	pods := []runtime.Object{
+		test.BuildScheduledPod("w", 200, test.GiB/4, "w-rs", "g-n0"),
+		test.BuildScheduledPod("a", 1000, test.GiB/2, "a-rs", "g-n1"),
+		keep,
+	}
+	opts := testOptions()
+	opts.Consolidation.Enabled = true
+	opts.Consolidation.StabilizationWindow = time.Minute
+	opts.Consolidation.WorkloadCooldown = 10 * time.Minute
+	h := newHarness(t, opts, p, join(nodes, pods)...)
+
+	h.runOnce(t0)
+	h.runOnce(t0.Add(61 * time.Second))
+	if ev := h.evicts.Evictions(); len(ev) != 1 || !strings.Contains(ev[0], "w") {
+		t.Fatalf("evictions %v, want scale-down's of w", ev)
+	}
+	// w's ReplicaSet replaces it; the scheduler puts it on g-n1.
+	h.createPod(test.BuildScheduledPod("w-2", 200, test.GiB/4, "w-rs", "g-n1"))
+	for at := 2 * time.Minute; at <= 6*time.Minute; at += time.Minute {
+		h.runOnce(t0.Add(at))
+	}
+	for _, e := range h.evicts.Evictions() {
+		if strings.Contains(e, "w-2") {
+			t.Fatalf("consolidation evicted w-2 within the cooldown of scale-down's eviction of w: evictions %v", h.evicts.Evictions())
+		}
+	}
+	// Past the cooldown, g-n1 is a candidate again.
+	for at := 12 * time.Minute; at <= 15*time.Minute; at += time.Minute {
+		h.runOnce(t0.Add(at))
+	}
+	if ev := strings.Join(h.evicts.Evictions(), " "); !strings.Contains(ev, "w-2") {
+		t.Fatalf("evictions %v: consolidation did not remove g-n1 once the cooldown had passed", h.evicts.Evictions())
+	}
+}

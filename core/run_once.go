@@ -81,6 +81,16 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	if err != nil {
 		return err
 	}
+	// A workload scale-down moves is not moved again by consolidation
+	// within its cooldown: whoever evicts a pod, its owner sees one
+	// disruption (a scale-down drain, then a command on the node the pod
+	// landed on, evicted it twice in issue 34's run).
+	if a.opts.Consolidation.Enabled && len(drained) > 0 {
+		placed := sim.podsByNode()
+		for _, name := range drained {
+			a.consolidator().Disrupted(placed[name], now)
+		}
+	}
 	// Consolidation plans on the cluster scale-down leaves.
 	if err := sim.remove(heldByScaleDown, empty, drained, c.nodes); err != nil {
 		return err

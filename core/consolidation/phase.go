@@ -3,6 +3,7 @@ package consolidation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -192,6 +193,14 @@ func (ph *Phase) Run(ctx context.Context, l Loop) (started bool) {
 		ph.set(Idle, now) // aborted at once (lastResult says why)
 	}
 	return true
+}
+
+// Disrupted records pods another phase evicts (scale-down's drains): a
+// workload whose pod scale-down just moved is as disrupted as one
+// consolidation moved, and its cooldown counts from now. Pods a drain
+// does not move (DaemonSet and mirror pods) are left out.
+func (ph *Phase) Disrupted(pods []*apiv1.Pod, now time.Time) {
+	ph.moved.Record(slices.DeleteFunc(slices.Clone(pods), func(p *apiv1.Pod) bool { return !isMovable(p) }), now)
 }
 
 // Requested is what pods request (scheduled or pending, finished ones left

@@ -92,6 +92,20 @@ type consolidationResult struct {
 	createdPools            int
 }
 
+// consolidationOnFlags are consolidation's flags in this scenario, whose
+// durations run at a tenth of their defaults (--scale-down-unneeded-time
+// 1m): the stabilization window (5m) and, as the compressed day scales
+// them, the cost model's horizon and cooldown (1h) and the cost of an
+// eviction (USD: a saving is a price over a time, so breaking even takes
+// a tenth of the time too). With the eviction cost at its default, a
+// delete of an s-2vcpu-2gb breaks even 12 minutes after the last
+// scale-up, past the run's settling.
+func consolidationOnFlags() []string {
+	return []string{"--consolidation-enabled", "--consolidation-stabilization-window=30s",
+		"--consolidation-saving-horizon=6m", "--consolidation-workload-cooldown=6m", "--consolidation-eviction-cost=0.0005",
+		"--consolidation-max-disrupted-nodes=3"}
+}
+
 func runConsolidation(ctx context.Context, c config, out io.Writer) error {
 	cc := c.consolidation
 	common := []string{"--scan-interval=5s", "--scale-down-unneeded-time=1m", "--scale-down-delay-after-add=0s",
@@ -105,8 +119,7 @@ func runConsolidation(ctx context.Context, c config, out io.Writer) error {
 		case "on":
 			builds = append(builds, consolidationBuild{name: "this project, consolidation on", binary: c.binary,
 				dir: filepath.Join(c.dir, "consolidation-on"),
-				extra: []string{"--consolidation-enabled", "--consolidation-stabilization-window=30s",
-					"--consolidation-max-disrupted-nodes=3"}})
+				extra: consolidationOnFlags()})
 		case "":
 		default:
 			return fmt.Errorf("--consolidation-modes: %q is neither off nor on", mode)
