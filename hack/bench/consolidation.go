@@ -118,7 +118,7 @@ func runConsolidation(ctx context.Context, c config, out io.Writer) error {
 				dir: filepath.Join(c.dir, "consolidation-off")})
 		case "on":
 			builds = append(builds, consolidationBuild{name: "this project, consolidation on", binary: c.binary,
-				dir: filepath.Join(c.dir, "consolidation-on"),
+				dir:   filepath.Join(c.dir, "consolidation-on"),
 				extra: consolidationOnFlags()})
 		case "":
 		default:
