@@ -53,7 +53,7 @@ type Phase struct {
 	moved     *Ledger
 	lifetimes Lifetimes
 	trend     Trend
-	// requests: every pod's requests, read every loop for the trend.
+	// requests: every pod's requests, cached per object for the trend.
 	requests *utilization.RequestsCache
 	// aborted: when each command (by Key) last aborted.
 	aborted map[string]time.Time
@@ -204,7 +204,7 @@ func (ph *Phase) Disrupted(pods []*apiv1.Pod, now time.Time) {
 }
 
 // Requested is what pods request (scheduled or pending, finished ones left
-// out), read every loop for the trend of the cluster's requests: each pod
+// out), read for the trend of the cluster's requests and for a plan: each pod
 // is read once while its object stays the same.
 func (ph *Phase) Requested(pods []*apiv1.Pod) Resources { return Requested(pods, ph.requests) }
 
