@@ -78,6 +78,8 @@ type PredicateChecker struct {
 	fw      schedframework.Framework
 	lister  *frameworkLister
 	plugins []string
+	// preFilterPlugins are the framework's PreFilter plugins, in order.
+	preFilterPlugins []string
 	// hints caches the removal simulation's pod hashes across loops.
 	hints hintHashes
 }
@@ -190,7 +192,11 @@ func newPredicateChecker(factory informers.SharedInformerFactory, enabled []stri
 		return nil, fmt.Errorf("building scheduler framework: %w", err)
 	}
 	klog.V(1).InfoS("Scheduling simulation uses the kube-scheduler framework", "plugins", enabled)
-	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled)}, nil
+	var preFilters []string
+	for _, p := range f.ListPlugins().PreFilter.Enabled {
+		preFilters = append(preFilters, p.Name)
+	}
+	return &PredicateChecker{fw: f, lister: lister, plugins: slices.Clone(enabled), preFilterPlugins: preFilters}, nil
 }
 
 // reserve is the Reserve extension point: DynamicResources only, when it
@@ -474,7 +480,14 @@ func (c *PredicateChecker) fitsAnyNodeOf(s *ClusterSnapshot, pod *apiv1.Pod, nod
 // start index lets equivalent pods resume where the previous one landed
 // without giving up completeness.
 func (c *PredicateChecker) fitsAnyNode(s *ClusterSnapshot, pod *apiv1.Pod, match func(*schedframework.NodeInfo) bool, start int) (int, string, *preFilterOutcome, error) {
-	pf, perr := c.preFilter(s, pod)
+	return c.fitsAnyNodeShared(s, pod, match, start, nil, 0)
+}
+
+// fitsAnyNodeShared is fitsAnyNode for a pod of equivalence class key, with
+// PreFilter's outcome shared through memo (see preFilterMemo).
+func (c *PredicateChecker) fitsAnyNodeShared(s *ClusterSnapshot, pod *apiv1.Pod, match func(*schedframework.NodeInfo) bool, start int,
+	memo preFilterMemo, key uint64) (int, string, *preFilterOutcome, error) {
+	pf, perr := c.preFilterShared(s, pod, memo, key)
 	if perr != nil {
 		return -1, "", nil, perr
 	}

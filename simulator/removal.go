@@ -25,6 +25,9 @@ type RemovalSimulator struct {
 	unbound apiv1.Pod
 	// excluded nodes take no pod, whatever the destinations say (Exclude).
 	excluded map[string]bool
+	// preFilters share PreFilter's outcome between equivalent pods for the
+	// simulator's life: one pass.
+	preFilters preFilterMemo
 }
 
 // Exclude keeps pods off the named nodes in every later simulation, as
@@ -33,9 +36,10 @@ type RemovalSimulator struct {
 // destinations map of every other node.
 func (r *RemovalSimulator) Exclude(names map[string]bool) { r.excluded = names }
 
-// NewRemovalSimulator returns a simulator working on s.
+// NewRemovalSimulator returns a simulator working on s, for one pass of
+// simulations (a loop's).
 func NewRemovalSimulator(c *PredicateChecker, s *ClusterSnapshot, opts drain.Options) *RemovalSimulator {
-	return &RemovalSimulator{checker: c, snapshot: s, opts: opts}
+	return &RemovalSimulator{checker: c, snapshot: s, opts: opts, preFilters: preFilterMemo{}}
 }
 
 // NodeToBeRemoved is a node that can go and the pods that must move.
@@ -190,7 +194,7 @@ func (r *RemovalSimulator) removeNode(nodeName string, destinations map[string]b
 		} else {
 			h := r.checker.hints.hash(moved)
 			var idx int
-			idx, dest, pf, err = r.checker.fitsAnyNode(r.snapshot, moved, match, hints[h])
+			idx, dest, pf, err = r.checker.fitsAnyNodeShared(r.snapshot, moved, match, hints[h], r.preFilters, h)
 			if err == nil {
 				hints[h] = idx
 			}

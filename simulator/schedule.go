@@ -213,6 +213,8 @@ func trySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod,
 	for _, g := range GroupPods(pods) {
 		hint := 0
 		failed := false
+		// The group's pods are equivalent: one class of the memo.
+		shared := preFilterMemo{}
 		var match func(*schedframework.NodeInfo) bool
 		if candidates != nil {
 			match = candidates(g.Pods[0])
@@ -222,7 +224,7 @@ func trySchedulePods(c *PredicateChecker, s *ClusterSnapshot, pods []*apiv1.Pod,
 				unschedulable = append(unschedulable, p)
 				continue
 			}
-			idx, nodeName, pf, ferr := c.fitsAnyNode(s, p, match, hint)
+			idx, nodeName, pf, ferr := c.fitsAnyNodeShared(s, p, match, hint, shared, 0)
 			if ferr != nil {
 				if pe, ok := ferr.(*PredicateError); ok && pe.IsInternal() {
 					return scheduled, unschedulable, fmt.Errorf("simulating pod %s: %w", podKey(p), ferr)
