@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -923,5 +924,32 @@ func TestChartTerminationGracePeriod(t *testing.T) {
 	_, err := render(t, release{name: "ca", namespace: "kube-system", values: withClusterID(map[string]interface{}{"terminationGracePeriodSeconds": 30})})
 	if err == nil || !strings.Contains(err.Error(), "terminationGracePeriodSeconds 30 is shorter than the autoscaler's shutdown") {
 		t.Errorf("err = %v, want the grace period refused", err)
+	}
+}
+
+// --pod-deletion-cost-on-unneeded-nodes in extraArgs grants patch on pods,
+// which deploy/ leaves out; without it, or set to false, nothing more.
+func TestChartPodDeletionCostGrantsPatch(t *testing.T) {
+	t.Parallel()
+	d := deployBundle(t)
+	for _, tc := range []struct {
+		value any
+		patch bool
+	}{{nil, false}, {true, true}, {"true", true}, {false, false}} {
+		extra := map[string]interface{}{}
+		if tc.value != nil {
+			extra["extraArgs"] = map[string]interface{}{"pod-deletion-cost-on-unneeded-nodes": tc.value}
+		}
+		b, _, _, _ := renderBundle(t, release{name: "cluster-autoscaler", namespace: "kube-system", values: withClusterID(extra)})
+		got, base := manifestcheck.Grants(b.ClusterRole.Rules), manifestcheck.Grants(d.ClusterRole.Rules)
+		var added []string
+		for _, g := range got {
+			if !slices.Contains(base, g) {
+				added = append(added, g)
+			}
+		}
+		if want := tc.patch; (len(added) > 0) != want || len(added) > 1 || want && !strings.Contains(added[0], "patch") {
+			t.Errorf("extraArgs pod-deletion-cost-on-unneeded-nodes=%v: grants beyond deploy/ %v, want patch on pods %v", tc.value, added, want)
+		}
 	}
 }

@@ -180,8 +180,13 @@ type AutoscalingOptions struct {
 	NodeDeletionCandidateTTL                time.Duration
 	MaxBulkSoftTaintCount                   int
 	MaxBulkSoftTaintTime                    time.Duration
-	ForceDeleteLongUnregisteredNodes        bool
-	ForceDeleteFailedNodes                  bool
+	// PodDeletionCostOnUnneededNodes (not in upstream) gives the ReplicaSet
+	// pods of unneeded nodes a negative pod-deletion-cost, so that a
+	// Deployment scaling in deletes them first and the node empties
+	// without evictions (docs/node-removal.md).
+	PodDeletionCostOnUnneededNodes   bool
+	ForceDeleteLongUnregisteredNodes bool
+	ForceDeleteFailedNodes           bool
 	// DynamicResourceAllocationEnabled is locked to true, as upstream locks
 	// it since 1.35: claims, slices and device classes are always simulated.
 	DynamicResourceAllocationEnabled  bool

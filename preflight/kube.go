@@ -79,6 +79,7 @@ func checkKubernetes(ctx context.Context, o Options) Report {
 	o.Autoscaling.DynamicResourceAllocationEnabled, r = checkDRA(kube, o.Autoscaling, r)
 	r = append(r, checkRBAC(ctx, kube, o.Autoscaling, who)...)
 	r = append(r, checkBufferDryRun(ctx, kube, o.Autoscaling, who)...)
+	r = append(r, checkPodDeletionCost(ctx, kube, o.Autoscaling, who)...)
 	r = append(r, checkCRDs(kube, o.Autoscaling)...)
 	r = append(r, checkNamespace(ctx, kube, o.Autoscaling)...)
 	return r
@@ -415,17 +416,44 @@ func checkBufferDryRun(ctx context.Context, kube kubernetes.Interface, o config.
 	if !o.CapacityBufferControllerEnabled || !o.CapacityBufferPodDryRunEnabled {
 		return nil
 	}
-	const check = "kube-rbac/pods:create (capacity buffer dry run)"
+	return checkOptionalRight(ctx, kube, who, optionalRight{verb: "create", resource: "pods", check: "kube-rbac/pods:create (capacity buffer dry run)",
+		denied:  "which the CapacityBuffer controller's dry run (--capacity-buffer-pod-dry-run-enabled, on by default) needs: every buffer would report ReadyForProvisioning=False",
+		fix:     "grant create on pods (the chart does with both on), or pass --capacity-buffer-pod-dry-run-enabled=false (docs/capacity-buffers.md#dry-run)",
+		allowed: "(as dry runs) for the CapacityBuffer controller"})
+}
+
+// checkPodDeletionCost: --pod-deletion-cost-on-unneeded-nodes patches
+// pods, a right deploy/ does not grant (the chart does with the flag in
+// extraArgs). Without it no pod gets a deletion cost; scale-down works as
+// without the flag.
+func checkPodDeletionCost(ctx context.Context, kube kubernetes.Interface, o config.AutoscalingOptions, who string) Report {
+	if !o.PodDeletionCostOnUnneededNodes {
+		return nil
+	}
+	return checkOptionalRight(ctx, kube, who, optionalRight{verb: "patch", resource: "pods", check: "kube-rbac/pods:patch (pod deletion cost)",
+		denied:  "which --pod-deletion-cost-on-unneeded-nodes needs: no pod of an unneeded node gets its deletion cost, and scale-down evicts as without the flag",
+		fix:     "grant patch on pods (the chart does with the flag in extraArgs), or drop --pod-deletion-cost-on-unneeded-nodes (docs/node-removal.md)",
+		allowed: "to set the deletion cost of the pods of unneeded nodes"})
+}
+
+// optionalRight is a cluster-wide right deploy/ does not grant, that a
+// feature that is on needs; the words say what is lost without it.
+type optionalRight struct {
+	verb, resource, check string
+	denied, fix, allowed  string
+}
+
+// checkOptionalRight asks, by a SelfSubjectAccessReview, whether who holds
+// r: a warning when not, since the autoscaler runs without it.
+func checkOptionalRight(ctx context.Context, kube kubernetes.Interface, who string, r optionalRight) Report {
 	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods"}}}
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: r.verb, Resource: r.resource}}}
 	got, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
 	switch {
 	case err != nil:
-		return Report{{Check: check, Verdict: Warn, Detail: fmt.Sprintf("cannot ask whether %s may create pods: %v", who, err)}}
+		return Report{{Check: r.check, Verdict: Warn, Detail: fmt.Sprintf("cannot ask whether %s may %s %s: %v", who, r.verb, r.resource, err)}}
 	case !got.Status.Allowed:
-		return Report{{Check: check, Verdict: Warn,
-			Detail: fmt.Sprintf("%s may not create pods cluster-wide, which the CapacityBuffer controller's dry run (--capacity-buffer-pod-dry-run-enabled, on by default) needs: every buffer would report ReadyForProvisioning=False", who),
-			Fix:    "grant create on pods (the chart does with both on), or pass --capacity-buffer-pod-dry-run-enabled=false (docs/capacity-buffers.md#dry-run)"}}
+		return Report{{Check: r.check, Verdict: Warn, Detail: fmt.Sprintf("%s may not %s %s cluster-wide, %s", who, r.verb, r.resource, r.denied), Fix: r.fix}}
 	}
-	return Report{{Check: check, Verdict: OK, Detail: who + " may create pods (as dry runs) for the CapacityBuffer controller"}}
+	return Report{{Check: r.check, Verdict: OK, Detail: fmt.Sprintf("%s may %s %s %s", who, r.verb, r.resource, r.allowed)}}
 }

@@ -496,6 +496,16 @@ func TestKubernetesVerdicts(t *testing.T) {
 			groups:     []*metav1.APIResourceList{draGroup, {GroupVersion: "autoscaling.x-k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "capacitybuffers"}}}},
 			namespaces: []string{"kube-system"}, args: []string{"--capacity-buffer-controller-enabled"},
 			want: map[string]Verdict{"kube-rbac/pods:create (capacity buffer dry run)": Warn, "kube-crd/capacitybuffers.autoscaling.x-k8s.io": OK, "kube-rbac": OK}},
+		{name: "pod deletion costs without patch on pods", allow: func(a authorizationv1.ResourceAttributes) bool {
+			return !(a.Resource == "pods" && a.Subresource == "" && a.Verb == "patch")
+		},
+			groups: []*metav1.APIResourceList{draGroup}, namespaces: []string{"kube-system"}, args: []string{"--pod-deletion-cost-on-unneeded-nodes"},
+			want: map[string]Verdict{"kube-rbac/pods:patch (pod deletion cost)": Warn, "kube-rbac": OK},
+			says: map[string]string{"kube-rbac/pods:patch (pod deletion cost)": "scale-down evicts as without the flag"}},
+		{name: "pod deletion costs with patch on pods", allow: allowAll, groups: []*metav1.APIResourceList{draGroup}, namespaces: []string{"kube-system"},
+			args: []string{"--pod-deletion-cost-on-unneeded-nodes"},
+			want: map[string]Verdict{"kube-rbac": OK},
+			says: map[string]string{"kube-rbac/pods:patch (pod deletion cost)": "may patch pods"}},
 		{name: "namespace missing", allow: allowAll, groups: []*metav1.APIResourceList{draGroup}, namespaces: []string{"default"},
 			args: []string{"--namespace=autoscaler"}, exit: 1,
 			want: map[string]Verdict{"kube-namespace": Fail}},

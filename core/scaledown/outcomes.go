@@ -33,6 +33,17 @@ type SoftTaintResult struct {
 	Took time.Duration
 }
 
+// DeletionCostResult is what one pass over the pods' deletion costs did
+// (--pod-deletion-cost-on-unneeded-nodes): the pods (namespace/name) given
+// the cost and those it was taken off.
+type DeletionCostResult struct {
+	Marked, Unmarked []string
+	// Skipped counts the pods left for a later pass: budget spent, or the
+	// pod changed since it was read.
+	Skipped int
+	Errors  []error
+}
+
 // FailureKind says which part of a removal failed; the reporter maps it to
 // the errors_total type.
 type FailureKind int

@@ -76,6 +76,9 @@ type Result struct {
 	Skipped []Skipped
 	// SoftTaints is what the soft tainting did; nil when it is off.
 	SoftTaints *SoftTaintResult
+	// DeletionCosts is what the pass did to the pods' deletion costs;
+	// nil when it had nothing to do.
+	DeletionCosts *DeletionCostResult
 	// Took is how long the pass took, soft taints included.
 	Took time.Duration
 	// InFlight counts the removals still running when the pass ended
@@ -132,6 +135,7 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	// soft taints follow the unneeded nodes, once the removals it starts
 	// are known.
 	defer func() { res.SoftTaints = s.softTaint(ctx, in.Nodes, res.Empty, res.Drained) }()
+	defer func() { res.DeletionCosts = s.deletionCosts(ctx, in.PodsByNode, res.Empty, res.Drained) }()
 	// Counted after the removals are chosen, which add their own reasons
 	// (not unneeded long enough, min size, cluster minimums), as upstream.
 	defer func() { res.Unremovable = s.planner.UnremovableCounts() }()

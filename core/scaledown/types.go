@@ -101,6 +101,10 @@ type Actuator interface {
 	// unneeded nodes and takes it off the needed ones, within its budget,
 	// and says what it did.
 	SoftTaint(ctx context.Context, unneeded, needed []*apiv1.Node) SoftTaintResult
+	// DeletionCosts gives the pods of mark the deletion cost of a pod on
+	// an unneeded node and takes it off the pods of unmark, within its
+	// budget, and says what it did.
+	DeletionCosts(ctx context.Context, mark []PodOnNode, unmark []*apiv1.Pod) DeletionCostResult
 }
 
 // Removals says which removals are in flight (deletiontracker.Tracker).

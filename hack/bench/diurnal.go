@@ -185,9 +185,12 @@ func runDiurnal(ctx context.Context, c config, out io.Writer) error {
 		case "on":
 			builds = append(builds, consolidationBuild{name: "this project, consolidation on", binary: c.binary,
 				dir: filepath.Join(c.dir, "diurnal-on"), extra: dc.consolidationFlags()})
+		case "on+cost":
+			builds = append(builds, consolidationBuild{name: "this project, consolidation on, pod deletion costs", binary: c.binary,
+				dir: filepath.Join(c.dir, "diurnal-on-cost"), extra: append(dc.consolidationFlags(), "--pod-deletion-cost-on-unneeded-nodes")})
 		case "":
 		default:
-			return fmt.Errorf("--diurnal-modes: %q is neither off nor on", mode)
+			return fmt.Errorf("--diurnal-modes: %q is none of off, on and on+cost", mode)
 		}
 	}
 	if c.upstream != "" {

@@ -173,7 +173,7 @@ func main() {
 	flag.Float64Var(&c.diurnal.compression, "diurnal-compression", 120, "diurnal: how many times faster than real the day runs (120: a day in 12 minutes)")
 	flag.Uint64Var(&c.diurnal.seed, "diurnal-seed", 40, "diurnal: seed of the load's noise")
 	flag.Float64Var(&c.diurnal.noise, "diurnal-noise", 0.1, "diurnal: relative standard deviation of each 10-minute step's replicas")
-	flag.StringVar(&c.diurnal.modes, "diurnal-modes", "off,on", "diurnal: this project's runs, with consolidation off, on or both (upstream's when --upstream-binary is given)")
+	flag.StringVar(&c.diurnal.modes, "diurnal-modes", "off,on", "diurnal: this project's runs, comma-separated: consolidation off, on, or on+cost (on with --pod-deletion-cost-on-unneeded-nodes); upstream's when --upstream-binary is given")
 	flag.DurationVar(&c.diurnal.warmup, "diurnal-warmup", 6*time.Hour, "diurnal: day time the load follows its curve before the measured day (from 18:00 the day before by default), so that the day starts on the cluster the autoscaler left")
 	flag.DurationVar(&c.diurnal.steady, "diurnal-steady", 3*time.Hour, "diurnal: day time the load is held after the day")
 	flag.DurationVar(&c.diurnal.steadySettle, "diurnal-steady-settle", time.Hour, "diurnal: evictions in the steady stretch are counted after this day time")

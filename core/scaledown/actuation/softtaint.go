@@ -95,29 +95,38 @@ func UpdateSoftTaints(ctx context.Context, kube kubernetes.Interface, unneeded, 
 // order; a call whose turn comes when within says the time budget is spent
 // is not started.
 func runSoftTaintCalls(ctx context.Context, kube kubernetes.Interface, calls []*softTaintCall, within func() bool, taintedAt time.Time) {
+	inTurn(calls, softTaintWorkers, within, func(c *softTaintCall) {
+		c.started = true
+		if c.untaint {
+			c.err = cleanDeletionCandidate(ctx, kube, c.node)
+		} else {
+			c.err = markDeletionCandidate(ctx, kube, c.node, taintedAt)
+		}
+	})
+}
+
+// inTurn runs do for the calls in order, up to workers at once; once
+// within says the budget is spent, the calls left are not run.
+func inTurn[T any](calls []T, workers int, within func() bool, do func(T)) {
 	var (
 		mu   sync.Mutex // guards next and within's clock
 		next int
 		wg   sync.WaitGroup
 	)
-	take := func() *softTaintCall {
+	take := func() (T, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if next == len(calls) || !within() {
-			return nil
+			var none T
+			return none, false
 		}
 		next++
-		return calls[next-1]
+		return calls[next-1], true
 	}
-	for range min(len(calls), softTaintWorkers) {
+	for range min(len(calls), workers) {
 		wg.Go(func() {
-			for c := take(); c != nil; c = take() {
-				c.started = true
-				if c.untaint {
-					c.err = cleanDeletionCandidate(ctx, kube, c.node)
-				} else {
-					c.err = markDeletionCandidate(ctx, kube, c.node, taintedAt)
-				}
+			for c, ok := take(); ok; c, ok = take() {
+				do(c)
 			}
 		})
 	}

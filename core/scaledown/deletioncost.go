@@ -1,0 +1,98 @@
+package scaledown
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const (
+	// PodDeletionCostKey is the annotation a ReplicaSet reads to choose
+	// which of its pods to delete when it scales in: the lowest cost
+	// first, after unscheduled, pending and unready pods (Kubernetes'
+	// PodDeletionCost feature, beta and on by default since 1.22).
+	PodDeletionCostKey = "controller.kubernetes.io/pod-deletion-cost"
+	// UnneededNodeKey marks a pod whose deletion cost this autoscaler set,
+	// and names the unneeded node it was set for. Only a pod carrying it
+	// has its cost taken off again.
+	UnneededNodeKey = "cluster-autoscaler.kubernetes.io/unneeded-node"
+	// UnneededPodDeletionCost is the cost given: below the default 0 of a
+	// pod without the annotation, so that a ReplicaSet scaling in deletes
+	// its pods on unneeded nodes before the others.
+	UnneededPodDeletionCost = "-100"
+)
+
+// PodOnNode is a pod and the unneeded node it runs on.
+type PodOnNode struct {
+	Pod  *apiv1.Pod
+	Node string
+}
+
+// deletionCosts keeps --pod-deletion-cost-on-unneeded-nodes's annotation
+// on the ReplicaSet pods that an unneeded node would have to evict (a
+// Deployment scaling in then deletes them first, and the node may empty
+// without an eviction), and takes it off the pods it marked whose node is
+// needed again, or every pod it marked once the flag is off. Pods on nodes
+// being removed, or whose removal this pass started, keep what they have:
+// their eviction is under way. A pod with a deletion cost not set by this
+// autoscaler is never touched. nil: nothing to do.
+func (s *ScaleDown) deletionCosts(ctx context.Context, podsByNode map[string][]*apiv1.Pod, started ...[]string) *DeletionCostResult {
+	leaving := map[string]bool{}
+	for name := range s.removals.BeingDeleted() {
+		leaving[name] = true
+	}
+	for _, names := range started {
+		for _, n := range names {
+			leaving[n] = true
+		}
+	}
+	// The pods to mark, in the unneeded nodes' order (the longest unneeded
+	// first), so that a budget spent leaves the latest for the next loop.
+	want := map[types.UID]bool{}
+	var mark []PodOnNode
+	if s.opts.PodDeletionCostOnUnneededNodes {
+		for _, u := range s.planner.Unneeded() {
+			if leaving[u.Node.Name] {
+				continue
+			}
+			evict := map[types.UID]bool{}
+			for _, p := range u.PodsToEvict {
+				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" {
+					evict[p.UID] = true
+				}
+			}
+			// The loop's own objects: their resourceVersion is the
+			// patch's condition.
+			for _, p := range podsByNode[u.Node.Name] {
+				if !evict[p.UID] {
+					continue
+				}
+				want[p.UID] = true
+				_, ours := p.Annotations[UnneededNodeKey]
+				if _, hasCost := p.Annotations[PodDeletionCostKey]; !ours && !hasCost {
+					mark = append(mark, PodOnNode{Pod: p, Node: u.Node.Name})
+				}
+			}
+		}
+	}
+	var unmark []*apiv1.Pod
+	for _, node := range slices.Sorted(maps.Keys(podsByNode)) {
+		if leaving[node] {
+			continue
+		}
+		for _, p := range podsByNode[node] {
+			if _, ours := p.Annotations[UnneededNodeKey]; ours && !want[p.UID] {
+				unmark = append(unmark, p)
+			}
+		}
+	}
+	if len(mark) == 0 && len(unmark) == 0 {
+		return nil
+	}
+	res := s.actuator.DeletionCosts(ctx, mark, unmark)
+	return &res
+}
