@@ -1,9 +1,10 @@
 package scaledown
 
 import (
+	"cmp"
 	"context"
-	"maps"
 	"slices"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,12 @@ const (
 	UnneededPodDeletionCost = "-100"
 )
 
+// unmarkedScanEvery is how often, with --pod-deletion-cost-on-unneeded-nodes
+// off, a loop looks for pods an earlier run (or a replica that led before)
+// gave a deletion cost: at 50,000 pods a look is about a millisecond, which
+// a loop without the flag need not spend every 10 s.
+const unmarkedScanEvery = 10 * time.Minute
+
 // PodOnNode is a pod and the unneeded node it runs on.
 type PodOnNode struct {
 	Pod  *apiv1.Pod
@@ -40,7 +47,7 @@ type PodOnNode struct {
 // being removed, or whose removal this pass started, keep what they have:
 // their eviction is under way. A pod with a deletion cost not set by this
 // autoscaler is never touched. nil: nothing to do.
-func (s *ScaleDown) deletionCosts(ctx context.Context, podsByNode map[string][]*apiv1.Pod, started ...[]string) *DeletionCostResult {
+func (s *ScaleDown) deletionCosts(ctx context.Context, podsByNode map[string][]*apiv1.Pod, now time.Time, started ...[]string) *DeletionCostResult {
 	leaving := map[string]bool{}
 	for name := range s.removals.BeingDeleted() {
 		leaving[name] = true
@@ -79,16 +86,24 @@ func (s *ScaleDown) deletionCosts(ctx context.Context, podsByNode map[string][]*
 			}
 		}
 	}
+	// Every pod is looked at with the flag on; with it off (the default),
+	// only every unmarkedScanEvery, for pods an earlier run marked.
 	var unmark []*apiv1.Pod
-	for _, node := range slices.Sorted(maps.Keys(podsByNode)) {
-		if leaving[node] {
-			continue
-		}
-		for _, p := range podsByNode[node] {
-			if _, ours := p.Annotations[UnneededNodeKey]; ours && !want[p.UID] {
-				unmark = append(unmark, p)
+	if s.opts.PodDeletionCostOnUnneededNodes || s.lastMarkScan.IsZero() || now.Sub(s.lastMarkScan) >= unmarkedScanEvery {
+		s.lastMarkScan = now
+		for node, pods := range podsByNode {
+			if leaving[node] {
+				continue
+			}
+			for _, p := range pods {
+				if _, ours := p.Annotations[UnneededNodeKey]; ours && !want[p.UID] {
+					unmark = append(unmark, p)
+				}
 			}
 		}
+		slices.SortFunc(unmark, func(a, b *apiv1.Pod) int {
+			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		})
 	}
 	if len(mark) == 0 && len(unmark) == 0 {
 		return nil

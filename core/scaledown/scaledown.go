@@ -32,6 +32,9 @@ type ScaleDown struct {
 	// keptFor is why each unneeded node waited last loop: a node's wait is
 	// logged at --v=2 when it starts or its reason changes, not every loop.
 	keptFor map[string]keptKind
+	// lastMarkScan is when a loop last looked for pods whose deletion cost
+	// this autoscaler set (see deletionCosts).
+	lastMarkScan time.Time
 	// deleted and failed are set when a removal ends (from its goroutine)
 	// and turned into cooldown start times on the loop's clock by noteRemovalsEnded.
 	deleted, failed atomic.Bool
@@ -135,7 +138,7 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	// soft taints follow the unneeded nodes, once the removals it starts
 	// are known.
 	defer func() { res.SoftTaints = s.softTaint(ctx, in.Nodes, res.Empty, res.Drained) }()
-	defer func() { res.DeletionCosts = s.deletionCosts(ctx, in.PodsByNode, res.Empty, res.Drained) }()
+	defer func() { res.DeletionCosts = s.deletionCosts(ctx, in.PodsByNode, in.Now, res.Empty, res.Drained) }()
 	// Counted after the removals are chosen, which add their own reasons
 	// (not unneeded long enough, min size, cluster minimums), as upstream.
 	defer func() { res.Unremovable = s.planner.UnremovableCounts() }()
