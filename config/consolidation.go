@@ -36,6 +36,12 @@ type ConsolidationOptions struct {
 	// Deployment for a ReplicaSet's pods) are moved by consolidation at
 	// most once within it.
 	WorkloadCooldown time.Duration
+	// AwaitScaleIn: while the requests fall, a command ready to act waits
+	// for the ReplicaSets' scale-in to delete the pods it would evict
+	// (consolidation.Phase.awaitScaleIn). Not a flag of its own: set with
+	// --pod-deletion-cost-on-unneeded-nodes and scale-down on, which give
+	// those pods their low deletion cost.
+	AwaitScaleIn bool
 }
 
 // DisruptionBudget is a number of nodes, or a percentage of the nodes of

@@ -30,8 +30,19 @@ func (a *Autoscaler) consolidator() *consolidation.Phase {
 	exec := consolidation.NewExecutor(a.scaleUp, a.actuator, a.replacementTimeout)
 	// The ends of the old nodes' removals move a draining command on.
 	a.removals.AddListener(exec.RemovalEnded)
-	a.consolidation = consolidation.NewPhase(a.opts.Consolidation, exec, a.report)
+	opts := a.opts.Consolidation
+	opts.AwaitScaleIn = a.opts.PodDeletionCostOnUnneededNodes && a.opts.ScaleDownEnabled
+	a.consolidation = consolidation.NewPhase(opts, exec, a.report)
 	return a.consolidation
+}
+
+// consolidationPlanned returns the pods the command consolidation holds
+// would evict, by node (consolidation.Phase.PlannedPods); nil when none.
+func (a *Autoscaler) consolidationPlanned() map[string][]*apiv1.Pod {
+	if a.consolidation == nil {
+		return nil
+	}
+	return a.consolidation.PlannedPods()
 }
 
 // replacementTimeout is how long a replacement's nodes may take: the wait

@@ -18,7 +18,7 @@ import (
 // pod, group "small" with one full 2-cpu node and room for more; both
 // consolidatable, nodes priced by the core-hour. Replacing the big node by a
 // small one saves $6 of $8 an hour.
-func consolidationCluster(t *testing.T) (*harness, config.AutoscalingOptions) {
+func consolidationCluster(t *testing.T, tune ...func(*config.AutoscalingOptions)) (*harness, config.AutoscalingOptions) {
 	p, nodes := cluster(
 		groupSpec{id: "big", min: 0, max: 3, nodes: 1, milliCPU: 8000, mem: 8 * test.GiB},
 		groupSpec{id: "small", min: 0, max: 5, nodes: 1, milliCPU: 2000, mem: 2 * test.GiB},
@@ -36,6 +36,9 @@ func consolidationCluster(t *testing.T) (*harness, config.AutoscalingOptions) {
 	opts := testOptions()
 	opts.Consolidation.Enabled = true
 	opts.Consolidation.StabilizationWindow = time.Minute
+	for _, f := range tune {
+		f(&opts)
+	}
 	h := newHarness(t, opts, p, join(nodes, pods)...)
 	return h, opts
 }

@@ -128,6 +128,14 @@ func newLoopScenario(t *testing.T, seed uint64) *loopScenario {
 	opts.Consolidation.StabilizationWindow = time.Minute
 	opts.Consolidation.MaxDisrupted = config.DisruptionBudget{Count: 1 + rng.IntN(2)}
 	opts.Consolidation.EvictionCost = 0
+	// Half the scenarios mark the pods of unneeded nodes and of the command
+	// held, and wait for the scale-in (pods deleted below) while the
+	// requests fall.
+	if rng.IntN(2) == 0 {
+		opts.PodDeletionCostOnUnneededNodes = true
+		opts.Consolidation.EvictionCost = 0.05
+		opts.Consolidation.SavingHorizon = 8 * time.Minute
+	}
 	if rng.IntN(2) == 0 {
 		opts.MaxNodesTotal = nodes + rng.IntN(3)
 	}

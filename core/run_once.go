@@ -76,7 +76,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (err error) {
 	}
 	empty, drained, err := a.scaleDownPhase(ctx, scaledown.PlannerInput{
 		Snapshot: sim.snapshot, PodsByNode: sim.podsByNode(), Nodes: c.nodes, PDBs: c.pdbs, BeingDeleted: sim.beingDeleted,
-		Held: sim.held, Quotas: sim.quotas, Now: now, DRA: c.dra,
+		Held: sim.held, Planned: a.consolidationPlanned(), Quotas: sim.quotas, Now: now, DRA: c.dra,
 	})
 	if err != nil {
 		return err

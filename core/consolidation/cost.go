@@ -43,7 +43,9 @@ type Appraisal struct {
 	// Gain is the saving over the horizon, Cost the disruption's, both in
 	// USD; Value is Gain - Cost.
 	Gain, Cost, Value float64
-	Horizon           time.Duration
+	// Disruption is the part of Cost the evictions make.
+	Disruption float64
+	Horizon    time.Duration
 	// Growing: the horizon is how long the room left lasts while the
 	// cluster's requests grow, shorter than the learnt one.
 	Growing bool
@@ -93,9 +95,10 @@ func (m CostModel) Appraise(cmd *Command) Appraisal {
 	for _, c := range cmd.Remove {
 		for _, p := range c.Moving {
 			a.Evictions++
-			a.Cost += m.EvictionCost + c.Price*share(p, c.Node)*podRestart.Hours()
+			a.Disruption += m.EvictionCost + c.Price*share(p, c.Node)*podRestart.Hours()
 		}
 	}
+	a.Cost = a.Disruption
 	if cmd.Kind == Replace && cmd.Replacement != nil {
 		a.Cost += cmd.Replacement.Price * float64(cmd.Count) * replacementOverlap.Hours()
 	}

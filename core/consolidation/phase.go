@@ -63,8 +63,11 @@ type Phase struct {
 
 	status   Status
 	statusAt time.Time
-	// planned is the command held for the stabilization window.
+	// planned is the command held for the stabilization window or for the
+	// scale-in (awaitScaleIn); awaiting the key of the one held for the
+	// scale-in, logged once.
 	planned    *Command
+	awaiting   string
 	lastResult string
 	// savings: the hourly saving of the commands that succeeded.
 	savings float64
@@ -183,6 +186,16 @@ func (ph *Phase) Run(ctx context.Context, l Loop) (started bool) {
 		ph.set(PlannedStatus, ph.stab.Since())
 		return false
 	}
+	if why := ph.awaitScaleIn(cmd, ph.stab.Since().Add(ph.stab.Window(cmd)), now); why != "" {
+		if k := cmd.Key(); k != ph.awaiting {
+			ph.awaiting = k
+			klog.V(2).InfoS("Consolidation: waiting for the scale-in", "command", cmd.String(), "why", why)
+		}
+		ph.planned = cmd
+		ph.set(PlannedStatus, ph.stab.Since())
+		return false
+	}
+	ph.awaiting = ""
 	// The plan ran on this iteration's cluster: the command is validated
 	// just before it acts.
 	ph.stab.Reset()

@@ -97,6 +97,21 @@ func (t *Trend) Observe(now time.Time, req Resources, window time.Duration) {
 // Growth is how fast the requests grew over the samples kept, per hour,
 // each resource at least 0; zero until they span a quarter of window.
 func (t *Trend) Growth(window time.Duration) Resources {
+	d := t.change(window)
+	return Resources{max(0, d.MilliCPU), max(0, d.MilliMemory)}
+}
+
+// Falling tells that the requests fell over the samples kept (spanning a
+// quarter of window at least): one resource fell, and neither grew. A
+// cluster whose requests fall is scaling in; its controllers delete pods.
+func (t *Trend) Falling(window time.Duration) bool {
+	d := t.change(window)
+	return d.MilliCPU <= 0 && d.MilliMemory <= 0 && (d.MilliCPU < 0 || d.MilliMemory < 0)
+}
+
+// change is how the requests changed per hour over the samples kept; zero
+// until they span a quarter of window.
+func (t *Trend) change(window time.Duration) Resources {
 	n := len(t.samples)
 	if n < 2 {
 		return Resources{}
@@ -107,7 +122,7 @@ func (t *Trend) Growth(window time.Duration) Resources {
 		return Resources{}
 	}
 	d := last.req.minus(first.req)
-	perHour := func(v int64) int64 { return max(0, int64(float64(v)/span.Hours())) }
+	perHour := func(v int64) int64 { return int64(float64(v) / span.Hours()) }
 	return Resources{perHour(d.MilliCPU), perHour(d.MilliMemory)}
 }
 

@@ -7,7 +7,7 @@ import (
 	sdtest "github.com/doks-autoscaler/cluster-autoscaler/core/internal/scaledowntest"
 )
 
-func TestTrendGrowth(t *testing.T) {
+func TestTrendGrowthAndFall(t *testing.T) {
 	const window = time.Hour
 	cpu := func(m int64) Resources { return Resources{MilliCPU: m, MilliMemory: m * 1000} }
 	for _, tc := range []struct {
@@ -15,12 +15,14 @@ func TestTrendGrowth(t *testing.T) {
 		minutes []int // sample times
 		milli   []int64
 		want    int64 // milli-cpu per hour
+		falling bool
 	}{
-		{"rising 1 core over 30 min", []int{0, 10, 20, 30}, []int64{1000, 1300, 1700, 2000}, 2000},
-		{"falling", []int{0, 20, 40}, []int64{3000, 2000, 1000}, 0},
-		{"too short to read", []int{0, 5, 10}, []int64{1000, 2000, 3000}, 0},
-		{"older than the window forgotten", []int{0, 50, 100, 110, 130}, []int64{9000, 1000, 1000, 2000, 3000}, 4000},
-		{"one sample", []int{0}, []int64{1000}, 0},
+		{"rising 1 core over 30 min", []int{0, 10, 20, 30}, []int64{1000, 1300, 1700, 2000}, 2000, false},
+		{"falling", []int{0, 20, 40}, []int64{3000, 2000, 1000}, 0, true},
+		{"flat", []int{0, 20, 40}, []int64{3000, 2000, 3000}, 0, false},
+		{"too short to read", []int{0, 5, 10}, []int64{3000, 2000, 1000}, 0, false},
+		{"older than the window forgotten", []int{0, 50, 100, 110, 130}, []int64{9000, 1000, 1000, 2000, 3000}, 4000, false},
+		{"one sample", []int{0}, []int64{1000}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var tr Trend
@@ -30,6 +32,9 @@ func TestTrendGrowth(t *testing.T) {
 			got := tr.Growth(window)
 			if got.MilliCPU != tc.want || got.MilliMemory != tc.want*1000 {
 				t.Fatalf("growth = %+v, want %d milli-cpu/h", got, tc.want)
+			}
+			if f := tr.Falling(window); f != tc.falling {
+				t.Fatalf("falling = %v, want %v", f, tc.falling)
 			}
 		})
 	}

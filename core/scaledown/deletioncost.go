@@ -3,6 +3,7 @@ package scaledown
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -18,7 +19,8 @@ const (
 	// PodDeletionCost feature, beta and on by default since 1.22).
 	PodDeletionCostKey = "controller.kubernetes.io/pod-deletion-cost"
 	// UnneededNodeKey marks a pod whose deletion cost this autoscaler set,
-	// and names the unneeded node it was set for. Only a pod carrying it
+	// and names the node it was set for: an unneeded node, or one that
+	// consolidation's held command would remove. Only a pod carrying it
 	// has its cost taken off again.
 	UnneededNodeKey = "cluster-autoscaler.kubernetes.io/unneeded-node"
 	// UnneededPodDeletionCost is the cost given: below the default 0 of a
@@ -40,14 +42,16 @@ type PodOnNode struct {
 }
 
 // deletionCosts keeps --pod-deletion-cost-on-unneeded-nodes's annotation
-// on the ReplicaSet pods that an unneeded node would have to evict (a
-// Deployment scaling in then deletes them first, and the node may empty
-// without an eviction), and takes it off the pods it marked whose node is
-// needed again, or every pod it marked once the flag is off. Pods on nodes
-// being removed, or whose removal this pass started, keep what they have:
-// their eviction is under way. A pod with a deletion cost not set by this
-// autoscaler is never touched. nil: nothing to do.
-func (s *ScaleDown) deletionCosts(ctx context.Context, podsByNode map[string][]*apiv1.Pod, now time.Time, started ...[]string) *DeletionCostResult {
+// on the ReplicaSet pods that an unneeded node, or consolidation's held
+// command (in.Planned), would have to evict (a Deployment scaling in then
+// deletes them first, and the node may empty without an eviction), and
+// takes it off the pods it marked whose node is needed again, or every pod
+// it marked once the flag is off. Pods on nodes being removed, or whose
+// removal this pass started, keep what they have: their eviction is under
+// way. A pod with a deletion cost not set by this autoscaler is never
+// touched. nil: nothing to do.
+func (s *ScaleDown) deletionCosts(ctx context.Context, in PlannerInput, started ...[]string) *DeletionCostResult {
+	podsByNode, now := in.PodsByNode, in.Now
 	leaving := map[string]bool{}
 	for name := range s.removals.BeingDeleted() {
 		leaving[name] = true
@@ -62,26 +66,41 @@ func (s *ScaleDown) deletionCosts(ctx context.Context, podsByNode map[string][]*
 	want := map[types.UID]bool{}
 	var mark []PodOnNode
 	if s.opts.PodDeletionCostOnUnneededNodes {
+		// Consolidation's command after scale-down's unneeded nodes: its
+		// nodes are not unneeded (they hold pods no other node has room
+		// for without the command), so no node comes twice.
+		nodes := make([]string, 0, len(s.planner.Unneeded())+len(in.Planned))
+		toEvict := make(map[string][]*apiv1.Pod, cap(nodes))
 		for _, u := range s.planner.Unneeded() {
-			if leaving[u.Node.Name] {
+			nodes = append(nodes, u.Node.Name)
+			toEvict[u.Node.Name] = u.PodsToEvict
+		}
+		for _, name := range slices.Sorted(maps.Keys(in.Planned)) {
+			if _, dup := toEvict[name]; !dup {
+				nodes = append(nodes, name)
+				toEvict[name] = in.Planned[name]
+			}
+		}
+		for _, name := range nodes {
+			if leaving[name] {
 				continue
 			}
 			evict := map[types.UID]bool{}
-			for _, p := range u.PodsToEvict {
+			for _, p := range toEvict[name] {
 				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" {
 					evict[p.UID] = true
 				}
 			}
 			// The loop's own objects: their resourceVersion is the
 			// patch's condition.
-			for _, p := range podsByNode[u.Node.Name] {
+			for _, p := range podsByNode[name] {
 				if !evict[p.UID] {
 					continue
 				}
 				want[p.UID] = true
 				_, ours := p.Annotations[UnneededNodeKey]
 				if _, hasCost := p.Annotations[PodDeletionCostKey]; !ours && !hasCost {
-					mark = append(mark, PodOnNode{Pod: p, Node: u.Node.Name})
+					mark = append(mark, PodOnNode{Pod: p, Node: name})
 				}
 			}
 		}

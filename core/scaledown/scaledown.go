@@ -138,7 +138,7 @@ func (s *ScaleDown) RunOnce(ctx context.Context, in PlannerInput, lastScaleUp ti
 	// soft taints follow the unneeded nodes, once the removals it starts
 	// are known.
 	defer func() { res.SoftTaints = s.softTaint(ctx, in.Nodes, res.Empty, res.Drained) }()
-	defer func() { res.DeletionCosts = s.deletionCosts(ctx, in.PodsByNode, in.Now, res.Empty, res.Drained) }()
+	defer func() { res.DeletionCosts = s.deletionCosts(ctx, in, res.Empty, res.Drained) }()
 	// Counted after the removals are chosen, which add their own reasons
 	// (not unneeded long enough, min size, cluster minimums), as upstream.
 	defer func() { res.Unremovable = s.planner.UnremovableCounts() }()

@@ -67,6 +67,11 @@ type PlannerInput struct {
 	// consolidation command in flight): neither removed nor a place for
 	// the pods of nodes that are.
 	Held map[string]string
+	// Planned are the pods consolidation's held command would evict, by
+	// node (consolidation.Phase.PlannedPods): with
+	// --pod-deletion-cost-on-unneeded-nodes they get the deletion cost of
+	// an unneeded node's pods.
+	Planned map[string][]*apiv1.Pod
 	// Quotas counts the live nodes against the cluster-wide minimums.
 	Quotas resourcequotas.Tracker
 	Now    time.Time
