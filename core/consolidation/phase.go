@@ -287,6 +287,7 @@ func (ph *Phase) plan(l Loop) *Command {
 	in.Cost = CostModel{Horizon: ph.lifetimes.Horizon(now, ph.opts.SavingHorizon), EvictionCost: ph.opts.EvictionCost,
 		Demand: demand, Growth: ph.trend.Growth(ph.trendWindow())}
 	in.BackedOff = func(key string) bool { at, ok := ph.aborted[key]; return ok && now.Sub(at) < abortBackoff }
+	in.Held = ph.stab.Key()
 	d := Decide(in)
 	ph.rec.ConsolidationPlanning(d.Simulated, d.Skipped)
 	ph.refused(d.Unprofitable)

@@ -81,7 +81,15 @@ type Input struct {
 	// MaxNodes bounds the nodes one command removes (the disruption
 	// budget left).
 	MaxNodes int
-	Now      time.Time
+	// Held is the key of the command held for its window (Stabilizer),
+	// "" for none: while it still pays it is chosen again over a better
+	// one, unless that one is worth more than twice as much. On a moving load another command comes out a little ahead
+	// every few loops (a scale-in deletes the pods of one node, a pod lands
+	// on another); choosing it restarts the window, and on the compressed
+	// day commands were planned for one node after another through the
+	// evening and carried out only in the night that followed.
+	Held string
+	Now  time.Time
 }
 
 // Decision is what Plan chose, and the commands it refused because they
@@ -126,6 +134,7 @@ func Decide(in Input) Decision {
 		klog.V(2).InfoS("Consolidation: the planner's work budget ran out; some commands were not weighed this loop",
 			"simulatedRemovals", p.simulated, "budget", p.budget, "skippedCommands", p.skipped)
 	}
+	var held *Command
 	for _, c := range options {
 		if c == nil {
 			continue
@@ -138,9 +147,20 @@ func Decide(in Input) Decision {
 		if d.Command == nil || better(c, d.Command) {
 			d.Command = c
 		}
+		if in.Held != "" && c.Key() == in.Held {
+			held = c
+		}
+	}
+	if held != nil && held.Appraisal.Value*heldAgainst >= d.Command.Appraisal.Value {
+		d.Command = held
 	}
 	return d
 }
+
+// heldAgainst: the command held yields only to one worth more than this
+// many times as much (a command backed off becomes available again, the
+// cluster changed a lot), not to one a little better.
+const heldAgainst = 2
 
 // better orders commands by value, then by fewer evictions, then by key
 // (so that the same cluster gives the same command loop after loop, which

@@ -390,3 +390,33 @@ func TestDecideStopsAtItsWorkBudget(t *testing.T) {
 		t.Fatalf("small search: simulated %d, skipped %d; want some work and nothing skipped", d.Simulated, d.Skipped)
 	}
 }
+
+// The command held for its window stays chosen while it pays, over a
+// better one; once it no longer pays, or another is worth more than twice
+// as much (or none is held), the best is chosen.
+func TestDecideKeepsTheHeldCommand(t *testing.T) {
+	c := newCluster()
+	c.node("a", 4000, 1.5, 1000)
+	c.node("b", 4000, 1, 1000)
+	c.node("room", 8000, 1)
+	in := c.input(t, []string{"a", "b"}, 1, 0.1)
+	in.Cost = CostModel{Horizon: time.Hour, EvictionCost: 0.01}
+	best := Plan(in)
+	if best == nil || best.Key() != "delete:a" {
+		t.Fatalf("best command %v, want delete:a (the dearer node)", best)
+	}
+	in.Held = "delete:b"
+	if got := Plan(in); got == nil || got.Key() != "delete:b" {
+		t.Fatalf("with delete:b held, got %v", got)
+	}
+	in.Cost.EvictionCost = 1.2 // b's saving ($1 an hour) no longer pays; a's does
+	if got := Plan(in); got == nil || got.Key() != "delete:a" {
+		t.Fatalf("with delete:b held and no longer paying, got %v", got)
+	}
+	in.Cost.EvictionCost = 0.01
+	c.prices["a"] = 2.5 // worth more than twice b
+	in.Candidates = c.candidates("a", "b")
+	if got := Plan(in); got == nil || got.Key() != "delete:a" {
+		t.Fatalf("with delete:b held and delete:a worth 2.5 times as much, got %v", got)
+	}
+}

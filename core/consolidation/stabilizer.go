@@ -44,6 +44,9 @@ func (s *Stabilizer) Window(cmd *Command) time.Duration {
 	return w
 }
 
+// Key is the key of the command held ("" for none).
+func (s *Stabilizer) Key() string { return s.key }
+
 // Since is when the command held now was first proposed (zero: none).
 func (s *Stabilizer) Since() time.Time { return s.since }
 

@@ -66,9 +66,8 @@ func (s *ScaleDown) deletionCosts(ctx context.Context, in PlannerInput, started 
 	want := map[types.UID]bool{}
 	var mark []PodOnNode
 	if s.opts.PodDeletionCostOnUnneededNodes {
-		// Consolidation's command after scale-down's unneeded nodes: its
-		// nodes are not unneeded (they hold pods no other node has room
-		// for without the command), so no node comes twice.
+		// Consolidation's command after scale-down's unneeded nodes, a
+		// node in both once.
 		nodes := make([]string, 0, len(s.planner.Unneeded())+len(in.Planned))
 		toEvict := make(map[string][]*apiv1.Pod, cap(nodes))
 		for _, u := range s.planner.Unneeded() {
