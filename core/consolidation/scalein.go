@@ -5,7 +5,8 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/doks-autoscaler/cluster-autoscaler/core/scaledown"
 )
 
 // awaitScaleIn says why cmd, held for its window and ready to act, waits
@@ -33,7 +34,7 @@ func (ph *Phase) awaitScaleIn(cmd *Command, readyAt, now time.Time) string {
 	scaleIn := 0
 	for _, c := range cmd.Remove {
 		for _, p := range c.Moving {
-			if scalesIn(p) {
+			if scaledown.ScalesInByDeletionCost(p) {
 				scaleIn++
 			}
 		}
@@ -48,13 +49,6 @@ func (ph *Phase) awaitScaleIn(cmd *Command, readyAt, now time.Time) string {
 	}
 	return fmt.Sprintf("the requests fall and %d of its %d pod(s) to evict may be deleted by their ReplicaSets first: it waits until the saving forgone ($%.4f) reaches what their evictions cost ($%.4f)",
 		scaleIn, cmd.Appraisal.Evictions, forgone, avoidable)
-}
-
-// scalesIn tells whether p's controller deletes pods by their deletion
-// cost when it scales in: a ReplicaSet (a Deployment's).
-func scalesIn(p *apiv1.Pod) bool {
-	ref := metav1.GetControllerOfNoCopy(p)
-	return ref != nil && ref.Kind == "ReplicaSet"
 }
 
 // PlannedPods returns, by node, the pods the command held (for its

@@ -35,6 +35,14 @@ const (
 // a loop without the flag need not spend every 10 s.
 const unmarkedScanEvery = 10 * time.Minute
 
+// ScalesInByDeletionCost tells whether p's controller reads
+// PodDeletionCostKey when it scales in: a ReplicaSet (a Deployment's);
+// other controllers do not.
+func ScalesInByDeletionCost(p *apiv1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(p)
+	return ref != nil && ref.Kind == "ReplicaSet"
+}
+
 // PodOnNode is a pod and the unneeded node it runs on.
 type PodOnNode struct {
 	Pod  *apiv1.Pod
@@ -86,7 +94,7 @@ func (s *ScaleDown) deletionCosts(ctx context.Context, in PlannerInput, started 
 			}
 			evict := map[types.UID]bool{}
 			for _, p := range toEvict[name] {
-				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" {
+				if ScalesInByDeletionCost(p) {
 					evict[p.UID] = true
 				}
 			}
